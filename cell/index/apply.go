@@ -1,0 +1,215 @@
+package index
+
+import "sync/atomic"
+
+// OpKind says what an Op does.
+type OpKind uint8
+
+// The write operations.
+const (
+	// OpStore records that the pod holds the block on the op's tier.
+	OpStore OpKind = iota + 1
+	// OpRemove records that the pod dropped the block from the op's tier;
+	// the pod stops holding it when no tier keeps it.
+	OpRemove
+)
+
+// Op is one write to the index.
+type Op struct {
+	Kind OpKind
+	Slot Slot
+	Tier Tier
+	Hash BlockHash
+}
+
+// ApplyResult counts what an Apply call did.
+type ApplyResult struct {
+	// Created and Deleted count blocks added to and deleted from the index.
+	Created, Deleted int
+	// CapDrops counts stores refused because MaxBlocks was reached.
+	CapDrops int
+	// Stale counts ops ignored because their slot was not alive, and ops
+	// with the reserved zero hash.
+	Stale int
+}
+
+// reserver hands out room for new blocks one at a time when the index is
+// near its cap.
+type reserver struct {
+	blocks *atomic.Int64
+	max    int64
+}
+
+func (r *reserver) take() bool {
+	for {
+		n := r.blocks.Load()
+		if n >= r.max {
+			return false
+		}
+		if r.blocks.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// smallBatch is the batch size under which Apply locks per op instead of
+// grouping by shard: grouping costs a counting sort.
+const smallBatch = 8
+
+type applyScratch struct {
+	order  []int32
+	starts [numShards + 1]int32
+	ops    []Op
+}
+
+// Apply applies ops as one batch: grouped by shard, one lock per shard, the
+// order of ops on one hash kept. Writes are idempotent: storing a held block
+// and removing an absent one change nothing. Ops for slots that are not alive
+// are ignored, so a pod's writes that race with its Kill cannot leak into a
+// reused slot. Apply may be called concurrently; ops of one pod should come
+// from one goroutine (the index keeps their order only within a call).
+func (ix *Index) Apply(ops []Op) ApplyResult {
+	var res ApplyResult
+	if len(ops) == 0 {
+		return res
+	}
+	sc := ix.scratch.Get().(*applyScratch)
+	defer ix.scratch.Put(sc)
+	ops = ix.applyTiers(ops, sc, &res)
+
+	stores := int64(0)
+	for i := range ops {
+		if ops[i].Kind == OpStore {
+			stores++
+		}
+	}
+	max := int64(ix.cfg.MaxBlocks)
+	if ix.blocks.Add(stores) > max {
+		ix.blocks.Add(-stores)
+		ix.applyOrdered(ops, &res)
+		return res
+	}
+	if len(ops) <= smallBatch {
+		for i := range ops {
+			s := &ix.shards[shardOf(uint64(ops[i].Hash))]
+			s.beginWrite()
+			ix.applyOne(s, &ops[i], nil, &res)
+			s.endWrite()
+		}
+	} else {
+		ix.applyGrouped(ops, sc, &res)
+	}
+	ix.blocks.Add(int64(res.Created-res.Deleted) - stores)
+	return res
+}
+
+// applyGrouped sorts op positions by shard (a stable counting sort) and
+// applies each shard's ops under one lock.
+func (ix *Index) applyGrouped(ops []Op, sc *applyScratch, res *ApplyResult) {
+	var counts [numShards]int32
+	for i := range ops {
+		counts[shardOf(uint64(ops[i].Hash))]++
+	}
+	sc.starts[0] = 0
+	for i := 0; i < numShards; i++ {
+		sc.starts[i+1] = sc.starts[i] + counts[i]
+	}
+	if cap(sc.order) < len(ops) {
+		sc.order = make([]int32, len(ops))
+	}
+	order := sc.order[:len(ops)]
+	next := counts // reuse as write cursors
+	for i := 0; i < numShards; i++ {
+		next[i] = sc.starts[i]
+	}
+	for i := range ops {
+		sh := shardOf(uint64(ops[i].Hash))
+		order[next[sh]] = int32(i)
+		next[sh]++
+	}
+	for sh := 0; sh < numShards; sh++ {
+		lo, hi := sc.starts[sh], sc.starts[sh+1]
+		if lo == hi {
+			continue
+		}
+		s := &ix.shards[sh]
+		s.beginWrite()
+		for _, oi := range order[lo:hi] {
+			ix.applyOne(s, &ops[oi], nil, res)
+		}
+		s.endWrite()
+	}
+}
+
+// applyOrdered is the path near the cap: ops one by one in call order, new
+// blocks reserved one at a time, and a pod whose store was refused gets no
+// later store in this call.
+func (ix *Index) applyOrdered(ops []Op, res *ApplyResult) {
+	r := reserver{blocks: &ix.blocks, max: int64(ix.cfg.MaxBlocks)}
+	var refused HostBitmap
+	for i := range ops {
+		op := &ops[i]
+		s := &ix.shards[shardOf(uint64(op.Hash))]
+		s.beginWrite()
+		if op.Kind == OpStore && refused.Has(op.Slot) {
+			s.capDrops++
+			res.CapDrops++
+		} else if !ix.applyOne(s, op, &r, res) {
+			refused = refused.Set(op.Slot)
+		}
+		s.endWrite()
+	}
+	ix.blocks.Add(-int64(res.Deleted))
+}
+
+// applyOne applies one op to its shard, which the caller has locked. It
+// returns false when a store was refused for room.
+func (ix *Index) applyOne(s *shard, op *Op, r *reserver, res *ApplyResult) bool {
+	if op.Hash == 0 || !ix.isAlive(op.Slot) {
+		s.stale++
+		res.Stale++
+		return true
+	}
+	switch op.Kind {
+	case OpStore:
+		created, ok := s.store(uint64(op.Hash), op.Slot, r)
+		if !ok {
+			res.CapDrops++
+			return false
+		}
+		res.Created += created
+	case OpRemove:
+		res.Deleted -= s.remove(uint64(op.Hash), op.Slot)
+	}
+	return true
+}
+
+// Store records that pod s holds the blocks of chain on tier t. chain is in
+// chain order (each block the parent of the next), as an engine's
+// BlockStored event lists them. It returns how many leading blocks of chain
+// were stored; fewer than len(chain) only when the cap refused one.
+func (ix *Index) Store(s Slot, t Tier, chain []BlockHash) int {
+	ops := ix.opsFor(OpStore, s, t, chain)
+	res := ix.Apply(ops.ops)
+	ix.scratch.Put(ops)
+	if res.CapDrops > 0 {
+		return max(0, len(chain)-res.CapDrops)
+	}
+	return len(chain)
+}
+
+// Remove records that pod s dropped the given blocks from tier t.
+func (ix *Index) Remove(s Slot, t Tier, hashes []BlockHash) {
+	ops := ix.opsFor(OpRemove, s, t, hashes)
+	ix.Apply(ops.ops)
+	ix.scratch.Put(ops)
+}
+
+func (ix *Index) opsFor(kind OpKind, s Slot, t Tier, hashes []BlockHash) *applyScratch {
+	sc := ix.scratch.Get().(*applyScratch)
+	sc.ops = sc.ops[:0]
+	for _, h := range hashes {
+		sc.ops = append(sc.ops, Op{Kind: kind, Slot: s, Tier: t, Hash: h})
+	}
+	return sc
+}

@@ -1,0 +1,46 @@
+package index
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Config tunes an Index. The zero value is not valid; start from
+// DefaultConfig.
+type Config struct {
+	// MaxBlocks caps the number of distinct block hashes the index holds.
+	// When the cap is reached, stores that would add a new block are refused
+	// (and counted in Stats.CapDrops); stores that add a holder to a known
+	// block, and all removals, still apply. Refusing new blocks only makes
+	// the index under-report matches, which is safe: a request then routes
+	// as if that part of its prefix were not cached. Within one Apply call,
+	// once a store for a pod is refused, the pod's later stores in that call
+	// are refused too, so a pod's chain never gets a hole.
+	MaxBlocks int
+	// SweepWorkers bounds how many goroutines sweep shards in parallel after
+	// pods die or are cleared. Each holds one shard lock at a time.
+	SweepWorkers int
+}
+
+// DefaultConfig returns the configuration celld starts from: room for 32M
+// blocks (about 1 GiB of tables at the measured footprint) and two sweepers.
+func DefaultConfig() Config {
+	return Config{
+		MaxBlocks:    1 << 25,
+		SweepWorkers: 2,
+	}
+}
+
+// ErrInvalidConfig is wrapped by every error Validate returns.
+var ErrInvalidConfig = errors.New("index: invalid config")
+
+// Validate reports the first field that is out of range.
+func (c Config) Validate() error {
+	if c.MaxBlocks < 1 {
+		return fmt.Errorf("%w: MaxBlocks must be at least 1, got %d", ErrInvalidConfig, c.MaxBlocks)
+	}
+	if c.SweepWorkers < 1 || c.SweepWorkers > numShards {
+		return fmt.Errorf("%w: SweepWorkers must be in [1, %d], got %d", ErrInvalidConfig, numShards, c.SweepWorkers)
+	}
+	return nil
+}

@@ -1,0 +1,91 @@
+package index
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Index is a cell's exact block index: which live pods hold which block.
+// All methods are safe for concurrent use.
+type Index struct {
+	cfg    Config
+	shards [numShards]shard
+	alive  [4]atomic.Uint64
+	blocks atomic.Int64
+
+	pods  registry
+	tiers [MaxPods]tierMap
+	sweep sweeper
+
+	scratch sync.Pool // *applyScratch
+}
+
+// New returns an empty index and starts its background sweeper; Close stops it.
+func New(cfg Config) (*Index, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ix := &Index{cfg: cfg}
+	for i := range ix.shards {
+		ix.shards[i].init()
+	}
+	ix.pods.init()
+	ix.scratch.New = func() any { return new(applyScratch) }
+	ix.sweep.start(ix)
+	return ix, nil
+}
+
+// Close stops the background sweeper and waits for it. Pending sweeps are
+// finished first. The index stays readable and writable, but a pod killed
+// after Close is never swept.
+func (ix *Index) Close() {
+	ix.sweep.stop()
+}
+
+// Alive returns the set of live pod slots.
+func (ix *Index) Alive() HostBitmap {
+	return HostBitmap{ix.alive[0].Load(), ix.alive[1].Load(), ix.alive[2].Load(), ix.alive[3].Load()}
+}
+
+func (ix *Index) isAlive(s Slot) bool {
+	return ix.alive[s>>6].Load()&(1<<(s&63)) != 0
+}
+
+func (ix *Index) setAlive(s Slot) { ix.alive[s>>6].Or(1 << (s & 63)) }
+
+func (ix *Index) clearAlive(s Slot) { ix.alive[s>>6].And(^uint64(1 << (s & 63))) }
+
+// Stats is a point-in-time summary of the index for metrics.
+type Stats struct {
+	// Blocks is the number of distinct block hashes held.
+	Blocks int64
+	// Shards is the number of shards.
+	Shards int
+	// TableBytes is the memory of the shard tables and overflow arrays.
+	TableBytes int64
+	// CapDrops counts stores refused because MaxBlocks was reached.
+	CapDrops uint64
+	// StaleOps counts ops for slots that were not alive when applied.
+	StaleOps uint64
+	// LivePods and SweepingPods count slots by state.
+	LivePods, SweepingPods int
+	// Sweeps counts finished sweep passes.
+	Sweeps uint64
+}
+
+// Stats returns current figures. It takes every shard lock in turn, so call
+// it from a metrics scrape, not from a hot path.
+func (ix *Index) Stats() Stats {
+	st := Stats{Blocks: ix.blocks.Load(), Shards: numShards}
+	for i := range ix.shards {
+		s := &ix.shards[i]
+		s.mu.Lock()
+		st.TableBytes += s.bytes()
+		st.CapDrops += s.capDrops
+		st.StaleOps += s.stale
+		s.mu.Unlock()
+	}
+	st.LivePods, st.SweepingPods = ix.pods.counts()
+	st.Sweeps = ix.sweep.passes.Load()
+	return st
+}

@@ -1,0 +1,297 @@
+package index
+
+import (
+	"math/rand/v2"
+	"sort"
+	"testing"
+)
+
+// refIndex is the naive reference model: a map from hash to the set of
+// pods holding it, and a linear walk of the chain per pod.
+type refIndex struct {
+	holders map[BlockHash]map[Slot]bool
+	alive   map[Slot]bool
+}
+
+func newRef() *refIndex {
+	return &refIndex{holders: map[BlockHash]map[Slot]bool{}, alive: map[Slot]bool{}}
+}
+
+func (r *refIndex) store(s Slot, h BlockHash) {
+	if !r.alive[s] {
+		return
+	}
+	if r.holders[h] == nil {
+		r.holders[h] = map[Slot]bool{}
+	}
+	r.holders[h][s] = true
+}
+
+func (r *refIndex) remove(s Slot, h BlockHash) {
+	if !r.alive[s] {
+		return
+	}
+	delete(r.holders[h], s)
+	if len(r.holders[h]) == 0 {
+		delete(r.holders, h)
+	}
+}
+
+func (r *refIndex) drop(s Slot) {
+	for h, set := range r.holders {
+		delete(set, s)
+		if len(set) == 0 {
+			delete(r.holders, h)
+		}
+	}
+}
+
+func (r *refIndex) depth(s Slot, chain []BlockHash) int {
+	if !r.alive[s] {
+		return 0
+	}
+	for i, h := range chain {
+		if !r.holders[h][s] {
+			return i
+		}
+	}
+	return len(chain)
+}
+
+func (r *refIndex) dump() []DumpEntry {
+	var out []DumpEntry
+	for h, set := range r.holders {
+		var b HostBitmap
+		for s := range set {
+			b = b.Set(s)
+		}
+		out = append(out, DumpEntry{Hash: h, Holders: b})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Hash < out[j].Hash })
+	return out
+}
+
+// tree is a random prefix tree of block hashes: the chains requests share.
+type tree struct {
+	parent   []int // -1 for roots
+	hash     []BlockHash
+	children [][]int
+}
+
+func newTree(rng *rand.Rand, nodes int) *tree {
+	t := &tree{}
+	for i := 0; i < nodes; i++ {
+		p := -1
+		if i > 0 && rng.IntN(8) != 0 {
+			p = rng.IntN(i)
+		}
+		t.parent = append(t.parent, p)
+		t.hash = append(t.hash, BlockHash(rng.Uint64()|1))
+		t.children = append(t.children, nil)
+		if p >= 0 {
+			t.children[p] = append(t.children[p], i)
+		}
+	}
+	return t
+}
+
+// path returns the chain from the root down to node n.
+func (t *tree) path(n int) []BlockHash {
+	var rev []BlockHash
+	for ; n >= 0; n = t.parent[n] {
+		rev = append(rev, t.hash[n])
+	}
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	return rev
+}
+
+// subtree returns node n and all its descendants.
+func (t *tree) subtree(n int) []int {
+	out := []int{n}
+	for i := 0; i < len(out); i++ {
+		out = append(out, t.children[out[i]]...)
+	}
+	return out
+}
+
+func newTestIndex(t testing.TB, cfg Config) *Index {
+	t.Helper()
+	ix, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(ix.Close)
+	return ix
+}
+
+func checkMatch(t *testing.T, ix *Index, ref *refIndex, chain []BlockHash, r *MatchResult, step int) {
+	t.Helper()
+	ix.Match(chain, r)
+	bestDepth := 0
+	for s := 0; s < MaxPods; s++ {
+		want := ref.depth(Slot(s), chain)
+		if got := r.Depth(Slot(s)); got != want {
+			t.Fatalf("step %d: pod %d: Depth = %d, want %d (chain len %d)", step, s, got, want, len(chain))
+		}
+		bestDepth = max(bestDepth, want)
+	}
+	_, d, ok := r.Best()
+	if ok != (bestDepth > 0) || d != bestDepth {
+		t.Fatalf("step %d: Best depth = %d,%v, want %d", step, d, ok, bestDepth)
+	}
+}
+
+// TestMatchesReferenceModel applies random interleavings of store, remove,
+// clear, kill, register and query to the index and to the reference model
+// and compares every answer and, at the end, the whole content.
+func TestMatchesReferenceModel(t *testing.T) {
+	for seed := uint64(1); seed <= 6; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		tr := newTree(rng, 400)
+		ix := newTestIndex(t, DefaultConfig())
+		ref := newRef()
+		held := map[Slot]map[int]bool{} // reference: tree nodes each pod holds
+		nextID := 0
+		register := func() {
+			s, err := ix.Register("pod-" + itoa(nextID))
+			nextID++
+			if err != nil {
+				return
+			}
+			ref.alive[s] = true
+			held[s] = map[int]bool{}
+		}
+		for i := 0; i < 40; i++ {
+			register()
+		}
+		var r MatchResult
+		live := func() []Slot {
+			var out []Slot
+			for s := range ref.alive {
+				out = append(out, s)
+			}
+			sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+			return out
+		}
+		for step := 0; step < 3000; step++ {
+			pods := live()
+			if len(pods) == 0 {
+				register()
+				continue
+			}
+			s := pods[rng.IntN(len(pods))]
+			twice := rng.IntN(4) == 0 // idempotency: apply some writes twice
+			switch op := rng.IntN(100); {
+			case op < 45: // store: extend a held prefix along a random path
+				node := rng.IntN(len(tr.hash))
+				p := tr.path(node)
+				nodes := pathNodes(tr, node)
+				k := 0
+				for k < len(nodes) && held[s][nodes[k]] {
+					k++
+				}
+				end := min(len(p), k+1+rng.IntN(6))
+				from := max(0, k-rng.IntN(3)) // re-store a few held blocks too
+				for n := 0; n < 1+b2i(twice); n++ {
+					ix.Store(s, TierGPU, p[from:end])
+				}
+				for i := from; i < end; i++ {
+					ref.store(s, p[i])
+					held[s][nodes[i]] = true
+				}
+			case op < 65: // remove a held block and the pod's descendants of it
+				var hs []int
+				for n := range held[s] {
+					hs = append(hs, n)
+				}
+				if len(hs) == 0 {
+					continue
+				}
+				sort.Ints(hs)
+				victim := hs[rng.IntN(len(hs))]
+				var rm []BlockHash
+				for _, n := range tr.subtree(victim) {
+					if held[s][n] {
+						rm = append(rm, tr.hash[n])
+						delete(held[s], n)
+						ref.remove(s, tr.hash[n])
+					}
+				}
+				rng.Shuffle(len(rm), func(i, j int) { rm[i], rm[j] = rm[j], rm[i] })
+				for n := 0; n < 1+b2i(twice); n++ {
+					ix.Remove(s, TierGPU, rm)
+				}
+			case op < 68: // clear
+				ix.ClearPod(s)
+				ref.drop(s)
+				held[s] = map[int]bool{}
+			case op < 71: // kill, and sometimes wait for the sweep
+				ix.Kill(s)
+				if twice {
+					ix.Kill(s)
+				}
+				delete(ref.alive, s)
+				ref.drop(s)
+				delete(held, s)
+				if rng.IntN(2) == 0 {
+					ix.WaitSweeps()
+				}
+			case op < 74:
+				register()
+			default: // query a random path, sometimes with an unknown tail
+				node := rng.IntN(len(tr.hash))
+				chain := tr.path(node)
+				if rng.IntN(3) == 0 {
+					chain = append(chain, BlockHash(rng.Uint64()|1))
+				}
+				checkMatch(t, ix, ref, chain, &r, step)
+			}
+		}
+		ix.WaitSweeps()
+		got, want := ix.Dump(), ref.dump()
+		if len(got) != len(want) {
+			t.Fatalf("seed %d: Dump has %d blocks, reference %d", seed, len(got), len(want))
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("seed %d: Dump[%d] = %+v, want %+v", seed, i, got[i], want[i])
+			}
+		}
+		if st := ix.Stats(); st.Blocks != int64(len(want)) {
+			t.Fatalf("seed %d: Stats.Blocks = %d, want %d", seed, st.Blocks, len(want))
+		}
+	}
+}
+
+func pathNodes(t *tree, n int) []int {
+	var rev []int
+	for ; n >= 0; n = t.parent[n] {
+		rev = append(rev, n)
+	}
+	for i, j := 0, len(rev)-1; i < j; i, j = i+1, j-1 {
+		rev[i], rev[j] = rev[j], rev[i]
+	}
+	return rev
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func itoa(n int) string {
+	const digits = "0123456789"
+	if n == 0 {
+		return "0"
+	}
+	var buf []byte
+	for n > 0 {
+		buf = append([]byte{digits[n%10]}, buf...)
+		n /= 10
+	}
+	return string(buf)
+}

@@ -1,0 +1,289 @@
+package index
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+const (
+	shardBits = 8
+	numShards = 1 << shardBits
+	// fibMul is 2^64 divided by the golden ratio: multiplying by it spreads
+	// chained hashes, which are not uniform in their low bits, over the top
+	// bits that choose the shard (Fibonacci hashing).
+	fibMul = 0x9E3779B97F4A7C15
+)
+
+// shardOf returns the shard of a block hash: the top 8 bits of hash*fibMul.
+func shardOf(key uint64) int { return int((key * fibMul) >> (64 - shardBits)) }
+
+// ovBitmap is a full holder bitmap in a shard's overflow array, for blocks
+// held by more than maxInline pods.
+type ovBitmap [4]atomic.Uint64
+
+func (o *ovBitmap) load() HostBitmap {
+	return HostBitmap{o[0].Load(), o[1].Load(), o[2].Load(), o[3].Load()}
+}
+
+func (o *ovBitmap) store(b HostBitmap) {
+	o[0].Store(b[0])
+	o[1].Store(b[1])
+	o[2].Store(b[2])
+	o[3].Store(b[3])
+}
+
+// shard is one of the index's 256 independent partitions.
+//
+// Concurrency: writers take mu and make seq odd while they change anything
+// (a sequence lock); readers take no lock: they read seq, read the table with
+// atomic loads, and retry when seq was odd or has moved. A reader therefore
+// never writes a shared cache line, which is what a sync.RWMutex read lock
+// would do on every lookup. Writers of one shard are serialised by mu.
+type shard struct {
+	mu   sync.Mutex
+	seq  atomic.Uint64
+	tab  atomic.Pointer[table]
+	over atomic.Pointer[[]ovBitmap]
+
+	// Fields below are owned by the holder of mu.
+	count    int      // occupied table slots (distinct blocks)
+	free     []uint32 // free overflow entries
+	overUsed int      // overflow entries handed out, free ones included
+	capDrops uint64   // stores refused because the index was full
+	stale    uint64   // ops for slots that were not alive
+
+	_ [64]byte // keep neighbouring shards off this shard's cache lines
+}
+
+func (s *shard) init() {
+	s.tab.Store(newTable(minTableSize))
+	empty := make([]ovBitmap, 0)
+	s.over.Store(&empty)
+}
+
+// holders returns the holder set of key (empty when absent). It takes no
+// lock and may be called concurrently with writers.
+func (s *shard) holders(key uint64) HostBitmap {
+	for spins := 0; ; spins++ {
+		s1 := s.seq.Load()
+		if s1&1 == 0 {
+			b := s.decode(s.tab.Load().find(key))
+			if s.seq.Load() == s1 {
+				return b
+			}
+		}
+		if spins > 16 {
+			runtime.Gosched()
+		}
+	}
+}
+
+// beginWrite locks the shard and opens a write section.
+func (s *shard) beginWrite() {
+	s.mu.Lock()
+	s.seq.Add(1)
+}
+
+// endWrite closes the write section and unlocks.
+func (s *shard) endWrite() {
+	s.seq.Add(1)
+	s.mu.Unlock()
+}
+
+// store adds slot sl to key's holders. It returns +1 when it created the
+// block, 0 otherwise, and false when the block was new but room was refused.
+// Writers only.
+func (s *shard) store(key uint64, sl Slot, res *reserver) (created int, ok bool) {
+	t := s.tab.Load()
+	i, found := t.pos(key)
+	if !found {
+		if res != nil && !res.take() {
+			s.capDrops++
+			return 0, false
+		}
+		if (s.count+1)*growDen > t.size()*growNum {
+			t = s.resize(t.size() * 2)
+			i, _ = t.pos(key)
+		}
+		t.slots[i].val.Store(inlineAdd(0, sl))
+		t.slots[i].key.Store(key)
+		s.count++
+		return 1, true
+	}
+	w := t.slots[i].val.Load()
+	switch {
+	case isOverflow(w):
+		ov := *s.over.Load()
+		b := ov[overflowRef(w)].load()
+		if !b.Has(sl) {
+			ov[overflowRef(w)].store(b.Set(sl))
+		}
+	case inlineHas(w, sl):
+	case holderCount(w) < maxInline:
+		t.slots[i].val.Store(inlineAdd(w, sl))
+	default:
+		ref := s.allocOverflow(inlineBitmap(w).Set(sl))
+		t.slots[i].val.Store(makeOverflow(ref))
+	}
+	return 0, true
+}
+
+// remove drops slot sl from key's holders and deletes the block when nobody
+// holds it any more. It returns -1 when it deleted the block. Writers only.
+func (s *shard) remove(key uint64, sl Slot) int {
+	t := s.tab.Load()
+	i, found := t.pos(key)
+	if !found {
+		return 0
+	}
+	w := t.slots[i].val.Load()
+	if isOverflow(w) {
+		ref := overflowRef(w)
+		ov := *s.over.Load()
+		b := ov[ref].load()
+		if !b.Has(sl) {
+			return 0
+		}
+		b = b.Clear(sl)
+		if b.Count() > maxInline {
+			ov[ref].store(b)
+			return 0
+		}
+		t.slots[i].val.Store(inlineFromBitmap(b))
+		ov[ref].store(HostBitmap{})
+		s.free = append(s.free, ref)
+		return 0
+	}
+	if !inlineHas(w, sl) {
+		return 0
+	}
+	w = inlineRemove(w, sl)
+	if w != 0 {
+		t.slots[i].val.Store(w)
+		return 0
+	}
+	t.deleteAt(i)
+	s.count--
+	if t.size() > minTableSize && s.count*8 < t.size() {
+		s.resize(t.size() / 2)
+	}
+	return -1
+}
+
+// allocOverflow returns an overflow entry holding b. Writers only.
+func (s *shard) allocOverflow(b HostBitmap) uint32 {
+	ov := *s.over.Load()
+	if n := len(s.free); n > 0 {
+		ref := s.free[n-1]
+		s.free = s.free[:n-1]
+		ov[ref].store(b)
+		return ref
+	}
+	if s.overUsed == len(ov) {
+		grown := make([]ovBitmap, max(4, 2*len(ov)))
+		for i := range ov {
+			grown[i].store(ov[i].load())
+		}
+		s.over.Store(&grown)
+		ov = grown
+	}
+	ref := uint32(s.overUsed)
+	s.overUsed++
+	ov[ref].store(b)
+	return ref
+}
+
+// resize rebuilds the table at the given size and publishes it. Writers only.
+func (s *shard) resize(size int) *table {
+	old := s.tab.Load()
+	t := newTable(size)
+	for i := range old.slots {
+		if k := old.slots[i].key.Load(); k != 0 {
+			t.insertFresh(k, old.slots[i].val.Load())
+		}
+	}
+	s.tab.Store(t)
+	return t
+}
+
+// sweep removes every slot in dead from every block of the shard, deletes
+// blocks nobody holds any more, and compacts the table and the overflow
+// array. It returns the number of blocks deleted. Writers only.
+func (s *shard) sweep(dead HostBitmap) int {
+	old := s.tab.Load()
+	ov := *s.over.Load()
+	type kv struct{ k, w uint64 }
+	keep := make([]kv, 0, s.count)
+	var bms []HostBitmap
+	for i := range old.slots {
+		k := old.slots[i].key.Load()
+		if k == 0 {
+			continue
+		}
+		w := old.slots[i].val.Load()
+		var b HostBitmap
+		if isOverflow(w) {
+			b = ov[overflowRef(w)].load()
+		} else {
+			b = inlineBitmap(w)
+		}
+		b = b.AndNot(dead)
+		switch n := b.Count(); {
+		case n == 0:
+			continue
+		case n <= maxInline:
+			keep = append(keep, kv{k, inlineFromBitmap(b)})
+		default:
+			keep = append(keep, kv{k, makeOverflow(uint32(len(bms)))})
+			bms = append(bms, b)
+		}
+	}
+	deleted := s.count - len(keep)
+	size := minTableSize
+	for len(keep)*growDen > size*growNum {
+		size *= 2
+	}
+	if size < old.size() && len(keep)*4 > old.size() {
+		size = old.size() // do not shrink a table that is still a quarter full
+	}
+	t := newTable(size)
+	for _, e := range keep {
+		t.insertFresh(e.k, e.w)
+	}
+	newOv := make([]ovBitmap, len(bms))
+	for i, b := range bms {
+		newOv[i].store(b)
+	}
+	s.over.Store(&newOv)
+	s.tab.Store(t)
+	s.count = len(keep)
+	s.free = s.free[:0]
+	s.overUsed = len(bms)
+	return deleted
+}
+
+// forEach calls f for every block of the shard under the write lock.
+func (s *shard) forEach(f func(key uint64, holders HostBitmap)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.tab.Load()
+	ov := *s.over.Load()
+	for i := range t.slots {
+		k := t.slots[i].key.Load()
+		if k == 0 {
+			continue
+		}
+		w := t.slots[i].val.Load()
+		if isOverflow(w) {
+			f(k, ov[overflowRef(w)].load())
+		} else {
+			f(k, inlineBitmap(w))
+		}
+	}
+}
+
+// bytes returns the memory the shard's table and overflow array take.
+func (s *shard) bytes() int64 {
+	return int64(s.tab.Load().size())*16 + int64(cap(*s.over.Load()))*32
+}

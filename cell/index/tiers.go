@@ -1,0 +1,133 @@
+package index
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// tierSet is a set of tiers, one bit each.
+type tierSet uint8
+
+func tierBit(t Tier) tierSet { return 1 << t }
+
+const gpuOnly = tierSet(1) << TierGPU
+
+// tierMap keeps, for one pod, the tiers of the blocks that are not on the GPU
+// tier alone. A block the pod holds with no entry here is on the GPU only,
+// which is the common case and costs nothing. The map is off the query path:
+// Match never reads it; TierOf reads it for the winner's cache hint.
+type tierMap struct {
+	mu sync.Mutex
+	m  map[BlockHash]tierSet
+	n  atomic.Int32 // len(m), read without the lock to skip empty maps
+}
+
+// applyTiers folds tier information into ops. Ops on GPU for pods with no
+// tier entries pass through unchanged (and ops is returned as is). Otherwise
+// it returns a rewritten copy in sc.ops where a remove that leaves the block
+// on another tier is dropped, since the pod still holds the block.
+func (ix *Index) applyTiers(ops []Op, sc *applyScratch, res *ApplyResult) []Op {
+	simple := true
+	for i := range ops {
+		if ops[i].Tier != TierGPU || ix.tiers[ops[i].Slot].n.Load() != 0 {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		return ops
+	}
+	out := sc.ops[:0]
+	for i := range ops {
+		op := ops[i]
+		tm := &ix.tiers[op.Slot]
+		if op.Tier == TierGPU && tm.n.Load() == 0 {
+			out = append(out, op)
+			continue
+		}
+		if tm.update(ix, op) {
+			out = append(out, op)
+		}
+	}
+	sc.ops = out
+	return out
+}
+
+// update records op's tier change and reports whether the op must still
+// change the pod's holder bit.
+func (tm *tierMap) update(ix *Index, op Op) bool {
+	tm.mu.Lock()
+	defer tm.mu.Unlock()
+	if !ix.isAlive(op.Slot) {
+		return true // applyOne counts it as stale
+	}
+	cur, has := tm.m[op.Hash]
+	switch op.Kind {
+	case OpStore:
+		if !has {
+			if op.Tier == TierGPU {
+				return true
+			}
+			// Holding it already means it is on the GPU; else this tier alone.
+			if ix.holds(op.Slot, op.Hash) {
+				cur = gpuOnly
+			}
+		}
+		cur |= tierBit(op.Tier)
+		tm.set(op.Hash, cur)
+		return true
+	case OpRemove:
+		if !has {
+			return op.Tier == TierGPU
+		}
+		cur &^= tierBit(op.Tier)
+		tm.set(op.Hash, cur)
+		return cur == 0
+	}
+	return true
+}
+
+func (tm *tierMap) set(h BlockHash, ts tierSet) {
+	if ts == 0 || ts == gpuOnly {
+		delete(tm.m, h)
+	} else {
+		if tm.m == nil {
+			tm.m = make(map[BlockHash]tierSet)
+		}
+		tm.m[h] = ts
+	}
+	tm.n.Store(int32(len(tm.m)))
+}
+
+func (tm *tierMap) reset() {
+	tm.mu.Lock()
+	tm.m = nil
+	tm.n.Store(0)
+	tm.mu.Unlock()
+}
+
+// holds reports whether slot s holds block h right now.
+func (ix *Index) holds(s Slot, h BlockHash) bool {
+	return ix.shards[shardOf(uint64(h))].holders(uint64(h)).Has(s)
+}
+
+// TierOf returns the best tier on which pod s holds block h: GPU when the
+// block is there (or the pod does not hold it at all), else CPU, else storage.
+func (ix *Index) TierOf(s Slot, h BlockHash) Tier {
+	tm := &ix.tiers[s]
+	if tm.n.Load() == 0 {
+		return TierGPU
+	}
+	tm.mu.Lock()
+	ts, ok := tm.m[h]
+	tm.mu.Unlock()
+	if !ok {
+		return TierGPU
+	}
+	for t := TierGPU; t <= TierStorage; t++ {
+		if ts&tierBit(t) != 0 {
+			return t
+		}
+	}
+	return TierGPU
+}
