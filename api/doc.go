@@ -1,0 +1,9 @@
+// Package api holds the project's protobuf services and the code generated
+// from them: Go messages, gRPC stubs, grpc-gateway REST handlers and
+// OpenAPI v2 documents, each in a versioned package beside its .proto file
+// (api/events/v1, api/cell/v1).
+//
+// The generated code is committed. api/generate.sh regenerates all of it with
+// pinned tool versions (see api/README.md), and the tests of this package
+// check that every .proto file has its generated siblings.
+package api

@@ -1,0 +1,238 @@
+package cell
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+
+	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
+	eventsv1 "github.com/cellrouter/cellrouter/api/events/v1"
+	"github.com/cellrouter/cellrouter/cell/events"
+	"github.com/cellrouter/cellrouter/cell/events/grpcpub"
+	"github.com/cellrouter/cellrouter/cell/index"
+)
+
+// transport is an event source the cell runs: one of the plug-ins behind
+// events.Sink. Run blocks until ctx ends and the transport's goroutines
+// stopped; Ready is closed once the transport is connected and caught up.
+type transport interface {
+	Name() string
+	Run(ctx context.Context) error
+	Ready() <-chan struct{}
+}
+
+// Cell is a running cell daemon's parts. New builds them and opens the
+// listeners; Run serves until its context ends.
+type Cell struct {
+	cfg     Config
+	log     *slog.Logger
+	ix      *index.Index
+	reg     *events.Registry
+	applier *events.Applier
+	state   *stateServer
+
+	grpcLis, httpLis net.Listener
+	grpcSrv          *grpc.Server
+	httpSrv          *http.Server
+	transports       []transport
+	metrics          []func(chan<- prometheus.Metric) // transports' exporters
+}
+
+// New builds a cell from a validated configuration and opens its
+// listeners, so the addresses are known before Run (useful with port 0).
+func New(cfg Config, log *slog.Logger) (*Cell, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	c := &Cell{cfg: cfg, log: log.With("cell", cfg.CellID)}
+	var err error
+	if c.ix, err = index.New(cfg.indexConfig()); err != nil {
+		return nil, err
+	}
+	if c.reg, err = events.NewRegistry(cfg.eventsConfig(), time.Now()); err != nil {
+		c.ix.Close()
+		return nil, err
+	}
+	if c.applier, err = events.NewApplier(cfg.eventsConfig(), c.ix, c.reg, nil); err != nil {
+		c.ix.Close()
+		return nil, err
+	}
+	c.state = newStateServer(cfg.CellID, c.ix, c.reg, c.applier)
+	if err := c.buildTransports(); err != nil {
+		c.ix.Close()
+		return nil, err
+	}
+	if err := c.buildServers(); err != nil {
+		c.ix.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cell) buildServers() error {
+	pub, err := grpcpub.NewServer(c.applier, grpcpub.DefaultConfig())
+	if err != nil {
+		return err
+	}
+	c.grpcSrv = grpc.NewServer()
+	eventsv1.RegisterEventPublisherServer(c.grpcSrv, pub)
+	cellv1.RegisterCellServiceServer(c.grpcSrv, c.state)
+
+	gw := runtime.NewServeMux()
+	if err := cellv1.RegisterCellServiceHandlerServer(context.Background(), gw, c.state); err != nil {
+		return fmt.Errorf("cell: gateway: %w", err)
+	}
+	promReg := prometheus.NewRegistry()
+	coll := newCollector(c.cfg.CellID, c.ix, c.reg, c.applier)
+	coll.extra = append(append(coll.extra, grpcpubMetrics(c.cfg.CellID, pub)), c.metrics...)
+	promReg.MustRegister(coll, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", c.serveReady)
+	mux.Handle("/v1/", gw)
+	c.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	if c.grpcLis, err = net.Listen("tcp", c.cfg.GRPCAddr); err != nil {
+		return fmt.Errorf("cell: listen grpc_addr: %w", err)
+	}
+	if c.httpLis, err = net.Listen("tcp", c.cfg.HTTPAddr); err != nil {
+		c.grpcLis.Close()
+		return fmt.Errorf("cell: listen http_addr: %w", err)
+	}
+	return nil
+}
+
+// HTTPAddr returns the address the HTTP server listens on.
+func (c *Cell) HTTPAddr() string { return c.httpLis.Addr().String() }
+
+// GRPCAddr returns the address the gRPC server listens on.
+func (c *Cell) GRPCAddr() string { return c.grpcLis.Addr().String() }
+
+// Index returns the cell's block index (for tests and tools).
+func (c *Cell) Index() *index.Index { return c.ix }
+
+// Applier returns the cell's event applier, the Sink every transport feeds.
+func (c *Cell) Applier() *events.Applier { return c.applier }
+
+// pendingTransports lists the transports that are not ready yet.
+func (c *Cell) pendingTransports() []string {
+	var out []string
+	for _, t := range c.transports {
+		select {
+		case <-t.Ready():
+		default:
+			out = append(out, t.Name())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (c *Cell) serveReady(w http.ResponseWriter, _ *http.Request) {
+	if p := c.pendingTransports(); len(p) > 0 {
+		http.Error(w, "not ready: waiting for "+strings.Join(p, ", "), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ready")
+}
+
+// Run serves until ctx ends, then stops the servers (gracefully, within
+// ShutdownTimeout), the transports and the loops, closes the index and
+// returns. It returns the first error that stopped a part early.
+func (c *Cell) Run(ctx context.Context) error {
+	defer c.ix.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 2+len(c.transports))
+	fail := func(err error) {
+		if err != nil && ctx.Err() == nil {
+			errc <- err
+			cancel()
+		}
+	}
+	wg.Add(2)
+	go func() { defer wg.Done(); fail(serveGRPC(c.grpcSrv, c.grpcLis)) }()
+	go func() { defer wg.Done(); fail(serveHTTP(c.httpSrv, c.httpLis)) }()
+	for _, t := range c.transports {
+		wg.Add(1)
+		go func(t transport) {
+			defer wg.Done()
+			if err := t.Run(ctx); err != nil {
+				fail(fmt.Errorf("cell: transport %s: %w", t.Name(), err))
+			}
+		}(t)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tickLoop(ctx, c.cfg.TickInterval, c.applier, func(msg string, args ...any) { c.log.Warn(msg, args...) })
+	}()
+	if c.cfg.HealthInterval > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			healthLoop(ctx, c.cfg.HealthInterval, c.cfg.HealthTimeout, c.cfg.Pods, c.reg)
+		}()
+	}
+	c.log.Info("celld serving", "http", c.HTTPAddr(), "grpc", c.GRPCAddr(), "transports", len(c.transports))
+
+	<-ctx.Done()
+	shutdown, stop := context.WithTimeout(context.Background(), c.cfg.ShutdownTimeout)
+	defer stop()
+	if err := c.httpSrv.Shutdown(shutdown); err != nil {
+		c.httpSrv.Close()
+	}
+	stopped := make(chan struct{})
+	go func() { c.grpcSrv.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-shutdown.Done():
+		c.grpcSrv.Stop()
+	}
+	wg.Wait()
+	close(errc)
+	return <-errc // nil when nothing failed
+}
+
+func serveGRPC(s *grpc.Server, l net.Listener) error {
+	if err := s.Serve(l); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return fmt.Errorf("cell: grpc server: %w", err)
+	}
+	return nil
+}
+
+func serveHTTP(s *http.Server, l net.Listener) error {
+	if err := s.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("cell: http server: %w", err)
+	}
+	return nil
+}
+
+// Run builds a cell from cfg and serves until ctx ends.
+func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
+	c, err := New(cfg, log)
+	if err != nil {
+		return err
+	}
+	return c.Run(ctx)
+}

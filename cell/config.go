@@ -1,0 +1,283 @@
+package cell
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/cellrouter/cellrouter/cell/events"
+	"github.com/cellrouter/cellrouter/cell/events/natsjs"
+	"github.com/cellrouter/cellrouter/cell/index"
+)
+
+// Config is celld's configuration, read from YAML (see
+// cell/testdata/celld.example.yaml for a documented example).
+type Config struct {
+	// CellID names the cell in metrics, state and (later) gossip.
+	CellID string `yaml:"cell_id"`
+	// HTTPAddr is the HTTP listen address: /metrics, /healthz, /readyz and
+	// the REST form of the gRPC services. Port 0 picks a free port.
+	HTTPAddr string `yaml:"http_addr"`
+	// GRPCAddr is the gRPC listen address: EventPublisher and CellService.
+	GRPCAddr string `yaml:"grpc_addr"`
+
+	// Index configures the block index.
+	Index IndexConfig `yaml:"index"`
+	// Events configures event translation and pod liveness.
+	Events EventsConfig `yaml:"events"`
+	// Pods are the pods the cell knows from configuration; pods that are
+	// not listed are discovered from their events.
+	Pods []PodConfig `yaml:"pods"`
+
+	// ZMQ configures the vLLM/SGLang ZMQ transport; it runs when Bind is
+	// set or any pod has a ZMQ endpoint.
+	ZMQ ZMQConfig `yaml:"zmq"`
+	// NATS configures the NATS JetStream transport; it runs when URL is set.
+	NATS NATSConfig `yaml:"nats"`
+
+	// TickInterval is how often the cell checks for pods that went silent.
+	TickInterval time.Duration `yaml:"tick_interval"`
+	// HealthInterval is how often the cell probes each configured pod's
+	// GET /health; 0 turns health checks off.
+	HealthInterval time.Duration `yaml:"health_interval"`
+	// HealthTimeout bounds one health probe.
+	HealthTimeout time.Duration `yaml:"health_timeout"`
+	// ShutdownTimeout bounds the graceful stop of the servers.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+}
+
+// IndexConfig configures the block index (see index.Config).
+type IndexConfig struct {
+	// MaxBlocks caps the distinct blocks indexed; new blocks past it are
+	// refused and counted (cellrouter_index_cap_drops_total).
+	MaxBlocks int `yaml:"max_blocks"`
+	// SweepWorkers bounds the shards swept in parallel after a pod dies.
+	SweepWorkers int `yaml:"sweep_workers"`
+}
+
+// EventsConfig configures the event applier (see events.Config).
+type EventsConfig struct {
+	// BlockSize is the router's block size in tokens; engines may use
+	// another one.
+	BlockSize int `yaml:"block_size"`
+	// DefaultModel is the model of events whose publisher names none.
+	DefaultModel string `yaml:"default_model"`
+	// Models, when set, is the allow-list of served models.
+	Models []string `yaml:"models"`
+	// MaxBlocksPerPod bounds the engine blocks tracked per pod.
+	MaxBlocksPerPod int `yaml:"max_blocks_per_pod"`
+	// DeadAfter is how long a pod may stay silent (no events, no good
+	// health check) before it is removed from the index.
+	DeadAfter time.Duration `yaml:"dead_after"`
+}
+
+// PodConfig is one configured pod.
+type PodConfig struct {
+	// ID is the pod id, as its events name it (kv@<id>@<model>).
+	ID string `yaml:"id"`
+	// Address is the pod's HTTP address (host:port) for requests and
+	// health checks.
+	Address string `yaml:"address"`
+	// Role is prefill, decode or both (default both).
+	Role string `yaml:"role"`
+	// ZMQEndpoint is the pod's KV event PUB socket to dial, e.g.
+	// tcp://10.0.0.5:5557; empty when the pod connects to zmq.bind or
+	// publishes elsewhere.
+	ZMQEndpoint string `yaml:"zmq_endpoint"`
+	// ReplayEndpoint is the pod's replay ROUTER socket, used to repair
+	// gaps; empty disables repair (a gap then clears the pod).
+	ReplayEndpoint string `yaml:"replay_endpoint"`
+}
+
+// ZMQConfig configures the ZMQ transport.
+type ZMQConfig struct {
+	// Bind, when set, is an address the cell binds a SUB socket to, for
+	// engines that connect to the subscriber (tcp://0.0.0.0:5557).
+	Bind string `yaml:"bind"`
+	// TopicPrefix filters topics; vLLM deployments use "kv@".
+	TopicPrefix string `yaml:"topic_prefix"`
+	// ReplayTimeout bounds one gap repair through a replay socket.
+	ReplayTimeout time.Duration `yaml:"replay_timeout"`
+}
+
+// NATSConfig configures the NATS JetStream transport.
+type NATSConfig struct {
+	// URL of the NATS server; empty disables the transport.
+	URL string `yaml:"url"`
+	// Stream is the JetStream stream holding the events.
+	Stream string `yaml:"stream"`
+	// SubjectPrefix is the subject prefix events are published under
+	// (<prefix>.<pod>).
+	SubjectPrefix string `yaml:"subject_prefix"`
+	// Durable is the durable consumer name; each cell needs its own.
+	Durable string `yaml:"durable"`
+	// CreateStream creates (or updates) the stream when it is missing;
+	// false requires it to exist.
+	CreateStream bool `yaml:"create_stream"`
+	// Replay rebuilds the index from what the stream retains when celld
+	// starts (the index lives in memory); false resumes after the last ack.
+	Replay bool `yaml:"replay"`
+	// StreamMaxAge bounds how long the stream keeps events (when the cell
+	// creates it): the history a restarted cell can rebuild from.
+	StreamMaxAge time.Duration `yaml:"stream_max_age"`
+	// AckWait is how long the server waits for an ack before redelivering.
+	AckWait time.Duration `yaml:"ack_wait"`
+	// MaxAckPending is how many messages may be unacknowledged; 1 keeps
+	// strict per-pod order (see natsjs).
+	MaxAckPending int `yaml:"max_ack_pending"`
+}
+
+// DefaultConfig returns the configuration celld starts from before the
+// config file and flags are applied.
+func DefaultConfig() Config {
+	ic := index.DefaultConfig()
+	ec := events.DefaultConfig()
+	return Config{
+		CellID:          "cell-0",
+		HTTPAddr:        "127.0.0.1:8080",
+		GRPCAddr:        "127.0.0.1:9090",
+		Index:           IndexConfig{MaxBlocks: ic.MaxBlocks, SweepWorkers: ic.SweepWorkers},
+		Events:          EventsConfig{BlockSize: ec.BlockSize, MaxBlocksPerPod: ec.MaxBlocksPerPod, DeadAfter: ec.DeadAfter},
+		ZMQ:             ZMQConfig{TopicPrefix: "kv@", ReplayTimeout: 5 * time.Second},
+		NATS:            defaultNATS(),
+		TickInterval:    time.Second,
+		HealthInterval:  5 * time.Second,
+		HealthTimeout:   2 * time.Second,
+		ShutdownTimeout: 5 * time.Second,
+	}
+}
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("cell: invalid config")
+
+// ParseConfig reads YAML over the defaults. Unknown fields are errors, so a
+// misspelt key does not silently fall back to a default.
+func ParseConfig(data []byte) (Config, error) {
+	cfg := DefaultConfig()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return cfg, cfg.Validate()
+}
+
+// LoadConfig reads and validates the YAML file at path.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("cell: read config: %w", err)
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Validate reports the first invalid field with its value.
+func (c Config) Validate() error {
+	bad := func(field string, v any, why string) error {
+		return fmt.Errorf("%w: %s = %v: %s", ErrConfig, field, v, why)
+	}
+	if c.CellID == "" {
+		return bad("cell_id", `""`, "must not be empty")
+	}
+	for _, a := range []struct{ field, v string }{{"http_addr", c.HTTPAddr}, {"grpc_addr", c.GRPCAddr}} {
+		if _, _, err := net.SplitHostPort(a.v); err != nil {
+			return bad(a.field, fmt.Sprintf("%q", a.v), "want host:port")
+		}
+	}
+	if err := c.indexConfig().Validate(); err != nil {
+		return fmt.Errorf("%w: index: %v", ErrConfig, err)
+	}
+	if err := c.eventsConfig().Validate(); err != nil {
+		return fmt.Errorf("%w: events: %v", ErrConfig, err)
+	}
+	for i, p := range c.Pods {
+		if p.Address != "" {
+			if _, _, err := net.SplitHostPort(p.Address); err != nil {
+				return bad(fmt.Sprintf("pods[%d].address", i), fmt.Sprintf("%q", p.Address), "want host:port")
+			}
+		}
+		if p.ReplayEndpoint != "" && p.ZMQEndpoint == "" && c.ZMQ.Bind == "" {
+			return bad(fmt.Sprintf("pods[%d].replay_endpoint", i), p.ReplayEndpoint, "needs zmq_endpoint or zmq.bind")
+		}
+	}
+	if c.ZMQ.ReplayTimeout <= 0 {
+		return bad("zmq.replay_timeout", c.ZMQ.ReplayTimeout, "must be positive")
+	}
+	if c.NATS.URL != "" {
+		if err := c.natsConfig().Validate(); err != nil {
+			return fmt.Errorf("%w: nats: %v", ErrConfig, err)
+		}
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+		zero  bool
+	}{
+		{"tick_interval", c.TickInterval, false},
+		{"health_interval", c.HealthInterval, true},
+		{"health_timeout", c.HealthTimeout, false},
+		{"shutdown_timeout", c.ShutdownTimeout, false},
+	} {
+		if d.v < 0 || (d.v == 0 && !d.zero) {
+			return bad(d.field, d.v, "must be positive")
+		}
+	}
+	return nil
+}
+
+func (c Config) indexConfig() index.Config {
+	return index.Config{MaxBlocks: c.Index.MaxBlocks, SweepWorkers: c.Index.SweepWorkers}
+}
+
+func (c Config) eventsConfig() events.Config {
+	ec := events.Config{
+		BlockSize:       c.Events.BlockSize,
+		DefaultModel:    c.Events.DefaultModel,
+		Models:          c.Events.Models,
+		MaxBlocksPerPod: c.Events.MaxBlocksPerPod,
+		DeadAfter:       c.Events.DeadAfter,
+	}
+	for _, p := range c.Pods {
+		ec.Pods = append(ec.Pods, events.PodSpec{ID: p.ID, Address: p.Address, Role: events.Role(p.Role)})
+	}
+	return ec
+}
+
+func defaultNATS() NATSConfig {
+	d := natsjs.DefaultConfig()
+	return NATSConfig{
+		Stream:        d.Stream,
+		SubjectPrefix: d.SubjectPrefix,
+		Durable:       d.Durable,
+		CreateStream:  d.CreateStream,
+		Replay:        d.Replay,
+		StreamMaxAge:  d.StreamMaxAge,
+		AckWait:       d.AckWait,
+		MaxAckPending: d.MaxAckPending,
+	}
+}
+
+func (c Config) natsConfig() natsjs.Config {
+	n := natsjs.DefaultConfig()
+	n.URL = c.NATS.URL
+	n.Name = "celld-" + c.CellID
+	n.Stream = c.NATS.Stream
+	n.SubjectPrefix = c.NATS.SubjectPrefix
+	n.Durable = c.NATS.Durable
+	n.CreateStream = c.NATS.CreateStream
+	n.Replay = c.NATS.Replay
+	n.StreamMaxAge = c.NATS.StreamMaxAge
+	n.AckWait = c.NATS.AckWait
+	n.MaxAckPending = c.NATS.MaxAckPending
+	return n
+}

@@ -1,0 +1,97 @@
+package cell
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestExampleConfigParses(t *testing.T) {
+	cfg, err := LoadConfig("testdata/celld.example.yaml")
+	if err != nil {
+		t.Fatalf("LoadConfig: %v", err)
+	}
+	if cfg.CellID != "cell-a" || len(cfg.Pods) != 2 || cfg.Pods[1].ReplayEndpoint != "tcp://127.0.0.1:5568" {
+		t.Fatalf("got %+v", cfg)
+	}
+	if cfg.Events.DeadAfter != 30*time.Second {
+		t.Fatalf("dead_after = %v, want 30s", cfg.Events.DeadAfter)
+	}
+}
+
+func TestEmptyConfigIsDefault(t *testing.T) {
+	cfg, err := ParseConfig(nil)
+	if err != nil {
+		t.Fatalf("ParseConfig(nil): %v", err)
+	}
+	if cfg.CellID != DefaultConfig().CellID {
+		t.Fatalf("cell_id = %q, want the default", cfg.CellID)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"unknown field", "cell_idd: x\n", "cell_idd"},
+		{"empty cell id", "cell_id: \"\"\n", "cell_id"},
+		{"bad http addr", "http_addr: nope\n", "http_addr"},
+		{"bad block size", "events: {block_size: 0}\n", "BlockSize"},
+		{"zero max blocks", "index: {max_blocks: 0}\n", "MaxBlocks"},
+		{"bad role", "pods: [{id: a, role: chef}]\n", "Role"},
+		{"duplicate pod", "pods: [{id: a}, {id: a}]\n", "duplicate"},
+		{"bad pod address", "pods: [{id: a, address: 'x'}]\n", "pods[0].address"},
+		{"replay without sub", "pods: [{id: a, replay_endpoint: 'tcp://x:1'}]\n", "replay_endpoint"},
+		{"nats without stream", "nats: {url: 'nats://x:4222', stream: ''}\n", "nats"},
+		{"negative tick", "tick_interval: -1s\n", "tick_interval"},
+		{"bad duration", "events: {dead_after: soon}\n", "soon"},
+		{"not yaml", "{{{", "yaml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tt.yaml))
+			if err == nil {
+				t.Fatalf("ParseConfig(%q) = nil error, want one mentioning %q", tt.yaml, tt.want)
+			}
+			if !errors.Is(err, ErrConfig) {
+				t.Errorf("error %v does not wrap ErrConfig", err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not mention %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadConfigMissingFile(t *testing.T) {
+	if _, err := LoadConfig("testdata/does-not-exist.yaml"); err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("LoadConfig(missing) = %v, want a not-exist error", err)
+	}
+}
+
+// FuzzParseConfig checks that any input either parses into a configuration
+// that validates, or fails with ErrConfig; never a panic.
+func FuzzParseConfig(f *testing.F) {
+	example, err := os.ReadFile("testdata/celld.example.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(example)
+	f.Add([]byte("cell_id: x\npods: [{id: a, address: '1.2.3.4:5'}]\n"))
+	f.Add([]byte("index: {max_blocks: -1}\n"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := ParseConfig(data)
+		if err != nil {
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("error %v does not wrap ErrConfig", err)
+			}
+			return
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("parsed config does not validate: %v", err)
+		}
+	})
+}

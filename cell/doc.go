@@ -1,0 +1,23 @@
+// Package cell is the cell daemon (celld): it owns up to 256 engine pods,
+// keeps the exact block index of what their KV caches hold, fed by the
+// pods' KV events over any of the event transports, and serves the cell's
+// state, health and metrics.
+//
+// Run wires the parts in this order and tears them down in reverse:
+//
+//	index.Index          the block index (cell/index)
+//	events.Registry      the pods and their states (cell/events)
+//	events.Applier       the one Sink every transport feeds
+//	transports           vLLM ZMQ (zmqsub), NATS JetStream (natsjs), gRPC Publish (grpcpub)
+//	servers              gRPC (EventPublisher, CellService) and HTTP
+//	                     (/metrics, /healthz, /readyz, REST through grpc-gateway)
+//	loops                registry ticks (kill silent pods), pod health checks
+//
+// Every goroutine Run starts is owned by Run: it stops when Run's context
+// ends, and Run returns only after all of them returned.
+//
+// Readiness: /readyz answers 200 only after every configured transport
+// reported ready (connected, and caught up with the initial replay or the
+// stream's backlog), so a load balancer does not route to a cell that is
+// still filling its index.
+package cell

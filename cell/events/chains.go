@@ -1,0 +1,127 @@
+package events
+
+import "github.com/cellrouter/cellrouter/cell/index"
+
+// none is the null node reference.
+const none int32 = -1
+
+// chainNode is one engine block a holder has stored.
+type chainNode struct {
+	// hash is the engine's hash of the block.
+	hash uint64
+	// parent, child, next and prev link the forest: the parent block (none
+	// for a first block), the first child, and the doubly linked siblings.
+	parent, child, next, prev int32
+	// tiers is the set of index tiers the engine keeps the block on (bit
+	// 1<<Tier); the node exists while it is not empty.
+	tiers uint8
+	// skip marks a block that is tracked but not indexed (extra keys, or a
+	// descendant of such a block); it produced no router hashes.
+	skip bool
+	// nRouter is the number of router blocks this engine block completed:
+	// router0, then routerRest.
+	nRouter    int32
+	router0    index.BlockHash
+	routerRest []index.BlockHash
+	// last is the router hash of the last complete router block up to and
+	// including this block (the chain seed if none): the parent of the next
+	// router block.
+	last index.BlockHash
+	// pending are the tokens after last up to the end of this block, fewer
+	// than the router block size; nil when the blocks line up.
+	pending []uint32
+}
+
+// routerHash returns the i-th router hash the node completed.
+func (n *chainNode) routerHash(i int32) index.BlockHash {
+	if i == 0 {
+		return n.router0
+	}
+	return n.routerRest[i-1]
+}
+
+// chains is one holder's forest of engine blocks, in a slab addressed by
+// int32 so that the map holds no pointers and freed nodes are reused. It is
+// not safe for concurrent use.
+type chains struct {
+	nodes  []chainNode
+	free   []int32
+	byHash map[uint64]int32
+	stack  []int32 // scratch for subtree walks
+}
+
+// len returns the number of tracked blocks.
+func (c *chains) len() int { return len(c.byHash) }
+
+// lookup returns the node of engine hash h.
+func (c *chains) lookup(h uint64) (int32, bool) {
+	i, ok := c.byHash[h]
+	return i, ok
+}
+
+// node returns the node at i; the pointer is valid until the next add.
+func (c *chains) node(i int32) *chainNode { return &c.nodes[i] }
+
+// add creates the node of engine hash h under parent (none for a first
+// block) and returns it; the caller fills in its tiers and router state.
+func (c *chains) add(h uint64, parent int32) int32 {
+	if c.byHash == nil {
+		c.byHash = make(map[uint64]int32)
+	}
+	var i int32
+	if n := len(c.free); n > 0 {
+		i = c.free[n-1]
+		c.free = c.free[:n-1]
+	} else {
+		c.nodes = append(c.nodes, chainNode{})
+		i = int32(len(c.nodes) - 1)
+	}
+	c.nodes[i] = chainNode{hash: h, parent: parent, child: none, next: none, prev: none}
+	if parent != none {
+		p := &c.nodes[parent]
+		c.nodes[i].next = p.child
+		if p.child != none {
+			c.nodes[p.child].prev = i
+		}
+		p.child = i
+	}
+	c.byHash[h] = i
+	return i
+}
+
+// removeSubtree removes the node at root and every descendant of it,
+// appending to ops the removal of their router blocks from every tier they
+// are on, and returns ops.
+func (c *chains) removeSubtree(root int32, ops []index.Op, slot index.Slot) []index.Op {
+	r := &c.nodes[root]
+	if r.parent != none {
+		p := &c.nodes[r.parent]
+		if p.child == root {
+			p.child = r.next
+		}
+	}
+	if r.prev != none {
+		c.nodes[r.prev].next = r.next
+	}
+	if r.next != none {
+		c.nodes[r.next].prev = r.prev
+	}
+	stack := append(c.stack[:0], root)
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		n := &c.nodes[i]
+		ops = appendRemoves(ops, slot, n)
+		for ch := n.child; ch != none; ch = c.nodes[ch].next {
+			stack = append(stack, ch)
+		}
+		delete(c.byHash, n.hash)
+		*n = chainNode{}
+		c.free = append(c.free, i)
+	}
+	c.stack = stack[:0]
+	return ops
+}
+
+// reset forgets every block and frees the memory.
+func (c *chains) reset() { *c = chains{} }

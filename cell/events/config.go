@@ -1,0 +1,107 @@
+package events
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cellrouter/cellrouter/cell/blockhash"
+)
+
+// Role says which phase of inference a pod serves.
+type Role string
+
+// The pod roles.
+const (
+	RolePrefill Role = "prefill"
+	RoleDecode  Role = "decode"
+	RoleBoth    Role = "both"
+)
+
+// valid reports whether r is one of the known roles.
+func (r Role) valid() bool {
+	return r == RolePrefill || r == RoleDecode || r == RoleBoth
+}
+
+// PodSpec is a pod the cell knows from its configuration.
+type PodSpec struct {
+	// ID is the pod's id, as its events name it (the pod part of a ZMQ
+	// topic kv@<pod>@<model>). It must be unique and non-empty.
+	ID string
+	// Address is where the cell sends the pod requests (host:port).
+	Address string
+	// Role is the phase the pod serves; "" means RoleBoth.
+	Role Role
+}
+
+// Config configures the Applier and the Registry.
+type Config struct {
+	// BlockSize is the router's block size in tokens: the size of the blocks
+	// whose chained hashes the index holds. It may differ from the engines'
+	// block size; it must equal the block size the cell uses to hash
+	// requests. Default blockhash.DefaultBlockSize (16).
+	BlockSize int
+
+	// DefaultModel is the model name folded into the chain seed of a batch
+	// that does not name its model. Default "".
+	DefaultModel string
+
+	// Models, when non-empty, is the allow-list of served models: a batch of
+	// any other model (after DefaultModel is applied) is dropped as
+	// ReasonUnknownModel. Empty accepts every model.
+	Models []string
+
+	// MaxBlocksPerPod bounds the engine blocks the Applier tracks per holder
+	// (about 100 bytes each, more when engine and router block sizes
+	// differ). Past it, new blocks of that holder are dropped and counted as
+	// ReasonHolderFull until removals make room. Default 1<<20.
+	MaxBlocksPerPod int
+
+	// DeadAfter is how long a pod may go without both events and successful
+	// health checks before Registry.Tick kills it. Default 30s.
+	DeadAfter time.Duration
+
+	// Pods are the pods known from configuration; others are discovered
+	// from their events. Default none.
+	Pods []PodSpec
+}
+
+// DefaultConfig returns the default configuration.
+func DefaultConfig() Config {
+	return Config{
+		BlockSize:       blockhash.DefaultBlockSize,
+		MaxBlocksPerPod: 1 << 20,
+		DeadAfter:       30 * time.Second,
+	}
+}
+
+// Validate returns an error naming the first invalid field and its value.
+func (c Config) Validate() error {
+	if c.BlockSize < blockhash.MinBlockSize || c.BlockSize > blockhash.MaxBlockSize {
+		return fmt.Errorf("events: Config.BlockSize %d out of range [%d, %d]", c.BlockSize, blockhash.MinBlockSize, blockhash.MaxBlockSize)
+	}
+	if c.MaxBlocksPerPod < 1 || c.MaxBlocksPerPod > 1<<30 {
+		return fmt.Errorf("events: Config.MaxBlocksPerPod %d out of range [1, %d]", c.MaxBlocksPerPod, 1<<30)
+	}
+	if c.DeadAfter <= 0 {
+		return fmt.Errorf("events: Config.DeadAfter %v must be positive", c.DeadAfter)
+	}
+	for i, m := range c.Models {
+		if m == "" {
+			return fmt.Errorf("events: Config.Models[%d] is empty", i)
+		}
+	}
+	seen := make(map[string]bool, len(c.Pods))
+	for i, p := range c.Pods {
+		if p.ID == "" {
+			return fmt.Errorf("events: Config.Pods[%d].ID is empty", i)
+		}
+		if seen[p.ID] {
+			return fmt.Errorf("events: Config.Pods[%d].ID %q is a duplicate", i, p.ID)
+		}
+		seen[p.ID] = true
+		if p.Role != "" && !p.Role.valid() {
+			return fmt.Errorf("events: Config.Pods[%d].Role %q is not prefill, decode or both", i, p.Role)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+// Package events is the transport-independent heart of the cell's event
+// layer: it turns engine KV-cache events into writes to the cell's index.
+//
+// # Model
+//
+// Every transport (vLLM/SGLang ZMQ, NATS JetStream, a gRPC stream) decodes
+// engine messages into Batch values and hands them to a Sink. The Applier is
+// the Sink that feeds the index. A batch belongs to one holder: a pod, or one
+// data-parallel rank of a pod ("pod#rank"), each with its own index slot.
+//
+// Engines name blocks with their own hashes and their own block size; the
+// index names them with the router's chained hashes (package blockhash) at
+// the router's block size. The Applier keeps, per holder, a bounded forest of
+// the engine blocks it has seen (chains.go): for each engine block, its
+// parent, its children, the router hashes it completed, and the router-chain
+// state after it (the last router hash and the tokens of a router block not
+// yet complete). With it the Applier
+//
+//   - extends a stored chain from its parent without the parent's tokens,
+//     forming router blocks as engine blocks arrive (engine 16 and router 64
+//     tokens: one router block per four engine blocks; engine 64 and router
+//     16: four router blocks per engine block);
+//   - drops a BlockStored whose parent it never saw (it does not guess);
+//   - removes, with an engine block, every descendant of it the holder had,
+//     which keeps the holder's indexed blocks prefix-closed as the index
+//     requires (an engine cannot hit a block whose parent is gone).
+//
+// # Order and repair
+//
+// Engines number their batches. A SeqTracker per holder (seq.go) applies
+// batches in order, drops duplicates and old replays, reports a gap as a
+// GapError naming the missing range (the transport asks the engine to replay
+// it; until then the holder is degraded), and treats a sequence number going
+// back to 0 as an engine restart, which empties the engine's cache and so the
+// holder's index slot.
+//
+// # Atomicity
+//
+// A batch is validated completely before anything changes: a malformed batch
+// is dropped whole (ErrInvalid) and leaves the index as it was. Conditions
+// that depend on state (an unknown parent, a full holder, a sliding-window
+// group) skip the one event and are counted; the rest of the batch applies.
+// The index writes of a batch go to the index in one Apply call.
+//
+// # Liveness
+//
+// The Registry (registry.go) is a pure decision core in the style of etcd
+// raft's RawNode: no goroutines and no clock inside. It is told about
+// batches and health checks with their times, and its Tick(now) names the
+// pods to kill because both went silent for Config.DeadAfter. Killing a pod
+// kills its index slots (the index sweeps them in the background) and frees
+// its engine block forests.
+//
+// # Counters
+//
+// Counters (counters.go) are plain atomic counters, exported by the daemon;
+// this package imports no metrics library.
+package events

@@ -1,0 +1,227 @@
+package events
+
+import (
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/cellrouter/cellrouter/cell/index"
+)
+
+// holder is the Applier's state for one publisher: its index slot, its
+// sequence tracker, its engine block forest and reusable buffers. Its mutex
+// serialises the publisher's batches with kills and give-ups.
+type holder struct {
+	mu   sync.Mutex
+	id   string
+	pod  string
+	slot index.Slot
+	dead bool // killed: the holder left the Applier's map
+
+	seq SeqTracker
+
+	// group is the KV cache group the holder indexes: the group of its first
+	// full-attention BlockStored since the last clear.
+	group    int
+	hasGroup bool
+
+	chains chains
+
+	// seed caches the chain seed of the last (model, LoRA) seen.
+	seedModel, seedLoRA string
+	seed                index.BlockHash
+	hasSeed             bool
+
+	// Reusable buffers for one batch.
+	ops    []index.Op
+	toks   []uint32
+	hashes []index.BlockHash
+}
+
+// tierOf maps an engine medium to an index tier: GPU (or unsaid) and CPU to
+// their tiers, anything else to the storage tier.
+func tierOf(m Medium) index.Tier {
+	switch {
+	case m == "" || strings.EqualFold(string(m), "GPU"):
+		return index.TierGPU
+	case strings.EqualFold(string(m), "CPU"):
+		return index.TierCPU
+	}
+	return index.TierStorage
+}
+
+// clearState forgets every block of the holder (not its sequence).
+func (h *holder) clearState() {
+	h.chains.reset()
+	h.hasGroup = false
+	h.ops = h.ops[:0]
+}
+
+// translate turns the events of b (already validated) into index ops in
+// h.ops, updating h's forest as it goes. It reports whether an
+// AllBlocksCleared requires the holder's slot to be cleared before the ops
+// are applied (ops before the clear are discarded: the clear wipes them).
+func (a *Applier) translate(h *holder, b *Batch, model string) (wipe bool) {
+	for i := range b.Events {
+		ev := &b.Events[i]
+		switch ev.Kind {
+		case KindBlockStored:
+			if r, dropped := a.stored(h, ev, model); dropped {
+				a.counters.EventsDropped[r].Add(1)
+				continue
+			}
+		case KindBlockRemoved:
+			if a.removed(h, ev) {
+				a.counters.EventsDropped[ReasonOtherGroup].Add(1)
+				continue
+			}
+		case KindAllBlocksCleared:
+			h.clearState()
+			wipe = true
+			a.counters.Clears.Add(1)
+		}
+		a.counters.Events[ev.Kind].Add(1)
+	}
+	return wipe
+}
+
+// seedFor returns the chain seed for model and lora.
+func (a *Applier) seedFor(h *holder, model, lora string) index.BlockHash {
+	if !h.hasSeed || h.seedModel != model || h.seedLoRA != lora {
+		h.seed = a.seedOf(model, lora)
+		h.seedModel, h.seedLoRA, h.hasSeed = model, lora, true
+	}
+	return h.seed
+}
+
+// stored adds a BlockStored event's blocks to h's forest and their router
+// blocks to h.ops. It returns the reason when it dropped the event (or the
+// rest of it, for ReasonHolderFull).
+func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) {
+	if ev.SlidingWindow > 0 {
+		return ReasonSlidingWindow, true
+	}
+	if !h.hasGroup {
+		h.group, h.hasGroup = ev.GroupIdx, true
+	} else if ev.GroupIdx != h.group {
+		return ReasonOtherGroup, true
+	}
+	tier := tierOf(ev.Medium)
+	bit := uint8(1) << tier
+	parent := none
+	extra := len(ev.ExtraKeys) > 0
+	skip := extra
+	var last index.BlockHash
+	var pending []uint32
+	if ev.HasParent && ev.ParentHash != 0 {
+		p, ok := h.chains.lookup(ev.ParentHash)
+		if !ok {
+			return ReasonUnknownParent, true
+		}
+		pn := h.chains.node(p)
+		parent, last, pending, skip = p, pn.last, pn.pending, skip || pn.skip
+	} else {
+		last = a.seedFor(h, model, ev.LoRAName)
+	}
+	bs := ev.BlockSize
+	rbs := a.hasher.BlockSize
+	for i, eh := range ev.BlockHashes {
+		if n, ok := h.chains.lookup(eh); ok {
+			// Stored again (a replay, or a new tier): continue from it.
+			node := h.chains.node(n)
+			if node.tiers&bit == 0 {
+				node.tiers |= bit
+				if !node.skip {
+					h.ops = appendOps(h.ops, index.OpStore, h.slot, tier, node)
+				}
+			}
+			parent, last, pending, skip = n, node.last, node.pending, node.skip || extra
+			continue
+		}
+		if h.chains.len() >= a.cfg.MaxBlocksPerPod {
+			return ReasonHolderFull, true
+		}
+		n := h.chains.add(eh, parent)
+		node := h.chains.node(n)
+		node.tiers = bit
+		if skip {
+			node.skip = true
+		} else {
+			toks := ev.TokenIDs[i*bs : (i+1)*bs]
+			if len(pending) > 0 {
+				h.toks = append(append(h.toks[:0], pending...), toks...)
+				toks = h.toks
+			}
+			hs := a.hasher.Extend(last, toks, h.hashes[:0])
+			h.hashes = hs
+			node.last = last
+			if k := len(hs); k > 0 {
+				node.nRouter = int32(k)
+				node.router0 = hs[0]
+				if k > 1 {
+					node.routerRest = slices.Clone(hs[1:])
+				}
+				node.last = hs[k-1]
+			}
+			if rem := toks[len(hs)*rbs:]; len(rem) > 0 {
+				node.pending = slices.Clone(rem)
+			}
+			h.ops = appendOps(h.ops, index.OpStore, h.slot, tier, node)
+		}
+		parent, last, pending = n, node.last, node.pending
+	}
+	if skip {
+		return ReasonExtraKeys, true
+	}
+	return 0, false
+}
+
+// removed applies a BlockRemoved event: each block leaves the event's tier,
+// and a block left on no tier leaves the forest with all its descendants. It
+// reports true when it ignored the event as another group's.
+func (a *Applier) removed(h *holder, ev *Event) (otherGroup bool) {
+	if h.hasGroup && ev.GroupIdx != h.group {
+		return true
+	}
+	tier := tierOf(ev.Medium)
+	bit := uint8(1) << tier
+	for _, eh := range ev.BlockHashes {
+		n, ok := h.chains.lookup(eh)
+		if !ok || h.chains.node(n).tiers&bit == 0 {
+			a.counters.RemovesUnknown.Add(1)
+			continue
+		}
+		node := h.chains.node(n)
+		node.tiers &^= bit
+		if !node.skip {
+			h.ops = appendOps(h.ops, index.OpRemove, h.slot, tier, node)
+		}
+		if node.tiers == 0 {
+			h.ops = h.chains.removeSubtree(n, h.ops, h.slot)
+		}
+	}
+	return false
+}
+
+// appendOps appends one op of kind on tier for every router block node
+// completed.
+func appendOps(ops []index.Op, kind index.OpKind, slot index.Slot, tier index.Tier, node *chainNode) []index.Op {
+	for j := int32(0); j < node.nRouter; j++ {
+		ops = append(ops, index.Op{Kind: kind, Slot: slot, Tier: tier, Hash: node.routerHash(j)})
+	}
+	return ops
+}
+
+// appendRemoves appends the removal of node's router blocks from every tier
+// the node is on.
+func appendRemoves(ops []index.Op, slot index.Slot, node *chainNode) []index.Op {
+	if node.skip {
+		return ops
+	}
+	for t := index.Tier(0); t < 8; t++ {
+		if node.tiers&(1<<t) != 0 {
+			ops = appendOps(ops, index.OpRemove, slot, t, node)
+		}
+	}
+	return ops
+}

@@ -1,0 +1,154 @@
+package zmqsub
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/cellrouter/cellrouter/cell/events/vllmwire"
+)
+
+// Endpoint is one publisher the Subscriber dials: an engine's PUB socket
+// and, optionally, its replay socket.
+type Endpoint struct {
+	// Pub is the engine's PUB socket address, for example "tcp://10.0.0.7:5557".
+	Pub string
+	// Replay is the engine's ROUTER replay socket ("tcp://10.0.0.7:5558");
+	// "" means the engine has none, and a gap can only be given up.
+	Replay string
+	// Pod and Model, when Pod is set, name what the engine publishes (its
+	// topic kv@<Pod>@<Model>). They let the Subscriber catch up from the
+	// replay socket as soon as it connects, before Ready, instead of when
+	// the first message arrives. Leave Pod empty when unsure: replayed
+	// batches decoded under the wrong model would be hashed wrongly.
+	Pod, Model string
+}
+
+// Config configures a Subscriber. At least one of Endpoints and Bind is set.
+type Config struct {
+	// Endpoints are the publishers to dial, one SUB socket (and goroutine)
+	// each. A lost connection is redialed with backoff.
+	Endpoints []Endpoint
+	// Bind, when not empty, is an address the Subscriber binds one SUB socket
+	// to, for engines that connect to the cell ("tcp://*:5557", or
+	// "tcp://127.0.0.1:0" for any free port; see Subscriber.BindEndpoint).
+	Bind string
+	// ReplayEndpoints maps a pod id (the pod part of the topic) to its
+	// replay socket, for publishers that connect to Bind.
+	ReplayEndpoints map[string]string
+	// ReplayTemplate builds the replay socket of a Bind publisher not in
+	// ReplayEndpoints: "{pod}" is replaced by the pod id and "{host}" by its
+	// host part (the pod id up to its last ':'), for example
+	// "tcp://{host}:5558". "" means no replay for unlisted pods.
+	ReplayTemplate string
+	// ResolveReplay, when not nil, is asked first for a Bind publisher's
+	// replay socket (for pods learned from discovery); "" means not known,
+	// and ReplayEndpoints and ReplayTemplate are tried next. It is called
+	// from the socket's goroutine and must be safe for concurrent use.
+	ResolveReplay func(pod string) string
+	// Topic is the subscription prefix. Default "kv@": every KV topic.
+	Topic string
+	// Limits bound what one message may make the decoder allocate.
+	Limits vllmwire.Limits
+	// ReplayTimeout is how long a replay may go without a frame (including
+	// the connection and the first frame) before it is abandoned and the
+	// gap given up. Default 5s.
+	ReplayTimeout time.Duration
+	// ReplayMaxBatches bounds the batches one replay may deliver, against a
+	// publisher that never ends its stream. Default 100000 (ten times
+	// vLLM's buffer).
+	ReplayMaxBatches int
+	// ReconnectMin and ReconnectMax bound the pause between two attempts to
+	// dial a publisher; it doubles after each failure. Defaults 100ms and 5s.
+	ReconnectMin, ReconnectMax time.Duration
+	// LogEvery is the shortest interval between two log lines of one kind
+	// (a decode error reason, a replay failure); the rest are counted only.
+	// Default 1s.
+	LogEvery time.Duration
+	// Logger receives the Subscriber's log lines; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns a Config with every default and no endpoint; set
+// Endpoints or Bind.
+func DefaultConfig() Config {
+	return Config{
+		Topic:            "kv@",
+		Limits:           vllmwire.DefaultLimits(),
+		ReplayTimeout:    5 * time.Second,
+		ReplayMaxBatches: 100000,
+		ReconnectMin:     100 * time.Millisecond,
+		ReconnectMax:     5 * time.Second,
+		LogEvery:         time.Second,
+	}
+}
+
+// Validate returns an error naming the first invalid field and its value.
+func (c Config) Validate() error {
+	if len(c.Endpoints) == 0 && c.Bind == "" {
+		return fmt.Errorf("zmqsub: Config.Endpoints and Config.Bind are both empty: nothing to subscribe to")
+	}
+	for i, e := range c.Endpoints {
+		if !isAddr(e.Pub) {
+			return fmt.Errorf("zmqsub: Config.Endpoints[%d].Pub %q is not a ZMQ address (tcp://host:port)", i, e.Pub)
+		}
+		if e.Replay != "" && !isAddr(e.Replay) {
+			return fmt.Errorf("zmqsub: Config.Endpoints[%d].Replay %q is not a ZMQ address (tcp://host:port)", i, e.Replay)
+		}
+	}
+	if c.Bind != "" && !isAddr(c.Bind) {
+		return fmt.Errorf("zmqsub: Config.Bind %q is not a ZMQ address (tcp://host:port)", c.Bind)
+	}
+	for pod, ep := range c.ReplayEndpoints {
+		if !isAddr(ep) {
+			return fmt.Errorf("zmqsub: Config.ReplayEndpoints[%q] %q is not a ZMQ address (tcp://host:port)", pod, ep)
+		}
+	}
+	if c.ReplayTemplate != "" && !isAddr(c.ReplayTemplate) {
+		return fmt.Errorf("zmqsub: Config.ReplayTemplate %q is not a ZMQ address template (tcp://{host}:port)", c.ReplayTemplate)
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return fmt.Errorf("zmqsub: Config.Limits: %w", err)
+	}
+	if c.ReplayTimeout <= 0 {
+		return fmt.Errorf("zmqsub: Config.ReplayTimeout %v must be positive", c.ReplayTimeout)
+	}
+	if c.ReplayMaxBatches < 1 {
+		return fmt.Errorf("zmqsub: Config.ReplayMaxBatches %d must be at least 1", c.ReplayMaxBatches)
+	}
+	if c.ReconnectMin <= 0 || c.ReconnectMax < c.ReconnectMin {
+		return fmt.Errorf("zmqsub: Config.ReconnectMin %v and ReconnectMax %v: want 0 < min <= max", c.ReconnectMin, c.ReconnectMax)
+	}
+	if c.LogEvery <= 0 {
+		return fmt.Errorf("zmqsub: Config.LogEvery %v must be positive", c.LogEvery)
+	}
+	return nil
+}
+
+// isAddr reports whether s looks like a ZMQ address (transport://rest).
+func isAddr(s string) bool {
+	i := strings.Index(s, "://")
+	return i > 0 && i+3 < len(s)
+}
+
+// replayFor returns the replay socket of a pod that published to the Bind
+// socket, or "" when none is known.
+func (c *Config) replayFor(pod string) string {
+	if c.ResolveReplay != nil {
+		if ep := c.ResolveReplay(pod); ep != "" {
+			return ep
+		}
+	}
+	if ep, ok := c.ReplayEndpoints[pod]; ok {
+		return ep
+	}
+	if c.ReplayTemplate == "" {
+		return ""
+	}
+	host := pod
+	if i := strings.LastIndexByte(pod, ':'); i >= 0 {
+		host = pod[:i]
+	}
+	return strings.NewReplacer("{pod}", pod, "{host}", host).Replace(c.ReplayTemplate)
+}

@@ -1,0 +1,60 @@
+package zmqsub
+
+import "sync/atomic"
+
+// DecodeReasons are the labels of Counters.DecodeErrors, in index order:
+// vllmwire.Reason's labels and "other".
+var DecodeReasons = [...]string{"frame_count", "bad_seq", "topic", "too_large", "unknown_tag", "bad_event", "msgpack", "other"}
+
+// reasonIndex returns the DecodeErrors index of a vllmwire.Reason label.
+func reasonIndex(label string) int {
+	for i, r := range DecodeReasons {
+		if r == label {
+			return i
+		}
+	}
+	return len(DecodeReasons) - 1
+}
+
+// Counters are the transport's counters: plain atomics, safe for concurrent
+// use, read by the daemon's metrics exporter. The applier counts what
+// happens to batches after decoding (applied, dropped, gaps, give-ups).
+type Counters struct {
+	// Messages counts live messages received on every SUB socket.
+	Messages atomic.Uint64
+	// DecodeErrors counts messages (live or replayed) dropped because they
+	// did not decode, by DecodeReasons label.
+	DecodeErrors [len(DecodeReasons)]atomic.Uint64
+	// ReplaysRequested counts replays asked of publishers: gap repairs,
+	// catch-ups at first contact and after a reconnection, and restarts.
+	ReplaysRequested atomic.Uint64
+	// ReplaysSucceeded counts replays whose stream ended with the end marker.
+	ReplaysSucceeded atomic.Uint64
+	// ReplaysFailed counts replays that could not connect, timed out, broke
+	// off or were too long.
+	ReplaysFailed atomic.Uint64
+	// BatchesReplayed counts batches received in replay streams and handed
+	// to the applier (which drops those it already has).
+	BatchesReplayed atomic.Uint64
+	// GiveUps counts gaps the transport gave up (no replay socket, or the
+	// replay failed or did not cover the gap); the holder is cleared.
+	GiveUps atomic.Uint64
+	// Restarts counts publisher restarts the transport inferred from a
+	// sequence number going backwards (the engine's seq 0 was missed).
+	Restarts atomic.Uint64
+	// Connects counts successful dials of publishers (the first and every
+	// reconnection); DialFailures the failed attempts.
+	Connects, DialFailures atomic.Uint64
+	// Disconnects counts connections lost (dial mode) or publishers gone
+	// (bind mode).
+	Disconnects atomic.Uint64
+}
+
+// DecodeErrorsTotal returns the sum of DecodeErrors.
+func (c *Counters) DecodeErrorsTotal() uint64 {
+	var n uint64
+	for i := range c.DecodeErrors {
+		n += c.DecodeErrors[i].Load()
+	}
+	return n
+}

@@ -1,0 +1,78 @@
+// Package zmqsub is the cell's ZMQ transport for the KV events vLLM and
+// SGLang engines publish: it subscribes to engines' PUB sockets, decodes
+// each message with package vllmwire and feeds the batches to a Sink (the
+// events.Applier), repairing sequence gaps through the engines' replay
+// sockets.
+//
+// # Sockets and goroutines
+//
+// A Subscriber dials one SUB socket per configured Endpoint and, with
+// Config.Bind, binds one SUB socket that engines connect to. Each socket
+// has one goroutine that owns it: it receives, decodes into a reused Batch,
+// applies, and runs the replays a batch calls for, in order, so the
+// batches of a publisher reach the Sink from one goroutine in sequence
+// order (as the Sink requires; a publisher must not be reachable through two
+// sockets). A replay therefore holds up its own socket only. Run blocks
+// until its context ends and every goroutine has stopped. A dial socket
+// whose connection is lost is closed and redialed with exponential backoff
+// (zmq4 does not reconnect SUB sockets reliably by itself).
+//
+// Messages that do not decode are counted by vllmwire.Reason label, logged
+// at most once per Config.LogEvery per reason, and dropped.
+//
+// # Replay
+//
+// vLLM's replay socket is a ROUTER: the client sends the 8-byte big-endian
+// start seq and receives [seq, payload] for every batch still buffered (vLLM
+// keeps 10,000) from there on, ended by seq ReplayEndSeq and an empty
+// payload. The Subscriber uses a short-lived DEALER per replay, sends an
+// empty delimiter before the seq (vLLM's socket expects a REQ peer's
+// framing) and accepts replies with or without it. A replay that goes
+// Config.ReplayTimeout without a frame fails.
+//
+// The replay stream carries no topic: the pod and model of a replayed batch
+// are those of the stream it was asked for. In dial mode the replay socket
+// is the Endpoint's; in bind mode it is looked up by pod (ResolveReplay,
+// ReplayEndpoints, ReplayTemplate).
+//
+// # When the Subscriber replays
+//
+//   - Gap: the Applier returns a *events.GapError; the range is replayed
+//     and the batch applied again. If no replay socket is known, the replay
+//     fails or it does not cover the gap, the gap is given up
+//     (Applier.GiveUp clears the holder, which stays visible in the
+//     applier's GiveUps and Clears counters) and the batch becomes the
+//     holder's new baseline.
+//   - First contact: a cell that starts (or restarts) with an empty index
+//     meets engines mid-stream. The first message of a holder on a
+//     connection, numbered above 0, triggers a replay from seq 0 before it
+//     is applied, so the cell rebuilds each pod's cache from what the engine
+//     still buffers; what the engine no longer buffers is lost (the index
+//     then under-reports that pod's cache, which only costs cache hits).
+//     Endpoints that name their Pod are caught up at connection instead,
+//     before Ready.
+//   - Reconnection (dial mode): the engine may have restarted while the
+//     connection was down, so each holder is caught up again from seq 0.
+//     If the engine did not restart, the applier sees seq 0 again and
+//     rebuilds the holder from the replay (counted as a restart there): more
+//     work, same result.
+//   - Restart without seq 0: live numbers of one connection only go up; a
+//     number at or below the last one means the engine restarted and its
+//     first batches were lost (ZMQ drops what a PUB sends before the
+//     subscription reaches it). The holder is caught up from seq 0 and, if
+//     the replay does not start at 0, the applier is told of the restart
+//     with an empty batch numbered 0.
+//
+// In bind mode connections are invisible, so an engine that restarts and
+// publishes more batches than the cell last saw before its first message
+// reaches the cell cannot be told from a gap; the replay then repairs
+// "the gap" with the new engine's batches on top of the old state. Dial mode
+// has no such blind spot.
+//
+// # Counters and readiness
+//
+// Counters are plain atomics (no metrics library): messages, decode errors
+// by reason, replays requested, succeeded and failed, batches replayed,
+// gaps given up, inferred restarts, connections. Ready is closed when every
+// socket made its first attempt (see Subscriber.Ready).
+package zmqsub

@@ -1,0 +1,70 @@
+package cell
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/cellrouter/cellrouter/cell/events"
+)
+
+// tickLoop asks the applier, every interval, to kill the pods that went
+// silent. It returns when ctx ends.
+func tickLoop(ctx context.Context, interval time.Duration, a *events.Applier, log func(string, ...any)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			for _, pod := range a.Tick(now) {
+				log("pod silent past dead_after: removed from the index", "pod", pod)
+			}
+		}
+	}
+}
+
+// healthLoop probes GET http://<address>/health of every configured pod
+// with an address, every interval, and tells the registry. A pod whose
+// events stop but whose health checks pass stays alive (an idle engine
+// sends no events); one whose events and health checks both stop is killed
+// by tickLoop. It returns when ctx ends and every probe returned.
+func healthLoop(ctx context.Context, interval, timeout time.Duration, pods []PodConfig, reg *events.Registry) {
+	client := &http.Client{Timeout: timeout}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		for _, p := range pods {
+			if p.Address == "" {
+				continue
+			}
+			wg.Add(1)
+			go func(p PodConfig) {
+				defer wg.Done()
+				reg.ObserveHealth(p.ID, probe(ctx, client, p.Address), time.Now())
+			}(p)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func probe(ctx context.Context, client *http.Client, addr string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/health", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}

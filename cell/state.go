@@ -1,0 +1,161 @@
+package cell
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
+	"github.com/cellrouter/cellrouter/cell/events"
+	"github.com/cellrouter/cellrouter/cell/index"
+)
+
+// stateServer serves CellService: the cell's pods and state, and draining.
+type stateServer struct {
+	cellv1.UnimplementedCellServiceServer
+
+	cellID  string
+	ix      *index.Index
+	reg     *events.Registry
+	applier *events.Applier
+	now     func() time.Time
+
+	mu       sync.Mutex
+	draining map[string]bool
+}
+
+var _ cellv1.CellServiceServer = (*stateServer)(nil)
+
+func newStateServer(cellID string, ix *index.Index, reg *events.Registry, a *events.Applier) *stateServer {
+	return &stateServer{cellID: cellID, ix: ix, reg: reg, applier: a, now: time.Now, draining: map[string]bool{}}
+}
+
+func podState(s events.PodState) cellv1.PodState {
+	switch s {
+	case events.StateReady:
+		return cellv1.PodState_POD_STATE_READY
+	case events.StateDegraded:
+		return cellv1.PodState_POD_STATE_DEGRADED
+	case events.StateDead:
+		return cellv1.PodState_POD_STATE_DEAD
+	}
+	return cellv1.PodState_POD_STATE_UNKNOWN
+}
+
+func podRole(r events.Role) cellv1.PodRole {
+	switch r {
+	case events.RolePrefill:
+		return cellv1.PodRole_POD_ROLE_PREFILL
+	case events.RoleDecode:
+		return cellv1.PodRole_POD_ROLE_DECODE
+	case events.RoleBoth:
+		return cellv1.PodRole_POD_ROLE_AGGREGATED
+	}
+	return cellv1.PodRole_POD_ROLE_UNSPECIFIED
+}
+
+func (s *stateServer) podProto(p events.PodInfo) *cellv1.Pod {
+	out := &cellv1.Pod{
+		Id:      p.ID,
+		Address: p.Address,
+		Role:    podRole(p.Role),
+		State:   podState(p.State),
+	}
+	if !p.LastEvent.IsZero() {
+		out.LastEventUnixMs = p.LastEvent.UnixMilli()
+	}
+	for _, h := range p.Holders {
+		out.Slots = append(out.Slots, uint32(h.Slot))
+		out.LastSeq = max(out.LastSeq, h.LastSeq)
+		out.Blocks += uint64(s.applier.TrackedBlocks(h.ID))
+	}
+	s.mu.Lock()
+	out.Draining = s.draining[p.ID]
+	s.mu.Unlock()
+	return out
+}
+
+// ListPods lists the cell's pods, optionally only those in one state.
+func (s *stateServer) ListPods(_ context.Context, req *cellv1.ListPodsRequest) (*cellv1.ListPodsResponse, error) {
+	resp := &cellv1.ListPodsResponse{}
+	for _, p := range s.reg.Snapshot() {
+		pp := s.podProto(p)
+		if req.GetState() != cellv1.PodState_POD_STATE_UNKNOWN && pp.State != req.GetState() {
+			continue
+		}
+		resp.Pods = append(resp.Pods, pp)
+	}
+	return resp, nil
+}
+
+// GetCellState summarises the cell.
+func (s *stateServer) GetCellState(context.Context, *cellv1.GetCellStateRequest) (*cellv1.CellState, error) {
+	counts := map[cellv1.PodState]uint32{}
+	for _, p := range s.reg.Snapshot() {
+		counts[podState(p.State)]++
+	}
+	st := &cellv1.CellState{
+		CellId:                s.cellID,
+		IndexedBlocks:         uint64(s.ix.Stats().Blocks),
+		EventsDroppedByReason: map[string]uint64{},
+		GeneratedUnixMs:       s.now().UnixMilli(),
+	}
+	states := make([]cellv1.PodState, 0, len(counts))
+	for k := range counts {
+		states = append(states, k)
+	}
+	sort.Slice(states, func(i, j int) bool { return states[i] < states[j] })
+	for _, k := range states {
+		st.PodsByState = append(st.PodsByState, &cellv1.PodStateCount{State: k, Count: counts[k]})
+	}
+	ct := s.applier.Counters()
+	for k := range ct.Events {
+		st.EventsApplied += ct.Events[k].Load()
+	}
+	for _, r := range events.DropReasons() {
+		n := ct.BatchesDropped[r].Load() + ct.EventsDropped[r].Load()
+		st.EventsDropped += n
+		if n > 0 {
+			st.EventsDroppedByReason[r.String()] = n
+		}
+	}
+	return st, nil
+}
+
+// DrainPod marks a pod draining (or undraining with cancel). Routing skips
+// draining pods; their cache stays indexed until they stop.
+func (s *stateServer) DrainPod(_ context.Context, req *cellv1.DrainPodRequest) (*cellv1.DrainPodResponse, error) {
+	if req.GetId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "cell: DrainPod needs a pod id")
+	}
+	var info *events.PodInfo
+	for _, p := range s.reg.Snapshot() {
+		if p.ID == req.GetId() {
+			info = &p
+			break
+		}
+	}
+	if info == nil {
+		return nil, status.Errorf(codes.NotFound, "cell: no pod %q", req.GetId())
+	}
+	s.mu.Lock()
+	was := s.draining[req.GetId()]
+	if req.GetCancel() {
+		delete(s.draining, req.GetId())
+	} else {
+		s.draining[req.GetId()] = true
+	}
+	s.mu.Unlock()
+	return &cellv1.DrainPodResponse{Pod: s.podProto(*info), Changed: was == req.GetCancel()}, nil
+}
+
+// Draining reports whether a pod is draining.
+func (s *stateServer) Draining(pod string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.draining[pod]
+}
