@@ -29,7 +29,7 @@
 // with up to seven slots inline; blocks with more holders point into the
 // shard's overflow array of 32-byte HostBitmaps. Most blocks have one or a
 // few holders, so a block costs 16 bytes divided by the table's load
-// (between 7/16 and 7/8), instead of the ~100 bytes a Go map from hash to a
+// (between 3/8 and 3/4), instead of the ~100 bytes a Go map from hash to a
 // four-word bitmap costs.
 //
 // # Concurrency

@@ -24,8 +24,10 @@ type tslot struct {
 
 const (
 	minTableSize = 16
-	// Tables grow at 7/8 full and shrink below 1/8 full.
-	growNum, growDen = 7, 8
+	// Tables grow at 3/4 full (linear probing slows sharply above that: an
+	// unsuccessful probe visits about (1+1/(1-a)^2)/2 slots at load a, 8.5 at
+	// 3/4 against 32.5 at 7/8) and shrink below 1/8 full.
+	growNum, growDen = 3, 4
 )
 
 func newTable(size int) *table {
