@@ -179,26 +179,34 @@ func BenchmarkMatchSmall(b *testing.B) {
 	b.ReportMetric(float64(lookups)/float64(b.N), "lookups/op")
 }
 
-// BenchmarkSearch compares the 4-ary search with overlapping lookups against
-// a plain binary search on the same large index, side by side.
-func BenchmarkSearch(b *testing.B) {
-	ix, chains := benchIndex(b, 1<<21)
-	for _, wide := range []bool{false, true} {
-		name := "binary"
-		if wide {
-			name = "4ary"
+// BenchmarkApplyPrefetch compares batched stores with and without the
+// prefetch pass, side by side, on an index of 4M blocks (tables far larger
+// than the caches).
+func BenchmarkApplyPrefetch(b *testing.B) {
+	ix, _ := benchIndex(b, 1<<22)
+	ops := make([]Op, 512)
+	for _, on := range []bool{false, true} {
+		name := "off"
+		if on {
+			name = "on"
 		}
 		b.Run(name, func(b *testing.B) {
-			defer func(old bool) { wideSearch = old }(wideSearch)
-			wideSearch = wide
-			var r MatchResult
+			defer func(old bool) { prefetchWrites = old }(prefetchWrites)
+			prefetchWrites = on
 			b.ReportAllocs()
-			lookups := 0
 			for i := 0; i < b.N; i++ {
-				ix.Match(chains[(i*7919)%len(chains)], &r)
-				lookups += r.Lookups()
+				base := uint64(i) << 9
+				s := Slot(i % MaxPods)
+				for j := range ops {
+					ops[j] = Op{Kind: OpStore, Slot: s, Hash: BlockHash((base + uint64(j) + 1) * 0xBF58476D1CE4E5B9)}
+				}
+				ix.Apply(ops)
+				for j := range ops {
+					ops[j].Kind = OpRemove
+				}
+				ix.Apply(ops)
 			}
-			b.ReportMetric(float64(lookups)/float64(b.N), "lookups/op")
+			b.ReportMetric(float64(b.N*2*len(ops))/b.Elapsed().Seconds(), "block-ops/s")
 		})
 	}
 }

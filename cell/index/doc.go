@@ -15,11 +15,12 @@
 // first, and an engine cannot hit a block whose parent is gone, so this is
 // what the engine can actually reuse; the event layer (package events)
 // enforces it. Under the contract the pods holding chain[d] are a subset of
-// those holding chain[d-1], so Match finds each pod's depth by binary search
-// for the depths where the set shrinks: O(K log N) lookups for K distinct
-// depths in a chain of N blocks, independent of the number of pods. Without
-// the contract no sub-linear exact answer exists (a single hole anywhere
-// changes it); Match then returns the binary search's estimate.
+// those holding chain[d-1], so Match finds each pod's depth by bisecting for
+// the depths where the set shrinks: about K log(N/K) lookups for K distinct
+// depths in a chain of N blocks, independent of the number of pods, issued
+// in about log N rounds whose lookups overlap in memory. Without the
+// contract no sub-linear exact answer exists (a single hole anywhere changes
+// it); Match then returns the bisection's estimate.
 //
 // # Layout
 //

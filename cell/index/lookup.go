@@ -1,38 +1,46 @@
 package index
 
-import "runtime"
-
 // lookup returns the holders of h. It takes no lock (see shard.holders).
 func (ix *Index) lookup(h BlockHash, r *MatchResult) HostBitmap {
 	r.lookups++
 	return ix.shards[shardOf(uint64(h))].holders(uint64(h))
 }
 
-// lookup3 returns the holders of three hashes at once. It issues the three
-// table loads before it looks at any of them, so the three memory misses of
-// a large index overlap instead of queueing: a 4-ary search with lookup3 has
-// about half the latency of a binary search for the same chain.
-func (ix *Index) lookup3(a, b, c BlockHash, r *MatchResult) (ha, hb, hc HostBitmap) {
-	r.lookups += 3
-	ka, kb, kc := uint64(a), uint64(b), uint64(c)
-	sa, sb, sc := &ix.shards[shardOf(ka)], &ix.shards[shardOf(kb)], &ix.shards[shardOf(kc)]
-	for spins := 0; ; spins++ {
-		qa, qb, qc := sa.seq.Load(), sb.seq.Load(), sc.seq.Load()
-		if (qa|qb|qc)&1 == 0 {
-			ta, tb, tc := sa.tab.Load(), sb.tab.Load(), sc.tab.Load()
-			ia, ib, ic := ta.home(ka), tb.home(kb), tc.home(kc)
-			// The three independent loads that usually miss the cache.
-			fa, fb, fc := ta.slots[ia].key.Load(), tb.slots[ib].key.Load(), tc.slots[ic].key.Load()
-			ha = sa.decode(ta.findFrom(ka, ia, fa))
-			hb = sb.decode(tb.findFrom(kb, ib, fb))
-			hc = sc.decode(tc.findFrom(kc, ic, fc))
-			if sa.seq.Load() == qa && sb.seq.Load() == qb && sc.seq.Load() == qc {
-				return ha, hb, hc
+// probeSlot is one lookup of a round: the hash in, the holders out, and
+// the state of the optimistic read in between.
+type probeSlot struct {
+	h     BlockHash
+	b     HostBitmap
+	s     *shard
+	t     *table
+	seq   uint64
+	i, k0 uint64
+}
+
+// lookupMany fills ps[i].b with the holders of ps[i].h. It first issues the
+// loads of every probe's home slot, which usually miss the cache and do not
+// depend on each other, so the core overlaps them; only then does it finish
+// each probe. A probe whose shard was being written is redone on its own.
+func (ix *Index) lookupMany(ps []probeSlot, r *MatchResult) {
+	r.lookups += len(ps)
+	for i := range ps {
+		p := &ps[i]
+		k := uint64(p.h)
+		p.s = &ix.shards[shardOf(k)]
+		p.seq = p.s.seq.Load()
+		p.t = p.s.tab.Load()
+		p.i = p.t.home(k)
+		p.k0 = p.t.slots[p.i].key.Load() // the miss
+	}
+	for i := range ps {
+		p := &ps[i]
+		if p.seq&1 == 0 {
+			p.b = p.s.decode(p.t.findFrom(uint64(p.h), p.i, p.k0))
+			if p.s.seq.Load() == p.seq {
+				continue
 			}
 		}
-		if spins > 16 {
-			runtime.Gosched()
-		}
+		p.b = p.s.holders(uint64(p.h))
 	}
 }
 

@@ -11,14 +11,26 @@ type MatchResult struct {
 	alive   HostBitmap
 	matched HostBitmap // pods with depth >= 1
 	lookups int
+	rounds  int
 	n       int            // groups used
 	groups  [MaxPods]Group // by increasing depth
+
+	// Work space of the search, kept here so that Match allocates nothing.
+	cur, next [MaxPods + 1]span
+	probe     [MaxPods + 1]probeSlot
 }
 
 // Group is a set of pods that match the same number of leading blocks.
 type Group struct {
 	Pods  HostBitmap
 	Depth int
+}
+
+// span is an interval [lo, hi] of chain positions whose holder sets are
+// known at both ends, with a drop between them: atLo ⊋ atHi.
+type span struct {
+	lo, hi     int32
+	atLo, atHi HostBitmap
 }
 
 // Groups returns the pods that matched at least one block, grouped by depth,
@@ -57,46 +69,13 @@ func (r *MatchResult) Best() (s Slot, depth int, ok bool) {
 	return s, g.Depth, true
 }
 
-// Lookups returns how many shard lookups the query took.
+// Lookups returns how many shard lookups the query took; Rounds how many
+// rounds of parallel lookups.
 func (r *MatchResult) Lookups() int { return r.lookups }
 
-// searchDrop returns the first depth in (lo, n) at which some pod of set
-// does not hold the chain's block, with that block's holders; n and an empty
-// set when every pod of set holds the rest of the chain. Every pod of set
-// holds chain[lo]. It searches 4-ary while the interval is wide (three
-// overlapping lookups per round), then binary.
-func (ix *Index) searchDrop(chain []BlockHash, set HostBitmap, lo, n int, r *MatchResult) (int, HostBitmap) {
-	l, hi := lo, n
-	var atHi HostBitmap
-	for wideSearch && hi-l >= 8 {
-		q := (hi - l) / 4
-		p1, p2, p3 := l+q, l+2*q, l+3*q
-		h1, h2, h3 := ix.lookup3(chain[p1], chain[p2], chain[p3], r)
-		switch {
-		case !set.SubsetOf(h1):
-			hi, atHi = p1, h1
-		case !set.SubsetOf(h2):
-			l, hi, atHi = p1, p2, h2
-		case !set.SubsetOf(h3):
-			l, hi, atHi = p2, p3, h3
-		default:
-			l = p3
-		}
-	}
-	for hi-l > 1 {
-		mid := int(uint(l+hi) >> 1)
-		h := ix.lookup(chain[mid], r)
-		if set.SubsetOf(h) {
-			l = mid
-		} else {
-			hi, atHi = mid, h
-		}
-	}
-	return hi, atHi
-}
-
-// wideSearch turns the 4-ary rounds on; benchmarks turn it off to compare.
-var wideSearch = true
+// Rounds returns how many rounds of overlapping lookups the query took: its
+// latency is about Rounds memory round trips.
+func (r *MatchResult) Rounds() int { return r.rounds }
 
 // Match computes, for every live pod, the number of leading blocks of chain
 // it holds, and writes the answer into r. It takes no lock and allocates
@@ -104,49 +83,95 @@ var wideSearch = true
 // at one instant, but the query as a whole is not a snapshot of the index.
 //
 // Because holders are prefix-closed (see the package doc), the set of pods
-// still matching only shrinks with depth. Match therefore binary-searches for
-// the depths where that set shrinks, instead of walking the chain: with K
-// distinct answer depths it takes O(K log N) lookups for a chain of N blocks,
-// whatever the number of pods.
+// holding chain[d] only shrinks as d grows. Match finds the depths where it
+// shrinks by bisection: it knows the sets at both ends of the chain, and
+// splits every interval whose end sets differ at its middle, until each drop
+// is pinned to one position. With K distinct depths in a chain of N blocks
+// that is about K log(N/K) lookups, whatever the number of pods. The
+// intervals of one round are independent, so each round issues all its
+// lookups before it looks at any result: their cache misses overlap, and a
+// query costs about log N memory round trips rather than K log N.
 func (ix *Index) Match(chain []BlockHash, r *MatchResult) {
 	r.alive = ix.Alive()
 	r.matched = HostBitmap{}
-	r.n = 0
-	r.lookups = 0
+	r.n, r.lookups, r.rounds = 0, 0, 0
 	n := len(chain)
 	if n == 0 || r.alive.IsEmpty() {
 		return
 	}
-	// Invariant: every pod in set holds chain[0..lo], and cur = holders of
-	// chain[lo] restricted to set.
-	set := r.alive
-	cur := ix.lookup(chain[0], r).And(set)
-	lo := 0
-	for {
-		set = cur
-		if set.IsEmpty() {
-			break
-		}
-		// Find the first depth hi in (lo, n) at which some pod of set drops
-		// out; hi == n when none does.
-		hi, atHi := ix.searchDrop(chain, set, lo, n, r)
-		// Pods of set that miss chain[hi] match exactly hi blocks.
-		cur = atHi.And(set)
-		r.setDepth(set.AndNot(cur), hi)
-		if hi == n {
-			break
-		}
-		lo = hi
+	first := ix.lookup(chain[0], r).And(r.alive)
+	if first.IsEmpty() {
+		return
 	}
+	last := first
+	if n > 1 {
+		last = ix.lookup(chain[n-1], r).And(first)
+	}
+	r.rounds = 1
+	if !last.IsEmpty() {
+		r.addGroup(last, n)
+	}
+	if first == last {
+		return
+	}
+	// Invariant: every span has atLo ⊋ atHi, atLo ⊆ first.
+	cur := r.cur[:0]
+	cur = append(cur, span{lo: 0, hi: int32(n - 1), atLo: first, atHi: last})
+	for len(cur) > 0 {
+		// Spans of width one pin their drop; the others probe their middle.
+		p := 0
+		for i := range cur {
+			if cur[i].hi-cur[i].lo > 1 {
+				r.probe[p].h = chain[(cur[i].lo+cur[i].hi)/2]
+				p++
+			}
+		}
+		if p > 0 {
+			ix.lookupMany(r.probe[:p], r)
+			r.rounds++
+		}
+		next := r.next[:0]
+		p = 0
+		for _, s := range cur {
+			if s.hi-s.lo == 1 {
+				// Pods holding chain[lo] but not chain[hi] match hi blocks.
+				r.addGroup(s.atLo.AndNot(s.atHi), int(s.hi))
+				continue
+			}
+			mid := (s.lo + s.hi) / 2
+			atMid := r.probe[p].b.And(s.atLo).Or(s.atHi) // monotone by contract
+			p++
+			if atMid != s.atLo {
+				next = append(next, span{lo: s.lo, hi: mid, atLo: s.atLo, atHi: atMid})
+			}
+			if atMid != s.atHi {
+				next = append(next, span{lo: mid, hi: s.hi, atLo: atMid, atHi: s.atHi})
+			}
+		}
+		// Swap buffers: next becomes cur.
+		copy(r.cur[:len(next)], next)
+		cur = r.cur[:len(next)]
+	}
+	r.sortGroups()
 }
 
-// setDepth records depth d for every pod in b. Depths are recorded in
-// increasing order.
-func (r *MatchResult) setDepth(b HostBitmap, d int) {
+// addGroup records depth d for the pods in b.
+func (r *MatchResult) addGroup(b HostBitmap, d int) {
 	if b.IsEmpty() {
 		return
 	}
 	r.matched = r.matched.Or(b)
 	r.groups[r.n] = Group{Pods: b, Depth: d}
 	r.n++
+}
+
+// sortGroups orders the groups by depth (insertion sort: K is small and
+// the groups come nearly sorted).
+func (r *MatchResult) sortGroups() {
+	g := r.groups[:r.n]
+	for i := 1; i < len(g); i++ {
+		for j := i; j > 0 && g[j].Depth < g[j-1].Depth; j-- {
+			g[j], g[j-1] = g[j-1], g[j]
+		}
+	}
 }

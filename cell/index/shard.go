@@ -1,7 +1,6 @@
 package index
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -65,7 +64,7 @@ func (s *shard) init() {
 // holders returns the holder set of key (empty when absent). It takes no
 // lock and may be called concurrently with writers.
 func (s *shard) holders(key uint64) HostBitmap {
-	for spins := 0; ; spins++ {
+	for spins := 0; spins < readSpins; spins++ {
 		s1 := s.seq.Load()
 		if s1&1 == 0 {
 			b := s.decode(s.tab.Load().find(key))
@@ -73,10 +72,24 @@ func (s *shard) holders(key uint64) HostBitmap {
 				return b
 			}
 		}
-		if spins > 16 {
-			runtime.Gosched()
-		}
 	}
+	return s.holdersLocked(key)
+}
+
+// readSpins bounds the optimistic attempts of a reader before it waits for
+// the writer on the shard's lock. Write sections are short (a few ops), so
+// a reader that meets one usually succeeds on its next attempt; the lock
+// fallback only matters when the writer's thread was descheduled inside its
+// section, and then sleeping beats spinning (or yielding to the scheduler,
+// which can park the reader behind a whole time slice of other goroutines).
+const readSpins = 64
+
+// holdersLocked reads key's holders under the shard's lock.
+func (s *shard) holdersLocked(key uint64) HostBitmap {
+	s.mu.Lock()
+	b := s.decode(s.tab.Load().find(key))
+	s.mu.Unlock()
+	return b
 }
 
 // beginWrite locks the shard and opens a write section.
@@ -194,15 +207,21 @@ func (s *shard) allocOverflow(b HostBitmap) uint32 {
 	return ref
 }
 
-// resize rebuilds the table at the given size and publishes it. Writers only.
+// resize rebuilds the table at the given size and publishes it. It is
+// called inside a write section, whose changes so far are complete; it
+// closes the section while it copies (the old table does not change, so
+// readers go on reading it instead of waiting for the copy) and reopens it
+// to publish the new table. Writers only.
 func (s *shard) resize(size int) *table {
 	old := s.tab.Load()
+	s.seq.Add(1) // even: readers may read old
 	t := newTable(size)
 	for i := range old.slots {
 		if k := old.slots[i].key.Load(); k != 0 {
 			t.insertFresh(k, old.slots[i].val.Load())
 		}
 	}
+	s.seq.Add(1) // odd again
 	s.tab.Store(t)
 	return t
 }
@@ -211,6 +230,7 @@ func (s *shard) resize(size int) *table {
 // blocks nobody holds any more, and compacts the table and the overflow
 // array. It returns the number of blocks deleted. Writers only.
 func (s *shard) sweep(dead HostBitmap) int {
+	s.seq.Add(1) // even while the new table is built from the unchanged old one
 	old := s.tab.Load()
 	ov := *s.over.Load()
 	type kv struct{ k, w uint64 }
@@ -255,6 +275,7 @@ func (s *shard) sweep(dead HostBitmap) int {
 	for i, b := range bms {
 		newOv[i].store(b)
 	}
+	s.seq.Add(1) // odd again: publish the table and overflow array together
 	s.over.Store(&newOv)
 	s.tab.Store(t)
 	s.count = len(keep)

@@ -1,6 +1,9 @@
 package index
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // table is one shard's open-addressing hash table: linear probing over a
 // power-of-two array of (key, holder word) pairs, 16 bytes a slot, key 0 for
@@ -111,10 +114,16 @@ func (t *table) deleteAt(i uint64) {
 
 // insertFresh puts a key known to be absent into a table with room. Used
 // when building a table that no reader sees yet.
+// No reader sees the table yet, so plain stores do (an atomic store is a
+// locked instruction on amd64); publishing the table through the shard's
+// atomic pointer orders them before any reader's loads.
 func (t *table) insertFresh(key, val uint64) {
-	i, _ := t.pos(key)
-	t.slots[i].val.Store(val)
-	t.slots[i].key.Store(key)
+	i := t.home(key)
+	for t.slots[i].key.Load() != 0 {
+		i = (i + 1) & t.mask
+	}
+	*(*uint64)(unsafe.Pointer(&t.slots[i].val)) = val
+	*(*uint64)(unsafe.Pointer(&t.slots[i].key)) = key
 }
 
 func (t *table) size() int { return len(t.slots) }
