@@ -1,0 +1,74 @@
+package pipeline
+
+import (
+	"math/rand/v2"
+
+	"github.com/cellrouter/cellrouter/cell/index"
+)
+
+// Context is one routing decision in progress: the request, the cell's
+// candidates, the plug-ins' slot values and what each stage decided. A
+// Context is used by one goroutine; Reset makes it reusable.
+type Context struct {
+	// Req is the request being routed.
+	Req *Request
+	// Candidates are the cell's routing targets at the start of the
+	// decision. Plug-ins must not reorder or resize it.
+	Candidates []Candidate
+	// Rand is the decision's source of randomness (tie-breaks, softmax
+	// sampling); injected so that decisions are reproducible in tests.
+	Rand *rand.Rand
+	// Phase is the phase the running selector picks for (its profile's
+	// role): RoleBoth for an aggregated request.
+	Phase Role
+
+	match    *index.MatchResult // reusable answer buffer of the prefix match
+
+	values   []any
+	active   []int     // surviving candidate indices, after Filter
+	rejected []Rejection
+	scores   []float64 // per active candidate, weighted sum of scorers
+	failOpen bool
+}
+
+// Rejection says which filter removed a candidate, and why.
+type Rejection struct {
+	Candidate int
+	Filter    string
+	Reason    string
+}
+
+// NewContext returns a context for req over the given candidates.
+func NewContext(req *Request, cands []Candidate, rng *rand.Rand) *Context {
+	return &Context{Req: req, Candidates: cands, Rand: rng}
+}
+
+// Reset clears the context for another decision, keeping its buffers.
+func (rc *Context) Reset(req *Request, cands []Candidate) {
+	clear(rc.values)
+	rc.values = rc.values[:0]
+	rc.Req, rc.Candidates = req, cands
+	rc.active, rc.rejected, rc.scores = rc.active[:0], rc.rejected[:0], rc.scores[:0]
+	rc.failOpen = false
+}
+
+// Active returns the indices of the candidates that passed the filters so
+// far. The slice is the context's; do not keep it.
+func (rc *Context) Active() []int { return rc.active }
+
+// Rejected returns the filter decisions of this routing.
+func (rc *Context) Rejected() []Rejection { return rc.rejected }
+
+// FailedOpen reports whether every candidate was filtered and the decision
+// fell back to the candidates that passed the hard filters only.
+func (rc *Context) FailedOpen() bool { return rc.failOpen }
+
+// MatchScratch returns the context's reusable index answer buffer (a
+// MatchResult is large; a pooled context keeps one instead of allocating
+// one per decision).
+func (rc *Context) MatchScratch() *index.MatchResult {
+	if rc.match == nil {
+		rc.match = new(index.MatchResult)
+	}
+	return rc.match
+}

@@ -1,0 +1,144 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrNoCandidate is returned when no candidate can take the request even
+// after failing open (no pod alive with the right role).
+var ErrNoCandidate = errors.New("pipeline: no candidate pod")
+
+// Decision is a Selector's answer: the candidates in preference order (the
+// first is the pick; the others are fall-backs for retries before the first
+// byte), with their scores.
+type Decision struct {
+	// Profile is the profile that decided.
+	Profile string
+	// Order lists candidate indices, best first.
+	Order []int
+	// Scores[i] is the weighted score of Candidates[Order[i]].
+	Scores []float64
+	// FailedOpen is true when every candidate had been filtered and the
+	// decision ignored the soft filters.
+	FailedOpen bool
+}
+
+// Pick returns the index of the chosen candidate.
+func (d Decision) Pick() int { return d.Order[0] }
+
+// Observer is told about each stage of a decision; metrics and tracing
+// implement it outside the core (the core imports neither). Calls are
+// synchronous and must be cheap.
+type Observer interface {
+	StageDone(rc *Context, profile string, st Stage, plugin string, err error)
+}
+
+// Selector runs one pass of Prepare, Filter, Score and Pick under a profile.
+type Selector struct {
+	p   *Profile
+	obs Observer
+}
+
+// NewSelector returns a selector for p; obs may be nil.
+func NewSelector(p *Profile, obs Observer) *Selector { return &Selector{p: p, obs: obs} }
+
+// Profile returns the selector's profile.
+func (s *Selector) Profile() *Profile { return s.p }
+
+func (s *Selector) done(rc *Context, st Stage, plugin string, err error) {
+	if s.obs != nil {
+		s.obs.StageDone(rc, s.p.Name, st, plugin, err)
+	}
+}
+
+// Prepare runs the profile's preparers: the request facts every later
+// stage reads. Preparers whose slots are already set by an earlier selector
+// of the same decision (the prefill pass of a disaggregated plan) still run:
+// a preparer that is expensive checks its slot first.
+func (s *Selector) Prepare(ctx context.Context, rc *Context) error {
+	for _, pr := range s.p.preparers {
+		err := pr.Prepare(ctx, rc)
+		s.done(rc, StagePrepare, pr.Type(), err)
+		if err != nil {
+			return fmt.Errorf("pipeline: profile %q: prepare %s: %w", s.p.Name, pr.Type(), err)
+		}
+	}
+	return nil
+}
+
+// Select runs the whole pass and returns the decision. It is pure given the
+// context (candidates, request, randomness): it changes no state outside rc.
+func (s *Selector) Select(ctx context.Context, rc *Context) (Decision, error) {
+	if err := s.Prepare(ctx, rc); err != nil {
+		return Decision{}, err
+	}
+	return s.Choose(rc)
+}
+
+// Choose runs Filter, Score and Pick on a prepared context.
+func (s *Selector) Choose(rc *Context) (Decision, error) {
+	s.filter(rc, false)
+	if len(rc.active) == 0 {
+		s.filter(rc, true) // fail open: hard filters only
+		rc.failOpen = true
+		if len(rc.active) == 0 {
+			return Decision{Profile: s.p.Name, FailedOpen: true}, ErrNoCandidate
+		}
+	}
+	n := len(rc.active)
+	if cap(rc.scores) < 2*n {
+		rc.scores = make([]float64, 2*n)
+	}
+	total, tmp := rc.scores[:n], rc.scores[n:2*n]
+	clear(total)
+	for i, sc := range s.p.scorers {
+		clear(tmp)
+		sc.Score(rc, tmp)
+		w := s.p.weights[i]
+		for k := range total {
+			total[k] += w * tmp[k]
+		}
+		s.done(rc, StageScore, sc.Type(), nil)
+	}
+	order := make([]int, 0, n)
+	order = s.p.picker.Pick(rc, total, order)
+	s.done(rc, StagePick, s.p.picker.Type(), nil)
+	if len(order) == 0 {
+		return Decision{Profile: s.p.Name}, ErrNoCandidate
+	}
+	d := Decision{Profile: s.p.Name, Order: make([]int, len(order)), Scores: make([]float64, len(order)), FailedOpen: rc.failOpen}
+	for i, pos := range order {
+		d.Order[i] = rc.active[pos]
+		d.Scores[i] = total[pos]
+	}
+	return d, nil
+}
+
+// filter fills rc.active with the candidates every filter keeps (only the
+// hard filters when hardOnly).
+func (s *Selector) filter(rc *Context, hardOnly bool) {
+	rc.active = rc.active[:0]
+	rc.rejected = rc.rejected[:0]
+	rc.Phase = s.p.Role
+	for i := range rc.Candidates {
+		keep := true
+		for _, f := range s.p.filters {
+			if hardOnly && !f.Hard() {
+				continue
+			}
+			if ok, why := f.Keep(rc, i); !ok {
+				rc.rejected = append(rc.rejected, Rejection{Candidate: i, Filter: f.Type(), Reason: why})
+				keep = false
+				break
+			}
+		}
+		if keep {
+			rc.active = append(rc.active, i)
+		}
+	}
+	for _, f := range s.p.filters {
+		s.done(rc, StageFilter, f.Type(), nil)
+	}
+}

@@ -1,0 +1,95 @@
+package plugins
+
+import (
+	"fmt"
+
+	"github.com/cellrouter/cellrouter/cell/pipeline"
+)
+
+// Healthy keeps pods the registry considers alive and that are not being
+// drained. It is a hard filter: a dead pod is never a fall-back.
+type Healthy struct{}
+
+var _ pipeline.Filter = Healthy{}
+
+func (Healthy) Type() string               { return "healthy" }
+func (Healthy) Reads() []pipeline.SlotRef  { return noSlots }
+func (Healthy) Writes() []pipeline.SlotRef { return noSlots }
+func (Healthy) Hard() bool                 { return true }
+
+// Keep implements pipeline.Filter.
+func (Healthy) Keep(rc *pipeline.Context, i int) (bool, string) {
+	c := &rc.Candidates[i]
+	switch {
+	case !c.Healthy:
+		return false, "not healthy"
+	case c.Draining:
+		return false, "draining"
+	}
+	return true, ""
+}
+
+// RoleFilter keeps pods that serve the phase being picked for (prefill,
+// decode, or both for an aggregated request). Hard.
+type RoleFilter struct{}
+
+var _ pipeline.Filter = RoleFilter{}
+
+func (RoleFilter) Type() string               { return "role" }
+func (RoleFilter) Reads() []pipeline.SlotRef  { return noSlots }
+func (RoleFilter) Writes() []pipeline.SlotRef { return noSlots }
+func (RoleFilter) Hard() bool                 { return true }
+
+// Keep implements pipeline.Filter.
+func (RoleFilter) Keep(rc *pipeline.Context, i int) (bool, string) {
+	if r := rc.Candidates[i].Role; !r.Serves(rc.Phase) {
+		return false, fmt.Sprintf("serves %s, not %s", r, rc.Phase)
+	}
+	return true, ""
+}
+
+// Concurrency keeps pods with fewer than MaxRequests requests in flight.
+// Soft: when every pod is at its cap the decision fails open.
+type Concurrency struct {
+	MaxRequests int `yaml:"max_requests"`
+}
+
+var _ pipeline.Filter = (*Concurrency)(nil)
+
+func (*Concurrency) Type() string               { return "concurrency" }
+func (*Concurrency) Reads() []pipeline.SlotRef  { return noSlots }
+func (*Concurrency) Writes() []pipeline.SlotRef { return noSlots }
+func (*Concurrency) Hard() bool                 { return false }
+
+// Keep implements pipeline.Filter.
+func (f *Concurrency) Keep(rc *pipeline.Context, i int) (bool, string) {
+	if n := rc.Candidates[i].ActiveRequests; n >= f.MaxRequests {
+		return false, fmt.Sprintf("%d requests in flight (cap %d)", n, f.MaxRequests)
+	}
+	return true, ""
+}
+
+// Busy skips pods whose active KV blocks exceed Threshold of their cache
+// (the reference router's busy threshold). Pods of unknown size pass. Soft.
+type Busy struct {
+	Threshold float64 `yaml:"threshold"`
+}
+
+var _ pipeline.Filter = (*Busy)(nil)
+
+func (*Busy) Type() string               { return "busy" }
+func (*Busy) Reads() []pipeline.SlotRef  { return noSlots }
+func (*Busy) Writes() []pipeline.SlotRef { return noSlots }
+func (*Busy) Hard() bool                 { return false }
+
+// Keep implements pipeline.Filter.
+func (f *Busy) Keep(rc *pipeline.Context, i int) (bool, string) {
+	c := &rc.Candidates[i]
+	if c.TotalBlocks <= 0 {
+		return true, ""
+	}
+	if u := float64(c.ActiveBlocks) / float64(c.TotalBlocks); u > f.Threshold {
+		return false, fmt.Sprintf("%.0f%% of KV blocks active (threshold %.0f%%)", 100*u, 100*f.Threshold)
+	}
+	return true, ""
+}

@@ -1,0 +1,129 @@
+package plugins
+
+import (
+	"fmt"
+
+	"github.com/cellrouter/cellrouter/cell/pipeline"
+)
+
+// Register adds every in-tree plug-in's factory to r. It is the one place
+// that lists what a cell can load; a new plug-in adds a line here.
+func Register(r *pipeline.Registry, d Deps) {
+	simple := func(p pipeline.Plugin) pipeline.Factory {
+		return func(pipeline.Params) (pipeline.Plugin, error) { return p, nil }
+	}
+	// Preparers.
+	r.Register("tokens", simple(&Tokens{tok: d.Tokenizer}))
+	r.Register("block-hashes", simple(&BlockHashes{h: d.Hasher}))
+	r.Register("prefix-match", simple(&PrefixMatch{ix: d.Index}))
+	r.Register("session", func(p pipeline.Params) (pipeline.Plugin, error) {
+		s := &SessionKey{Header: "X-Session-Id"}
+		if err := p.Decode(s); err != nil {
+			return nil, err
+		}
+		if s.Header == "" {
+			return nil, fmt.Errorf("header must not be empty")
+		}
+		return s, nil
+	})
+	r.Register("hash-key", func(p pipeline.Params) (pipeline.Plugin, error) {
+		h := &HashKey{Blocks: 4}
+		if err := p.Decode(h); err != nil {
+			return nil, err
+		}
+		if h.Blocks < 1 {
+			return nil, fmt.Errorf("blocks = %d, want >= 1", h.Blocks)
+		}
+		return h, nil
+	})
+	// Filters.
+	r.Register("healthy", simple(Healthy{}))
+	r.Register("role", simple(RoleFilter{}))
+	r.Register("concurrency", func(p pipeline.Params) (pipeline.Plugin, error) {
+		f := &Concurrency{MaxRequests: 256}
+		if err := p.Decode(f); err != nil {
+			return nil, err
+		}
+		if f.MaxRequests < 1 {
+			return nil, fmt.Errorf("max_requests = %d, want >= 1", f.MaxRequests)
+		}
+		return f, nil
+	})
+	r.Register("busy", func(p pipeline.Params) (pipeline.Plugin, error) {
+		f := &Busy{Threshold: 0.95}
+		if err := p.Decode(f); err != nil {
+			return nil, err
+		}
+		if f.Threshold <= 0 || f.Threshold > 1 {
+			return nil, fmt.Errorf("threshold = %v, want in (0, 1]", f.Threshold)
+		}
+		return f, nil
+	})
+	// Scorers.
+	r.Register("kv-cost", func(p pipeline.Params) (pipeline.Plugin, error) {
+		s := &KVCost{OverlapWeight: 1}
+		if err := p.Decode(s); err != nil {
+			return nil, err
+		}
+		if s.OverlapWeight < 0 {
+			return nil, fmt.Errorf("overlap_weight = %v, want >= 0", s.OverlapWeight)
+		}
+		return s, nil
+	})
+	r.Register("cache-affinity", simple(CacheAffinity{}))
+	r.Register("least-load", func(p pipeline.Params) (pipeline.Plugin, error) {
+		s := &LeastLoad{}
+		return s, p.Decode(s)
+	})
+	r.Register("round-robin", func(pipeline.Params) (pipeline.Plugin, error) { return &RoundRobin{}, nil })
+	r.Register("session-affinity", simple(&SessionAffinity{s: d.Sessions}))
+	r.Register("locality", simple(Locality{}))
+	r.Register("route-template", simple(RouteTemplate{}))
+	// Pickers.
+	r.Register("max-score", simple(MaxScore{}))
+	r.Register("softmax", func(p pipeline.Params) (pipeline.Plugin, error) {
+		s := &Softmax{}
+		if err := p.Decode(s); err != nil {
+			return nil, err
+		}
+		if s.Temperature < 0 {
+			return nil, fmt.Errorf("temperature = %v, want >= 0", s.Temperature)
+		}
+		return s, nil
+	})
+	r.Register("round-robin-pick", func(pipeline.Params) (pipeline.Plugin, error) { return &RoundRobinPick{}, nil })
+	r.Register("sticky-session", simple(&Sticky{s: d.Sessions}))
+	r.Register("consistent-hash", func(p pipeline.Params) (pipeline.Plugin, error) {
+		c := &ConsistentHash{Epsilon: 0.25}
+		if err := p.Decode(c); err != nil {
+			return nil, err
+		}
+		if c.Epsilon < 0 {
+			return nil, fmt.Errorf("epsilon = %v, want >= 0", c.Epsilon)
+		}
+		return c, nil
+	})
+}
+
+// DefaultProfile is the reference KV router's decision as a profile:
+// token ids, block hashes and the index's prefix match; healthy pods of the
+// right role that are not busy; cost = overlapWeight * prefill_blocks +
+// decode_blocks; softmax over normalised costs at temperature (0: lowest
+// cost wins).
+func DefaultProfile(name string, overlapWeight, temperature, busyThreshold float64) pipeline.ProfileConfig {
+	params := func(s string) pipeline.Params {
+		p, err := pipeline.ParamsOf(s)
+		if err != nil {
+			panic(err) // constant text
+		}
+		return p
+	}
+	return pipeline.ProfileConfig{
+		Name:    name,
+		Prepare: []pipeline.PluginSpec{{Type: "tokens"}, {Type: "block-hashes"}, {Type: "prefix-match"}},
+		Filter: []pipeline.PluginSpec{{Type: "healthy"}, {Type: "role"},
+			{Type: "busy", Params: params(fmt.Sprintf("threshold: %v", busyThreshold))}},
+		Score: []pipeline.PluginSpec{{Type: "kv-cost", Weight: 1, Params: params(fmt.Sprintf("overlap_weight: %v", overlapWeight))}},
+		Pick:  pipeline.PluginSpec{Type: "softmax", Params: params(fmt.Sprintf("temperature: %v", temperature))},
+	}
+}
