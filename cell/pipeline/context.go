@@ -22,10 +22,10 @@ type Context struct {
 	// role): RoleBoth for an aggregated request.
 	Phase Role
 
-	match    *index.MatchResult // reusable answer buffer of the prefix match
+	match *index.MatchResult // reusable answer buffer of the prefix match
 
 	values   []any
-	active   []int     // surviving candidate indices, after Filter
+	active   []int // surviving candidate indices, after Filter
 	rejected []Rejection
 	scores   []float64 // per active candidate, weighted sum of scorers
 	failOpen bool

@@ -75,11 +75,11 @@ func testRegistry() *Registry {
 
 func TestProfileValidation(t *testing.T) {
 	tests := []struct {
-		name  string
-		yaml  string
-		rule  string // substring of the error; "" means valid
-		plug  string // the plug-in the error must name
-		slot  string // the slot the error must name
+		name string
+		yaml string
+		rule string // substring of the error; "" means valid
+		plug string // the plug-in the error must name
+		slot string // the slot the error must name
 	}{
 		{name: "valid", yaml: "{name: p, prepare: [write-a, read-a-write-b], score: [score-b], pick: pick}"},
 		{name: "read without writer", yaml: "{name: p, prepare: [read-a-write-b], pick: pick}",

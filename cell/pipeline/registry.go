@@ -3,8 +3,8 @@ package pipeline
 import (
 	"bytes"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"sort"
 
 	"gopkg.in/yaml.v3"

@@ -99,7 +99,7 @@ func (s *Softmax) Pick(rc *pipeline.Context, scores []float64, order []int) []in
 	probs := make([]float64, len(scores))
 	sum := 0.0
 	for k, x := range scores {
-		probs[k] = math.Exp(((x - lo) / (hi - lo) - 1) / t)
+		probs[k] = math.Exp(((x-lo)/(hi-lo) - 1) / t)
 		sum += probs[k]
 	}
 	u := rc.Rand.Float64() * sum

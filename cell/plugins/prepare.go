@@ -18,9 +18,9 @@ type Tokens struct{ tok Tokenizer }
 
 var _ pipeline.Preparer = (*Tokens)(nil)
 
-func (*Tokens) Type() string                { return "tokens" }
-func (*Tokens) Reads() []pipeline.SlotRef   { return noSlots }
-func (*Tokens) Writes() []pipeline.SlotRef  { return pipeline.Refs(pipeline.Tokens.Ref()) }
+func (*Tokens) Type() string               { return "tokens" }
+func (*Tokens) Reads() []pipeline.SlotRef  { return noSlots }
+func (*Tokens) Writes() []pipeline.SlotRef { return pipeline.Refs(pipeline.Tokens.Ref()) }
 
 // Prepare computes the tokens once per decision.
 func (p *Tokens) Prepare(ctx context.Context, rc *pipeline.Context) error {

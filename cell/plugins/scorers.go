@@ -20,8 +20,10 @@ type KVCost struct {
 
 var _ pipeline.Scorer = (*KVCost)(nil)
 
-func (*KVCost) Type() string               { return "kv-cost" }
-func (*KVCost) Reads() []pipeline.SlotRef  { return pipeline.Refs(pipeline.BlockHashes.Ref(), pipeline.Match.Ref()) }
+func (*KVCost) Type() string { return "kv-cost" }
+func (*KVCost) Reads() []pipeline.SlotRef {
+	return pipeline.Refs(pipeline.BlockHashes.Ref(), pipeline.Match.Ref())
+}
 func (*KVCost) Writes() []pipeline.SlotRef { return noSlots }
 
 // Score implements pipeline.Scorer.
@@ -48,8 +50,10 @@ type CacheAffinity struct{}
 
 var _ pipeline.Scorer = CacheAffinity{}
 
-func (CacheAffinity) Type() string               { return "cache-affinity" }
-func (CacheAffinity) Reads() []pipeline.SlotRef  { return pipeline.Refs(pipeline.BlockHashes.Ref(), pipeline.Match.Ref()) }
+func (CacheAffinity) Type() string { return "cache-affinity" }
+func (CacheAffinity) Reads() []pipeline.SlotRef {
+	return pipeline.Refs(pipeline.BlockHashes.Ref(), pipeline.Match.Ref())
+}
 func (CacheAffinity) Writes() []pipeline.SlotRef { return noSlots }
 
 // Score implements pipeline.Scorer.

@@ -74,7 +74,7 @@ func (l *loop) runDial(ctx context.Context) {
 	}()
 	for ctx.Err() == nil {
 		sock := l.s.newSub(ctx)
-		if err := sock.Dial(l.ep.Pub); err != nil {
+		if err := sock.Dial(subAddr(l.ep.Pub)); err != nil {
 			sock.Close()
 			l.s.counters.DialFailures.Add(1)
 			l.s.logLimited("dial:"+l.ep.Pub, "zmqsub: cannot reach publisher", "endpoint", l.ep.Pub, "err", err, "retry_in", backoff)

@@ -139,7 +139,7 @@ func (s *Subscriber) Run(ctx context.Context) error {
 	var bindSock zmq4.Socket
 	if s.cfg.Bind != "" {
 		bindSock = s.newSub(ctx)
-		if err := bindSock.Listen(s.cfg.Bind); err != nil {
+		if err := bindSock.Listen(subAddr(s.cfg.Bind)); err != nil {
 			bindSock.Close()
 			return fmt.Errorf("zmqsub: bind %s: %w", s.cfg.Bind, err)
 		}
