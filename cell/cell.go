@@ -20,9 +20,11 @@ import (
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
 	eventsv1 "github.com/cellrouter/cellrouter/api/events/v1"
+	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/events/grpcpub"
 	"github.com/cellrouter/cellrouter/cell/index"
+	"github.com/cellrouter/cellrouter/cell/proxy"
 )
 
 // transport is an event source the cell runs: one of the plug-ins behind
@@ -49,6 +51,11 @@ type Cell struct {
 	httpSrv          *http.Server
 	transports       []transport
 	metrics          []func(chan<- prometheus.Metric) // transports' exporters
+
+	router  *router
+	proxy   *proxy.Proxy
+	rm      *routeMetrics
+	promReg *prometheus.Registry
 }
 
 // New builds a cell from a validated configuration and opens its
@@ -74,6 +81,22 @@ func New(cfg Config, log *slog.Logger) (*Cell, error) {
 		return nil, err
 	}
 	c.state = newStateServer(cfg.CellID, c.ix, c.reg, c.applier)
+	c.promReg = prometheus.NewRegistry()
+	c.rm = newRouteMetrics(cfg.CellID, c.promReg)
+	tok, err := newTokenizer(cfg)
+	if err != nil {
+		c.ix.Close()
+		return nil, err
+	}
+	if c.router, err = newRouter(cfg, c.ix, c.reg, c.state, tok, observer{c.rm}); err != nil {
+		c.ix.Close()
+		return nil, err
+	}
+	c.state.router = c.router
+	if c.proxy, err = proxy.New(cfg.Routing.proxyConfig()); err != nil {
+		c.ix.Close()
+		return nil, err
+	}
 	if err := c.buildTransports(); err != nil {
 		c.ix.Close()
 		return nil, err
@@ -98,7 +121,7 @@ func (c *Cell) buildServers() error {
 	if err := cellv1.RegisterCellServiceHandlerServer(context.Background(), gw, c.state); err != nil {
 		return fmt.Errorf("cell: gateway: %w", err)
 	}
-	promReg := prometheus.NewRegistry()
+	promReg := c.promReg
 	coll := newCollector(c.cfg.CellID, c.ix, c.reg, c.applier)
 	coll.extra = append(append(coll.extra, grpcpubMetrics(c.cfg.CellID, pub)), c.metrics...)
 	promReg.MustRegister(coll, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -107,7 +130,10 @@ func (c *Cell) buildServers() error {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", c.serveReady)
-	mux.Handle("/v1/", gw)
+	mux.Handle("/v1/cell/", gw)
+	mux.HandleFunc("POST /v1/completions", c.serveInference(openai.KindCompletion))
+	mux.HandleFunc("POST /v1/chat/completions", c.serveInference(openai.KindChat))
+	mux.HandleFunc("GET /v1/models", c.serveModels)
 	c.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	if c.grpcLis, err = net.Listen("tcp", c.cfg.GRPCAddr); err != nil {
@@ -159,6 +185,7 @@ func (c *Cell) serveReady(w http.ResponseWriter, _ *http.Request) {
 // returns. It returns the first error that stopped a part early.
 func (c *Cell) Run(ctx context.Context) error {
 	defer c.ix.Close()
+	defer c.proxy.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 

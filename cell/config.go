@@ -41,6 +41,9 @@ type Config struct {
 	// NATS configures the NATS JetStream transport; it runs when URL is set.
 	NATS NATSConfig `yaml:"nats"`
 
+	// Routing configures the routing pipeline and the data plane.
+	Routing RoutingConfig `yaml:"routing"`
+
 	// TickInterval is how often the cell checks for pods that went silent.
 	TickInterval time.Duration `yaml:"tick_interval"`
 	// HealthInterval is how often the cell probes each configured pod's
@@ -93,6 +96,9 @@ type PodConfig struct {
 	// ReplayEndpoint is the pod's replay ROUTER socket, used to repair
 	// gaps; empty disables repair (a gap then clears the pod).
 	ReplayEndpoint string `yaml:"replay_endpoint"`
+	// KVBlocks is the pod's KV cache size in router blocks, for the busy
+	// threshold; 0 means unknown (the pod is never "busy").
+	KVBlocks int `yaml:"kv_blocks"`
 }
 
 // ZMQConfig configures the ZMQ transport.
@@ -146,6 +152,7 @@ func DefaultConfig() Config {
 		Events:          EventsConfig{BlockSize: ec.BlockSize, MaxBlocksPerPod: ec.MaxBlocksPerPod, DeadAfter: ec.DeadAfter},
 		ZMQ:             ZMQConfig{TopicPrefix: "kv@", ReplayTimeout: 5 * time.Second},
 		NATS:            defaultNATS(),
+		Routing:         DefaultRoutingConfig(),
 		TickInterval:    time.Second,
 		HealthInterval:  5 * time.Second,
 		HealthTimeout:   2 * time.Second,
@@ -206,9 +213,15 @@ func (c Config) Validate() error {
 				return bad(fmt.Sprintf("pods[%d].address", i), fmt.Sprintf("%q", p.Address), "want host:port")
 			}
 		}
+		if p.KVBlocks < 0 {
+			return bad(fmt.Sprintf("pods[%d].kv_blocks", i), p.KVBlocks, "must not be negative")
+		}
 		if p.ReplayEndpoint != "" && p.ZMQEndpoint == "" && c.ZMQ.Bind == "" {
 			return bad(fmt.Sprintf("pods[%d].replay_endpoint", i), p.ReplayEndpoint, "needs zmq_endpoint or zmq.bind")
 		}
+	}
+	if err := c.Routing.validate(); err != nil {
+		return err
 	}
 	if c.ZMQ.ReplayTimeout <= 0 {
 		return bad("zmq.replay_timeout", c.ZMQ.ReplayTimeout, "must be positive")

@@ -24,6 +24,8 @@ type stateServer struct {
 	applier *events.Applier
 	now     func() time.Time
 
+	router *router // set once the router is built; nil in state-only tests
+
 	mu       sync.Mutex
 	draining map[string]bool
 }
@@ -150,6 +152,9 @@ func (s *stateServer) DrainPod(_ context.Context, req *cellv1.DrainPodRequest) (
 		s.draining[req.GetId()] = true
 	}
 	s.mu.Unlock()
+	if s.router != nil {
+		s.router.invalidate()
+	}
 	return &cellv1.DrainPodResponse{Pod: s.podProto(*info), Changed: was == req.GetCancel()}, nil
 }
 

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"math/rand/v2"
 
 	"github.com/cellrouter/cellrouter/cell/index"
@@ -18,6 +19,8 @@ type Context struct {
 	// Rand is the decision's source of randomness (tie-breaks, softmax
 	// sampling); injected so that decisions are reproducible in tests.
 	Rand *rand.Rand
+	// Ctx is the context of the running decision (set by Prepare).
+	Ctx context.Context
 	// Phase is the phase the running selector picks for (its profile's
 	// role): RoleBoth for an aggregated request.
 	Phase Role
@@ -28,6 +31,7 @@ type Context struct {
 	active   []int // surviving candidate indices, after Filter
 	rejected []Rejection
 	scores   []float64 // per active candidate, weighted sum of scorers
+	order    []int
 	failOpen bool
 }
 
@@ -47,7 +51,7 @@ func NewContext(req *Request, cands []Candidate, rng *rand.Rand) *Context {
 func (rc *Context) Reset(req *Request, cands []Candidate) {
 	clear(rc.values)
 	rc.values = rc.values[:0]
-	rc.Req, rc.Candidates = req, cands
+	rc.Req, rc.Candidates, rc.Ctx = req, cands, nil
 	rc.active, rc.rejected, rc.scores = rc.active[:0], rc.rejected[:0], rc.scores[:0]
 	rc.failOpen = false
 }
@@ -71,4 +75,13 @@ func (rc *Context) MatchScratch() *index.MatchResult {
 		rc.match = new(index.MatchResult)
 	}
 	return rc.match
+}
+
+// Scores returns the weighted scores of the last Choose, aligned with
+// Active(). The slice is the context's; do not keep it.
+func (rc *Context) Scores() []float64 {
+	if len(rc.scores) < len(rc.active) {
+		return nil
+	}
+	return rc.scores[:len(rc.active)]
 }

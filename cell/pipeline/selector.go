@@ -29,10 +29,13 @@ type Decision struct {
 func (d Decision) Pick() int { return d.Order[0] }
 
 // Observer is told about each stage of a decision; metrics and tracing
-// implement it outside the core (the core imports neither). Calls are
-// synchronous and must be cheap.
+// implement it outside the core (the core imports neither). Stage is called
+// when a stage starts, with the decision's context, and returns the context
+// the stage runs under (a tracing observer opens a span there) and the
+// function to call when the stage ends. Calls are synchronous and must be
+// cheap.
 type Observer interface {
-	StageDone(rc *Context, profile string, st Stage, plugin string, err error)
+	Stage(ctx context.Context, profile string, st Stage) (context.Context, func(error))
 }
 
 // Selector runs one pass of Prepare, Filter, Score and Pick under a profile.
@@ -47,10 +50,14 @@ func NewSelector(p *Profile, obs Observer) *Selector { return &Selector{p: p, ob
 // Profile returns the selector's profile.
 func (s *Selector) Profile() *Profile { return s.p }
 
-func (s *Selector) done(rc *Context, st Stage, plugin string, err error) {
-	if s.obs != nil {
-		s.obs.StageDone(rc, s.p.Name, st, plugin, err)
+func nop(error) {}
+
+// stage opens a stage with the observer.
+func (s *Selector) stage(ctx context.Context, st Stage) (context.Context, func(error)) {
+	if s.obs == nil {
+		return ctx, nop
 	}
+	return s.obs.Stage(ctx, s.p.Name, st)
 }
 
 // Prepare runs the profile's preparers: the request facts every later
@@ -58,13 +65,16 @@ func (s *Selector) done(rc *Context, st Stage, plugin string, err error) {
 // of the same decision (the prefill pass of a disaggregated plan) still run:
 // a preparer that is expensive checks its slot first.
 func (s *Selector) Prepare(ctx context.Context, rc *Context) error {
+	rc.Ctx = ctx
+	sctx, end := s.stage(ctx, StagePrepare)
 	for _, pr := range s.p.preparers {
-		err := pr.Prepare(ctx, rc)
-		s.done(rc, StagePrepare, pr.Type(), err)
-		if err != nil {
-			return fmt.Errorf("pipeline: profile %q: prepare %s: %w", s.p.Name, pr.Type(), err)
+		if err := pr.Prepare(sctx, rc); err != nil {
+			err = fmt.Errorf("pipeline: profile %q: prepare %s: %w", s.p.Name, pr.Type(), err)
+			end(err)
+			return err
 		}
 	}
+	end(nil)
 	return nil
 }
 
@@ -79,14 +89,22 @@ func (s *Selector) Select(ctx context.Context, rc *Context) (Decision, error) {
 
 // Choose runs Filter, Score and Pick on a prepared context.
 func (s *Selector) Choose(rc *Context) (Decision, error) {
+	ctx := rc.Ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	_, end := s.stage(ctx, StageFilter)
 	s.filter(rc, false)
 	if len(rc.active) == 0 {
 		s.filter(rc, true) // fail open: hard filters only
 		rc.failOpen = true
 		if len(rc.active) == 0 {
+			end(ErrNoCandidate)
 			return Decision{Profile: s.p.Name, FailedOpen: true}, ErrNoCandidate
 		}
 	}
+	end(nil)
+	_, end = s.stage(ctx, StageScore)
 	n := len(rc.active)
 	if cap(rc.scores) < 2*n {
 		rc.scores = make([]float64, 2*n)
@@ -100,11 +118,12 @@ func (s *Selector) Choose(rc *Context) (Decision, error) {
 		for k := range total {
 			total[k] += w * tmp[k]
 		}
-		s.done(rc, StageScore, sc.Type(), nil)
 	}
-	order := make([]int, 0, n)
-	order = s.p.picker.Pick(rc, total, order)
-	s.done(rc, StagePick, s.p.picker.Type(), nil)
+	end(nil)
+	_, end = s.stage(ctx, StagePick)
+	order := s.p.picker.Pick(rc, total, rc.order[:0])
+	rc.order = order
+	end(nil)
 	if len(order) == 0 {
 		return Decision{Profile: s.p.Name}, ErrNoCandidate
 	}
@@ -137,8 +156,5 @@ func (s *Selector) filter(rc *Context, hardOnly bool) {
 		if keep {
 			rc.active = append(rc.active, i)
 		}
-	}
-	for _, f := range s.p.filters {
-		s.done(rc, StageFilter, f.Type(), nil)
 	}
 }

@@ -1,0 +1,44 @@
+// Package openai holds the wire types of the OpenAI-compatible API that the
+// routers serve and that vLLM pods speak: POST /v1/completions, POST
+// /v1/chat/completions and GET /v1/models, their responses, stream chunks,
+// usage and error bodies.
+//
+// # Typed where the router looks, preserved elsewhere
+//
+// A router needs only a few fields of a request: the model (which, in vLLM,
+// also names a LoRA adapter), the prompt or the chat messages (the routing
+// key), stream, the token budget, vLLM's cache_salt (part of the cache
+// identity), vLLM's kv_transfer_params (disaggregated prefill/decode) and the
+// user. ParseCompletion and ParseChat extract exactly those into a Request
+// and ignore the rest; the router forwards the original body bytes, so every
+// field it does not type (sampling parameters, tools, response_format,
+// vLLM extensions...) reaches the engine untouched. When the router must
+// change a body (the prefill and decode legs of disaggregated serving),
+// Rewrite edits top-level fields and keeps every other field as it was.
+//
+// # Prompts
+//
+// A completion prompt comes in four shapes: a string, an array of strings, an
+// array of token ids, or an array of arrays of token ids. A batch (the array
+// forms with several prompts) is routed by its first prompt: Prompt holds the
+// first prompt's text or token ids and the number of prompts in the batch.
+// Token ids are uint32 (the type of blockhash.Token).
+//
+// # Parsing cost
+//
+// A 4k-token prompt is the common case of a cache-aware router, and
+// encoding/json scans such a body two or three times (validation, skipping,
+// decoding). The parser instead walks the top-level object once (walk.go),
+// validating each value exactly once: token arrays by a strict hand-written
+// scanner, the few typed fields by small decoders, every other value by
+// json.Valid. The fuzz tests hold it to encoding/json: a body is accepted
+// only if it is valid JSON, and what is read equals what encoding/json
+// reads.
+//
+// # Errors
+//
+// Parse errors are *RequestError values: a message, the offending parameter
+// and ErrInvalidRequest (or ErrBodyTooLarge) under errors.Is. WriteError
+// writes OpenAI's error shape,
+// {"error":{"message":...,"type":...,"param":...,"code":...}}.
+package openai

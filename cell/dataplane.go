@@ -1,0 +1,307 @@
+package cell
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/cellrouter/cellrouter/api/openai"
+	"github.com/cellrouter/cellrouter/cell/index"
+	"github.com/cellrouter/cellrouter/cell/load"
+	"github.com/cellrouter/cellrouter/cell/pipeline"
+	"github.com/cellrouter/cellrouter/cell/proxy"
+	"github.com/cellrouter/cellrouter/cell/telemetry"
+)
+
+// CacheHintHeader carries the chosen pod's cache state to the pod: the
+// tier of its deepest matched block and how many blocks matched, e.g.
+// "tier=gpu; blocks=40; block_size=16". Engines or their sidecars may use it
+// to prefetch offloaded blocks; others ignore it.
+const CacheHintHeader = "X-Cellrouter-Cache-Hint"
+
+// Headers for per-request overrides of the default profile's parameters.
+const (
+	OverlapWeightHeader = "X-Cellrouter-Kv-Overlap-Weight"
+	TemperatureHeader   = "X-Cellrouter-Router-Temperature"
+)
+
+// routeExt are the body fields looped/router transformers add to name their
+// route (read only when the body mentions them).
+type routeExt struct {
+	RouteTemplate *string `json:"route_template"`
+	RouteStep     *uint32 `json:"route_step"`
+}
+
+// pipelineRequest turns a parsed OpenAI request into the pipeline's view.
+func pipelineRequest(r *http.Request, body []byte, req *openai.Request) (*pipeline.Request, error) {
+	pr := &pipeline.Request{
+		Chat: req.Kind == openai.KindChat, Model: req.Model, LoRA: "", CacheSalt: req.CacheSalt,
+		MaxTokens: req.MaxTokens, Stream: req.Stream, Header: r.Header,
+	}
+	if pr.Chat {
+		for _, m := range req.Messages {
+			pr.Messages = append(pr.Messages, pipeline.Message{Role: m.Role, Content: m.Content})
+		}
+	} else if req.Prompt.IsTokens() {
+		pr.TokenIDs = req.Prompt.Tokens
+	} else {
+		pr.Prompt = req.Prompt.Text
+	}
+	if bytes.Contains(body, []byte(`"route_template"`)) {
+		var ext routeExt
+		if err := json.Unmarshal(body, &ext); err != nil {
+			return nil, err
+		}
+		if ext.RouteTemplate != nil {
+			pr.RouteTemplate, pr.HasRoute = *ext.RouteTemplate, true
+			if ext.RouteStep != nil {
+				pr.RouteStep = *ext.RouteStep
+			}
+		}
+	}
+	for _, o := range []struct {
+		header string
+		dst    **float64
+	}{{OverlapWeightHeader, &pr.Overrides.OverlapWeight}, {TemperatureHeader, &pr.Overrides.Temperature}} {
+		if v := r.Header.Get(o.header); v != "" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 0 {
+				return nil, fmt.Errorf("header %s: %q is not a non-negative number", o.header, v)
+			}
+			*o.dst = &f
+		}
+	}
+	return pr, nil
+}
+
+// serveInference is the data plane of /v1/completions and
+// /v1/chat/completions: parse, decide, execute.
+func (c *Cell) serveInference(kind openai.Kind) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := tracer().Start(ctx, "cell.request", trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("cellrouter.cell", c.cfg.CellID)))
+		defer span.End()
+		c.rm.inflight.Inc()
+		defer c.rm.inflight.Dec()
+
+		body, err := openai.ReadBody(w, r, c.cfg.Routing.MaxBodyBytes)
+		if err != nil {
+			openai.WriteRequestError(w, err)
+			return
+		}
+		oreq, err := openai.ParseRequest(kind, body)
+		if err != nil {
+			openai.WriteRequestError(w, err)
+			return
+		}
+		preq, err := pipelineRequest(r, body, oreq)
+		if err != nil {
+			openai.WriteError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+			return
+		}
+		d, err := c.router.decide(ctx, preq)
+		if err != nil {
+			c.rm.decisions.WithLabelValues(c.cfg.Routing.Profile, "error").Inc()
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+			status := http.StatusServiceUnavailable
+			if !errors.Is(err, pipeline.ErrNoCandidate) {
+				status = http.StatusBadRequest
+			}
+			openai.WriteError(w, status, "routing_error", err.Error())
+			return
+		}
+		defer c.router.release(d)
+		c.rm.decisionTime.Observe(d.took.Seconds())
+		c.execute(w, r.WithContext(ctx), body, preq, d, start)
+	}
+}
+
+// execute carries a plan out through the proxy, keeping the load tracker,
+// sessions, metrics and spans up to date.
+func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq *pipeline.Request, d *decision, start time.Time) {
+	rc := d.rc
+	hashes, _ := pipeline.BlockHashes.Get(rc)
+	match, _ := pipeline.Match.Get(rc)
+	blocks := len(hashes)
+	outBlocks := 0
+	if preq.MaxTokens > 0 {
+		outBlocks = (preq.MaxTokens + c.cfg.Events.BlockSize - 1) / c.cfg.Events.BlockSize
+	}
+	targets := func(dec pipeline.Decision) []proxy.Target {
+		out := make([]proxy.Target, 0, len(dec.Order))
+		for i, ci := range dec.Order {
+			cand := &rc.Candidates[ci]
+			t := proxy.Target{Pod: cand.Pod, Address: cand.Address}
+			if i == 0 {
+				t.Header = c.cacheHint(cand, match, hashes)
+			}
+			out = append(out, t)
+		}
+		return out
+	}
+	depthOf := func(pod string) int {
+		for _, cand := range rc.Candidates {
+			if cand.Pod == pod && cand.HasSlot && match != nil {
+				return match.Depth(cand.Slot)
+			}
+		}
+		return 0
+	}
+	main := d.plan.Single
+	if d.plan.Disaggregated {
+		main = d.plan.Decode
+	}
+	c.rm.decisions.WithLabelValues(main.Profile, "routed").Inc()
+	if main.FailedOpen || d.plan.Prefill.FailedOpen {
+		c.rm.failOpen.Inc()
+	}
+	session := r.Header.Get(c.cfg.Routing.SessionHeader)
+
+	var ticket *load.Ticket
+	var upstream trace.Span
+	leg := "single"
+	hooks := proxy.Hooks{
+		OnAttempt: func(t proxy.Target, attempt int) {
+			if ticket != nil {
+				c.router.tracker.Done(ticket)
+			}
+			depth := depthOf(t.Pod)
+			prefill := blocks - depth
+			if d.plan.Disaggregated && leg == "decode" {
+				prefill = 0 // the KV cache arrives from the prefill pod
+			}
+			ticket = c.router.tracker.Start(t.Pod, blocks+outBlocks, prefill, preq.RouteTemplate)
+		},
+		OnRequest: func(t proxy.Target, out *http.Request) {
+			var ctx = r.Context()
+			ctx, upstream = tracer().Start(ctx, "cell.upstream", trace.WithSpanKind(trace.SpanKindClient),
+				trace.WithAttributes(attribute.String("cellrouter.pod", t.Pod), attribute.String("cellrouter.leg", leg),
+					attribute.Int("cellrouter.matched_blocks", depthOf(t.Pod)), attribute.Int("cellrouter.blocks", blocks)))
+			telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(out.Header))
+		},
+		OnRetry: func(t proxy.Target, attempt int, err error) {
+			c.rm.retries.Inc()
+			if upstream != nil {
+				upstream.RecordError(err)
+				upstream.End()
+				upstream = nil
+			}
+		},
+		OnPrefillDone: func(t proxy.Target, res proxy.Result) {
+			c.rm.upstream.WithLabelValues("prefill", statusClass(res.Status)).Inc()
+			c.observeUsage(res.Usage, depthOf(t.Pod), blocks)
+			if ticket != nil {
+				c.router.tracker.Done(ticket)
+				ticket = nil
+			}
+			if upstream != nil {
+				upstream.End()
+				upstream = nil
+			}
+			leg = "decode"
+		},
+		OnFirstByte: func(t proxy.Target) {
+			c.rm.ttft.Observe(time.Since(start).Seconds())
+			if ticket != nil {
+				c.router.tracker.FirstToken(ticket)
+			}
+			c.router.sessions.Record(session, t.Pod)
+		},
+		OnDone: func(t proxy.Target, res proxy.Result) {
+			c.rm.upstream.WithLabelValues(leg, statusClass(res.Status)).Inc()
+			if !d.plan.Disaggregated {
+				c.observeUsage(res.Usage, depthOf(t.Pod), blocks)
+			}
+			if ticket != nil {
+				c.router.tracker.Done(ticket)
+				ticket = nil
+			}
+			if upstream != nil {
+				upstream.SetAttributes(attribute.Int("http.response.status_code", res.Status))
+				if res.Err != nil {
+					upstream.RecordError(res.Err)
+				}
+				upstream.End()
+				upstream = nil
+			}
+		},
+	}
+	var err error
+	if d.plan.Disaggregated {
+		leg = "prefill"
+		err = c.proxy.ForwardDisaggregated(w, r, body, targets(d.plan.Prefill), targets(d.plan.Decode), hooks)
+	} else {
+		err = c.proxy.Forward(w, r, body, targets(d.plan.Single), hooks)
+	}
+	if ticket != nil { // a call that ended without OnDone
+		c.router.tracker.Done(ticket)
+	}
+	if err != nil {
+		trace.SpanFromContext(r.Context()).RecordError(err)
+	}
+	if errors.Is(err, proxy.ErrMidStream) {
+		// The pod failed after bytes reached the client: abort the
+		// connection so the client sees a broken stream, not a clean end.
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// observeUsage records the predicted and realised cache hit of one call.
+func (c *Cell) observeUsage(u *proxy.Usage, depth, blocks int) {
+	if blocks > 0 {
+		c.rm.predictedHit.Observe(float64(depth) / float64(blocks))
+	}
+	c.rm.predictedTok.Add(float64(depth * c.cfg.Events.BlockSize))
+	if u == nil || u.PromptTokens == 0 {
+		return
+	}
+	c.rm.promptTok.Add(float64(u.PromptTokens))
+	c.rm.realisedTok.Add(float64(u.CachedTokens))
+	c.rm.realisedHit.Observe(float64(u.CachedTokens) / float64(u.PromptTokens))
+}
+
+// cacheHint is the CacheHintHeader for the chosen pod.
+func (c *Cell) cacheHint(cand *pipeline.Candidate, m *index.MatchResult, hashes []index.BlockHash) http.Header {
+	if m == nil || !cand.HasSlot {
+		return nil
+	}
+	depth := m.Depth(cand.Slot)
+	if depth == 0 {
+		return nil
+	}
+	tier := "gpu"
+	switch c.ix.TierOf(cand.Slot, hashes[depth-1]) {
+	case index.TierCPU:
+		tier = "cpu"
+	case index.TierStorage:
+		tier = "storage"
+	}
+	return http.Header{CacheHintHeader: {fmt.Sprintf("tier=%s; blocks=%d; block_size=%d", tier, depth, c.cfg.Events.BlockSize)}}
+}
+
+// serveModels relays GET /v1/models from a healthy pod.
+func (c *Cell) serveModels(w http.ResponseWriter, r *http.Request) {
+	var targets []proxy.Target
+	for _, cand := range c.router.candidates() {
+		if cand.Healthy && !cand.Draining {
+			targets = append(targets, proxy.Target{Pod: cand.Pod, Address: cand.Address})
+		}
+	}
+	if len(targets) == 0 {
+		openai.WriteError(w, http.StatusServiceUnavailable, "routing_error", "cell: no healthy pod to list models")
+		return
+	}
+	c.proxy.Forward(w, r, nil, targets, proxy.Hooks{})
+}

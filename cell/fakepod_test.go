@@ -1,0 +1,113 @@
+package cell
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakePod is a recording OpenAI-compatible pod.
+type fakePod struct {
+	id  string
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	requests []recorded
+	// fail makes the pod answer 503 to inference requests.
+	fail bool
+	// hold, when set, keeps streaming responses open until the client goes
+	// away; cancelled is closed when it did.
+	hold      bool
+	cancelled chan struct{}
+}
+
+type recorded struct {
+	body   map[string]any
+	header http.Header
+}
+
+func newFakePod(t *testing.T, id string) *fakePod {
+	t.Helper()
+	p := &fakePod{id: id, cancelled: make(chan struct{})}
+	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *fakePod) addr() string { return strings.TrimPrefix(p.srv.URL, "http://") }
+
+func (p *fakePod) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.requests)
+}
+
+func (p *fakePod) last() recorded {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.requests[len(p.requests)-1]
+}
+
+func (p *fakePod) serve(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/health":
+		return
+	case "/v1/models":
+		fmt.Fprintf(w, `{"object":"list","data":[{"id":"m","object":"model","owned_by":%q}]}`, p.id)
+		return
+	}
+	raw, _ := io.ReadAll(r.Body)
+	var body map[string]any
+	json.Unmarshal(raw, &body)
+	p.mu.Lock()
+	p.requests = append(p.requests, recorded{body: body, header: r.Header.Clone()})
+	fail, hold := p.fail, p.hold
+	p.mu.Unlock()
+	if fail {
+		http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
+		return
+	}
+	if kv, ok := body["kv_transfer_params"].(map[string]any); ok && kv["do_remote_decode"] == true {
+		fmt.Fprintf(w, `{"id":"p","choices":[{"text":"x"}],"kv_transfer_params":{"remote_engine_id":%q,"remote_block_ids":[1,2,3]},"usage":{"prompt_tokens":64,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":32}}}`, p.id)
+		return
+	}
+	if body["stream"] == true {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		for i := 0; i < 3; i++ {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"text\":\"%s-%d\"}]}\n\n", p.id, i)
+			fl.Flush()
+		}
+		if hold {
+			select {
+			case <-r.Context().Done():
+				close(p.cancelled)
+			case <-time.After(30 * time.Second):
+			}
+			return
+		}
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"id":"c","object":"text_completion","model":"m","choices":[{"text":"hello from %s"}],"usage":{"prompt_tokens":64,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":48}}}`, p.id)
+}
+
+// deadAddr returns a loopback address nothing listens on.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}

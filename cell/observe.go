@@ -1,0 +1,108 @@
+package cell
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/cellrouter/cellrouter/cell/pipeline"
+)
+
+// tracer is the cell's OpenTelemetry tracer: a no-op unless the daemon
+// installed a provider (telemetry.Setup).
+func tracer() trace.Tracer { return otel.Tracer("github.com/cellrouter/cellrouter/cell") }
+
+// routeMetrics are the data plane's Prometheus metrics.
+type routeMetrics struct {
+	decisions      *prometheus.CounterVec
+	decisionTime   prometheus.Histogram
+	stageTime      *prometheus.HistogramVec
+	failOpen       prometheus.Counter
+	predictedHit   prometheus.Histogram
+	realisedHit    prometheus.Histogram
+	predictedTok   prometheus.Counter
+	realisedTok    prometheus.Counter
+	promptTok      prometheus.Counter
+	upstream       *prometheus.CounterVec
+	retries        prometheus.Counter
+	inflight       prometheus.Gauge
+	ttft           prometheus.Histogram
+}
+
+func newRouteMetrics(cellID string, reg prometheus.Registerer) *routeMetrics {
+	labels := prometheus.Labels{"cell": cellID}
+	frac := []float64{0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 1}
+	m := &routeMetrics{
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellrouter_route_decisions_total",
+			Help: "Routing decisions by profile and outcome.", ConstLabels: labels}, []string{"profile", "outcome"}),
+		decisionTime: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cellrouter_route_decision_seconds",
+			Help: "Time to decide (prepare through pick).", ConstLabels: labels,
+			Buckets: prometheus.ExponentialBuckets(2e-6, 2, 16)}),
+		stageTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "cellrouter_route_stage_seconds",
+			Help: "Time per pipeline stage.", ConstLabels: labels,
+			Buckets: prometheus.ExponentialBuckets(5e-7, 2, 16)}, []string{"profile", "stage"}),
+		failOpen: prometheus.NewCounter(prometheus.CounterOpts{Name: "cellrouter_route_fail_open_total",
+			Help: "Decisions that found every pod filtered and ignored the soft filters.", ConstLabels: labels}),
+		predictedHit: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cellrouter_route_predicted_hit_ratio",
+			Help: "Fraction of the prompt's blocks the chosen pod holds, per the index.", ConstLabels: labels, Buckets: frac}),
+		realisedHit: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cellrouter_route_realised_hit_ratio",
+			Help: "cached_tokens / prompt_tokens the pod reported.", ConstLabels: labels, Buckets: frac}),
+		predictedTok: prometheus.NewCounter(prometheus.CounterOpts{Name: "cellrouter_route_predicted_cached_tokens_total",
+			Help: "Prompt tokens the index predicted cached on the chosen pods.", ConstLabels: labels}),
+		realisedTok: prometheus.NewCounter(prometheus.CounterOpts{Name: "cellrouter_route_realised_cached_tokens_total",
+			Help: "Prompt tokens the pods reported served from cache.", ConstLabels: labels}),
+		promptTok: prometheus.NewCounter(prometheus.CounterOpts{Name: "cellrouter_route_prompt_tokens_total",
+			Help: "Prompt tokens the pods reported.", ConstLabels: labels}),
+		upstream: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellrouter_upstream_responses_total",
+			Help: "Upstream calls by leg and status class.", ConstLabels: labels}, []string{"leg", "status"}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "cellrouter_upstream_retries_total",
+			Help: "Attempts that failed before the first byte and moved to the next pod.", ConstLabels: labels}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cellrouter_requests_in_flight",
+			Help: "Data-plane requests in flight.", ConstLabels: labels}),
+		ttft: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cellrouter_time_to_first_byte_seconds",
+			Help: "Time from request to the first relayed byte.", ConstLabels: labels,
+			Buckets: prometheus.ExponentialBuckets(1e-3, 2, 16)}),
+	}
+	reg.MustRegister(m.decisions, m.decisionTime, m.stageTime, m.failOpen, m.predictedHit, m.realisedHit,
+		m.predictedTok, m.realisedTok, m.promptTok, m.upstream, m.retries, m.inflight, m.ttft)
+	return m
+}
+
+// observer reports pipeline stages to tracing (a span per stage) and
+// metrics (time per stage).
+type observer struct{ m *routeMetrics }
+
+var _ pipeline.Observer = observer{}
+
+func (o observer) Stage(ctx context.Context, profile string, st pipeline.Stage) (context.Context, func(error)) {
+	start := time.Now()
+	ctx, span := tracer().Start(ctx, "cell.stage."+st.String(), trace.WithAttributes(
+		attribute.String("cellrouter.profile", profile)))
+	return ctx, func(err error) {
+		if o.m != nil {
+			o.m.stageTime.WithLabelValues(profile, st.String()).Observe(time.Since(start).Seconds())
+		}
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}
+}
+
+func statusClass(code int) string {
+	switch {
+	case code == 0:
+		return "none"
+	case code < 300:
+		return "2xx"
+	case code < 500:
+		return "4xx"
+	}
+	return "5xx"
+}

@@ -1,0 +1,60 @@
+// Package proxy is the execution layer of the cell: it carries out a routing
+// decision by relaying an OpenAI-compatible request to the chosen pod, or to
+// a prefill pod and then a decode pod for disaggregated serving.
+//
+// # Model
+//
+// The routing pipeline hands Forward a ranked list of targets. Forward sends
+// the request to the first; while no byte has reached the client, a failure
+// (connection refused, a 5xx status, a timeout waiting for headers, a read
+// error before the first body byte) moves on to the next target, up to
+// Config.MaxAttempts. The response is held back until its first body byte has
+// arrived, so a pod that answers headers and then dies is still retried.
+// Once a byte has been written to the client the attempt is committed: a
+// later failure ends the client's response (Forward returns an error
+// wrapping ErrMidStream, and the handler should panic(http.ErrAbortHandler)
+// so that the client sees a broken stream rather than a clean end).
+//
+// Server-sent events are relayed chunk by chunk, each flushed at once: the
+// proxy never buffers a response. While chunks pass, a small scanner looks
+// for a "usage" object (the body of a non-streamed response, the last chunk
+// of a stream with stream_options.include_usage) and reports it in Result.
+//
+// Cancellation: every upstream request runs under the client request's
+// context, so a client that goes away cancels the pod's request at once
+// (the connection to the pod is closed, which vLLM takes as an abort),
+// including the prefill leg of disaggregated serving.
+//
+// # Disaggregated prefill and decode
+//
+// ForwardDisaggregated follows vLLM's protocol (its NixlConnector and the
+// proxies vLLM ships):
+//
+//  1. The prefill leg gets the request with "max_tokens": 1 (and
+//     "max_completion_tokens": 1 when present), "stream": false,
+//     "stream_options" removed and "kv_transfer_params":
+//     {"do_remote_decode": true, "do_remote_prefill": false,
+//     "remote_engine_id": null, "remote_block_ids": null,
+//     "remote_host": null, "remote_port": null}.
+//  2. Its JSON response carries "kv_transfer_params" (remote_engine_id,
+//     remote_block_ids, remote_host, remote_port, tp_size...): where the
+//     decode pod pulls the KV cache from.
+//  3. The decode leg gets the original request with "kv_transfer_params" set
+//     to that object, "do_remote_prefill": true and "do_remote_decode": false
+//     forced, every other field passed through; its response is streamed to
+//     the client. When the prefill returned no parameters (null or {}), the
+//     decode leg gets the original request without kv_transfer_params and
+//     does the prefill itself, as vLLM's proxies do.
+//
+// Both legs carry the same X-Request-Id (the client's, or a fresh random
+// one), which vLLM uses as the request id. A prefill failure retries on the
+// next prefill target; a decode failure before the first byte retries on the
+// next decode target.
+//
+// # Trace context
+//
+// Every request header except the hop-by-hop ones (and Accept-Encoding: pod
+// responses are relayed uncompressed) reaches the pod, so W3C traceparent
+// and tracestate propagate as they came. Hooks.OnRequest sees each outgoing
+// request and may inject the headers of a span of its own.
+package proxy
