@@ -24,6 +24,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/events/grpcpub"
 	"github.com/cellrouter/cellrouter/cell/index"
+	"github.com/cellrouter/cellrouter/cell/pipeline"
 	"github.com/cellrouter/cellrouter/cell/proxy"
 )
 
@@ -83,10 +84,10 @@ func New(cfg Config, log *slog.Logger) (*Cell, error) {
 	c.state = newStateServer(cfg.CellID, c.ix, c.reg, c.applier)
 	c.promReg = prometheus.NewRegistry()
 	c.rm = newRouteMetrics(cfg.CellID, c.promReg)
-	tok, err := newTokenizer(cfg)
+	tok, err := newTokenizer(cfg, func() []pipeline.Candidate { return c.router.candidates() })
 	if err != nil {
 		c.ix.Close()
-		return nil, err
+		return nil, fmt.Errorf("%w: routing.tokenizer_json: %v", ErrConfig, err)
 	}
 	if c.router, err = newRouter(cfg, c.ix, c.reg, c.state, tok, observer{c.rm}); err != nil {
 		c.ix.Close()

@@ -16,6 +16,19 @@ func TestExampleConfigParses(t *testing.T) {
 	if cfg.CellID != "cell-a" || len(cfg.Pods) != 2 || cfg.Pods[1].ReplayEndpoint != "tcp://127.0.0.1:5568" {
 		t.Fatalf("got %+v", cfg)
 	}
+	if len(cfg.Routing.Profiles) != 1 || cfg.Routing.Profiles[0].Score[0].Weight != 2 {
+		t.Fatalf("routing profiles %+v", cfg.Routing.Profiles)
+	}
+	// The example's profiles must build: New validates them.
+	cfg.HTTPAddr, cfg.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
+	c, err := New(cfg, nil)
+	if err != nil {
+		t.Fatalf("New(example) = %v", err)
+	}
+	c.ix.Close()
+	c.proxy.Close()
+	c.grpcLis.Close()
+	c.httpLis.Close()
 	if cfg.Events.DeadAfter != 30*time.Second {
 		t.Fatalf("dead_after = %v, want 30s", cfg.Events.DeadAfter)
 	}

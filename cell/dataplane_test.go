@@ -244,7 +244,7 @@ func TestBadRequestsGetOpenAIErrors(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
 		{`{`, "invalid_request_error"},
 		{`{"model":"m"}`, "prompt"},
-		{`{"model":"m","prompt":"text needs a tokenizer"}`, "tokenizer"},
+		{`{"model":"m","prompt":[1,2,3],"max_tokens":"many"}`, "max_tokens"},
 	} {
 		resp, err := http.Post("http://"+c.HTTPAddr()+"/v1/completions", "application/json", strings.NewReader(tc.body))
 		if err != nil {
@@ -255,5 +255,28 @@ func TestBadRequestsGetOpenAIErrors(t *testing.T) {
 		if resp.StatusCode < 400 || !strings.Contains(string(b), `"error"`) || !strings.Contains(string(b), tc.want) {
 			t.Errorf("body %s: got %d %s, want an OpenAI error mentioning %q", tc.body, resp.StatusCode, b, tc.want)
 		}
+	}
+}
+
+// TestTextPromptTokenizedByPod routes a text prompt: the cell has no
+// tokenizer.json, so it asks a pod's /tokenize, then routes by the blocks.
+func TestTextPromptTokenizedByPod(t *testing.T) {
+	pods := []*fakePod{newFakePod(t, "a"), newFakePod(t, "b")}
+	c := cellWithPods(t, pods, nil)
+	text := strings.Repeat("the quick brown fox jumps over the lazy dog. ", 30)
+	toks := make([]uint32, len(text))
+	for i := range text {
+		toks[i] = uint32(text[i])
+	}
+	holdPrefix(t, c, "a", toks, 40)
+	body, _ := json.Marshal(map[string]any{"model": "m", "prompt": text})
+	resp, err := http.Post("http://"+c.HTTPAddr()+"/v1/completions", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "hello from a") {
+		t.Fatalf("got %d %s, want pod a (holder of the tokenized prefix)", resp.StatusCode, b)
 	}
 }

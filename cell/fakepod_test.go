@@ -59,6 +59,20 @@ func (p *fakePod) serve(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/health":
 		return
+	case "/tokenize":
+		// Token ids are the prompt's bytes: a stand-in tokenizer that is
+		// consistent between the test and the pod.
+		var req struct {
+			Prompt string `json:"prompt"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		ids := make([]int, len(req.Prompt))
+		for i := range req.Prompt {
+			ids[i] = int(req.Prompt[i])
+		}
+		b, _ := json.Marshal(map[string]any{"tokens": ids, "count": len(ids), "max_model_len": 32768})
+		w.Write(b)
+		return
 	case "/v1/models":
 		fmt.Fprintf(w, `{"object":"list","data":[{"id":"m","object":"model","owned_by":%q}]}`, p.id)
 		return

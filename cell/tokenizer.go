@@ -1,9 +1,86 @@
 package cell
 
-import "github.com/cellrouter/cellrouter/cell/plugins"
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
 
-// newTokenizer builds the tokenizer of text prompts the configuration asks
-// for; nil means text prompts are refused with a clear error.
-func newTokenizer(cfg Config) (plugins.Tokenizer, error) {
-	return nil, nil
+	"github.com/cellrouter/cellrouter/cell/pipeline"
+	"github.com/cellrouter/cellrouter/cell/plugins"
+	"github.com/cellrouter/cellrouter/cell/tokenizer"
+)
+
+// cellTokenizer turns text prompts and chats into token ids: in process
+// with a configured tokenizer.json (and chat template), else through the
+// /tokenize endpoint of a healthy pod, which applies the model's own
+// template, so the router's token ids are the engine's.
+type cellTokenizer struct {
+	local   tokenizer.Tokenizer // nil: every call is remote
+	chatLoc bool                // local has a chat template
+	client  *http.Client
+	timeout time.Duration
+	pods    func() []pipeline.Candidate
+}
+
+var _ plugins.Tokenizer = (*cellTokenizer)(nil)
+
+// errNoTokenizePod is returned when no healthy pod can tokenize.
+var errNoTokenizePod = errors.New("cell: text prompt but no tokenizer_json and no healthy pod to /tokenize it")
+
+func newTokenizer(cfg Config, pods func() []pipeline.Candidate) (*cellTokenizer, error) {
+	t := &cellTokenizer{client: &http.Client{}, timeout: cfg.Routing.TokenizeTimeout, pods: pods}
+	if cfg.Routing.TokenizerJSON != "" {
+		opts := tokenizer.Options{}
+		if cfg.Routing.ChatTemplate != "" {
+			tmpl, err := tokenizer.ChatTemplateByName(cfg.Routing.ChatTemplate)
+			if err != nil {
+				return nil, err
+			}
+			opts.ChatTemplate = tmpl
+			t.chatLoc = true
+		}
+		bpe, err := tokenizer.LoadFile(cfg.Routing.TokenizerJSON, opts)
+		if err != nil {
+			return nil, err
+		}
+		t.local = bpe
+	}
+	return t, nil
+}
+
+// Tokenize implements plugins.Tokenizer.
+func (t *cellTokenizer) Tokenize(ctx context.Context, req *pipeline.Request) ([]uint32, error) {
+	msgs := make([]tokenizer.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
+	}
+	if t.local != nil && (!req.Chat || t.chatLoc) {
+		if req.Chat {
+			return t.local.EncodeChat(ctx, msgs, nil)
+		}
+		return t.local.Encode(ctx, req.Prompt, true, nil)
+	}
+	var last error = errNoTokenizePod
+	for _, c := range t.pods() {
+		if !c.Healthy || c.Draining {
+			continue
+		}
+		r := &tokenizer.Remote{BaseURL: "http://" + c.Address, Model: req.Model, Client: t.client, Timeout: t.timeout}
+		var ids []uint32
+		var err error
+		if req.Chat {
+			ids, err = r.EncodeChat(ctx, msgs, nil)
+		} else {
+			ids, err = r.Encode(ctx, req.Prompt, true, nil)
+		}
+		if err == nil {
+			return ids, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		last = err
+	}
+	return nil, last
 }
