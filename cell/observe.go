@@ -19,19 +19,19 @@ func tracer() trace.Tracer { return otel.Tracer("github.com/cellrouter/cellroute
 
 // routeMetrics are the data plane's Prometheus metrics.
 type routeMetrics struct {
-	decisions      *prometheus.CounterVec
-	decisionTime   prometheus.Histogram
-	stageTime      *prometheus.HistogramVec
-	failOpen       prometheus.Counter
-	predictedHit   prometheus.Histogram
-	realisedHit    prometheus.Histogram
-	predictedTok   prometheus.Counter
-	realisedTok    prometheus.Counter
-	promptTok      prometheus.Counter
-	upstream       *prometheus.CounterVec
-	retries        prometheus.Counter
-	inflight       prometheus.Gauge
-	ttft           prometheus.Histogram
+	decisions    *prometheus.CounterVec
+	decisionTime prometheus.Histogram
+	stageTime    *prometheus.HistogramVec
+	failOpen     prometheus.Counter
+	predictedHit prometheus.Histogram
+	realisedHit  prometheus.Histogram
+	predictedTok prometheus.Counter
+	realisedTok  prometheus.Counter
+	promptTok    prometheus.Counter
+	upstream     *prometheus.CounterVec
+	retries      prometheus.Counter
+	inflight     prometheus.Gauge
+	ttft         prometheus.Histogram
 }
 
 func newRouteMetrics(cellID string, reg prometheus.Registerer) *routeMetrics {
