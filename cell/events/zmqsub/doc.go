@@ -16,6 +16,9 @@
 // until its context ends and every goroutine has stopped. A dial socket
 // whose connection is lost is closed and redialed with exponential backoff
 // (zmq4 does not reconnect SUB sockets reliably by itself).
+// SUB sockets reach tcp:// endpoints through a transport that buffers each
+// connection's reads (transport.go): zmq4 reads every frame header and body
+// with its own call, several system calls per message otherwise.
 //
 // Messages that do not decode are counted by vllmwire.Reason label, logged
 // at most once per Config.LogEvery per reason, and dropped.

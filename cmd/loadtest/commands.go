@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+)
+
+// command is one subcommand: it parses its own flags from args and writes
+// its result to stdout and its progress to stderr.
+type command struct {
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// commands is the subcommand table. Add a subcommand by adding a line here
+// and a file with its run function.
+var commands = map[string]command{
+	"index": {summary: "replay a Mooncake trace against cell/index and a naive baseline (threshold throughput, latency, memory)", run: runIndex},
+
+	"ingest":   {summary: "publish trace-derived KV events over loopback ZMQ to a subscriber, decoder, applier and index (block events/s, lag)", run: runIngest},
+	"eventlog": {summary: "record the KV events engines publish for a trace into an event log file", run: runEventlog},
+}
+
+// errUsage reports a command line that names no known subcommand.
+var errUsage = errors.New("usage: loadtest <command> [flags]; run \"loadtest help\" for the commands")
+
+// dispatch runs the subcommand args[0] with the remaining args.
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		usage(stderr)
+		return errUsage
+	}
+	name := args[0]
+	if name == "help" || name == "-h" || name == "--help" || name == "-help" {
+		usage(stdout)
+		return nil
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		usage(stderr)
+		return fmt.Errorf("unknown command %q", name)
+	}
+	return cmd.run(ctx, args[1:], stdout, stderr)
+}
+
+// usage lists the subcommands.
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: loadtest <command> [flags]")
+	fmt.Fprintln(w, "commands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "run \"loadtest <command> -h\" for a command's flags")
+}

@@ -1,0 +1,13 @@
+// Command loadtest runs the project's load tests and benchmarks. Each
+// subcommand has a line in the table in commands.go and a file of its own;
+// run "loadtest help" for the list and "loadtest <command> -h" for flags.
+//
+// The index subcommand replays the Mooncake trace against cell/index and a
+// naive baseline (package loadtest/indexbench):
+//
+//	go run ./cmd/loadtest index --json          # the full benchmark
+//	go run ./cmd/loadtest index --quick         # under a minute, readable table
+//
+// Progress goes to stderr, the report to stdout. The default trace path is
+// relative to the repository root.
+package main

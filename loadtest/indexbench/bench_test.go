@@ -1,0 +1,85 @@
+package indexbench
+
+import (
+	"testing"
+
+	"github.com/cellrouter/cellrouter/loadtest/trace"
+)
+
+// BenchmarkMatch times one Match of a real trace chain (768 blocks on
+// average) against the final state of the small trace's replay, for each
+// indexer.
+func BenchmarkMatch(b *testing.B) {
+	recs, err := trace.ReadFile(smallTrace, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.BlocksPerWorker = 2048
+	w, err := BuildWorkload(recs, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ops := w.FinalOps()
+	for _, f := range []Factory{CellIndex, NaiveIndex} {
+		b.Run(f.Name, func(b *testing.B) {
+			ix, err := f.New(w.Workers)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ix.Close()
+			for off := 0; off < len(ops); off += loadBatch {
+				ix.Apply(ops[off:min(off+loadBatch, len(ops))])
+			}
+			m := ix.NewMatcher()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				m.Match(w.Chains[i%len(w.Chains)])
+			}
+		})
+	}
+}
+
+// BenchmarkApplyStored times storing the final state of the small trace's
+// replay into a fresh indexer (table growth included), in 512-op batches;
+// ns/op is per batch.
+func BenchmarkApplyStored(b *testing.B) {
+	recs, err := trace.ReadFile(smallTrace, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := BuildWorkload(recs, DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ops := w.FinalOps()
+	for _, f := range []Factory{CellIndex, NaiveIndex} {
+		b.Run(f.Name, func(b *testing.B) {
+			b.ReportAllocs()
+			var ix Indexer
+			off := len(ops)
+			for b.Loop() {
+				if off >= len(ops) {
+					b.StopTimer()
+					if ix != nil {
+						ix.Close()
+					}
+					ix, err = f.New(w.Workers)
+					if err != nil {
+						b.Fatal(err)
+					}
+					off = 0
+					b.StartTimer()
+				}
+				end := min(off+512, len(ops))
+				ix.Apply(ops[off:end])
+				off = end
+			}
+			if ix != nil {
+				ix.Close()
+			}
+			b.ReportMetric(512, "ops/batch")
+		})
+	}
+}

@@ -1,0 +1,59 @@
+package indexbench
+
+import (
+	"fmt"
+
+	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cell/index"
+)
+
+// cellIndexer adapts *index.Index to Indexer.
+type cellIndexer struct {
+	ix *index.Index
+}
+
+var (
+	_ Indexer   = (*cellIndexer)(nil)
+	_ accounter = (*cellIndexer)(nil)
+)
+
+// newCellIndexer builds an index with the default configuration and
+// registers pods "worker-000".. as slots 0..pods-1.
+func newCellIndexer(pods int) (Indexer, error) {
+	ix, err := index.New(index.DefaultConfig())
+	if err != nil {
+		return nil, fmt.Errorf("indexbench: %w", err)
+	}
+	for i := 0; i < pods; i++ {
+		s, err := ix.Register(fmt.Sprintf("worker-%03d", i))
+		if err != nil {
+			ix.Close()
+			return nil, fmt.Errorf("indexbench: register worker %d: %w", i, err)
+		}
+		if int(s) != i {
+			ix.Close()
+			return nil, fmt.Errorf("indexbench: index gave worker %d slot %d, want %d", i, s, i)
+		}
+	}
+	return &cellIndexer{ix: ix}, nil
+}
+
+func (c *cellIndexer) Apply(ops []index.Op) { c.ix.Apply(ops) }
+
+func (c *cellIndexer) NewMatcher() Matcher { return &cellMatcher{ix: c.ix} }
+
+func (c *cellIndexer) Blocks() int64 { return c.ix.Stats().Blocks }
+
+func (c *cellIndexer) AccountedBytes() int64 { return c.ix.Stats().TableBytes }
+
+func (c *cellIndexer) Close() { c.ix.Close() }
+
+// cellMatcher owns one reusable MatchResult.
+type cellMatcher struct {
+	ix  *index.Index
+	res index.MatchResult
+}
+
+func (m *cellMatcher) Match(chain []blockhash.Hash) { m.ix.Match(chain, &m.res) }
+
+func (m *cellMatcher) Depth(s index.Slot) int { return m.res.Depth(s) }

@@ -1,0 +1,182 @@
+package indexbench
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/cellrouter/cellrouter/loadtest/trace"
+)
+
+const smallTrace = "../../testdata/mooncake_small.jsonl"
+
+// smallConfig runs the whole method on the 300-request slice in seconds.
+func smallConfig() Config {
+	c := DefaultConfig()
+	c.TracePath = smallTrace
+	c.Verify = false // TestWorkloadInvariants verifies the same workload
+	c.Window = 100 * time.Millisecond
+	c.Steps = 12
+	c.StepsPerDecade = 4
+	c.BlocksPerWorker = 2048 // small enough that the engines evict
+	c.Workers = 64           // keeps the naive baseline quick under -race
+	return c
+}
+
+func TestWorkloadInvariants(t *testing.T) {
+	recs, err := trace.ReadFile(smallTrace, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := smallConfig()
+	w, err := BuildWorkload(recs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events, ops int64
+	for i := range w.streams {
+		s := &w.streams[i]
+		events += int64(len(s.end))
+		ops += int64(len(s.ops))
+		for k := range s.end {
+			for _, op := range s.ops[s.start(k):s.end[k]] {
+				if int(op.Slot)%len(w.streams) != i {
+					t.Fatalf("stream %d holds an op of pod %d", i, op.Slot)
+				}
+			}
+			if k > 0 && (s.at[k] < s.at[k-1] || s.req[k] < s.req[k-1]) {
+				t.Fatalf("stream %d event %d is out of order", i, k)
+			}
+		}
+	}
+	if got, want := events, w.StoredEvents+w.RemovedEvents; got != want {
+		t.Errorf("got %d events in the streams, want %d", got, want)
+	}
+	if got, want := ops, w.StoredBlocks+w.RemovedBlocks; got != want {
+		t.Errorf("got %d ops in the streams, want %d", got, want)
+	}
+	if w.RemovedBlocks == 0 {
+		t.Errorf("got no evictions with %d blocks per worker, want some", cfg.BlocksPerWorker)
+	}
+	perID := trace.TokensPerID / cfg.BlockSize
+	for i, r := range recs {
+		if got, want := len(w.Chains[i]), len(r.HashIDs)*perID; got != want {
+			t.Fatalf("request %d: got %d blocks, want %d", i, got, want)
+		}
+	}
+	// Every request starts with hash id 0, so all chains share their first blocks.
+	if w.Chains[0][perID-1] != w.Chains[1][perID-1] || w.Chains[0][perID] == w.Chains[1][perID] {
+		t.Error("chains of requests 0 and 1 do not share exactly their first hash id's blocks")
+	}
+	// The build is deterministic.
+	w2, err := BuildWorkload(recs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range w.Chains {
+		if w.Worker[i] != w2.Worker[i] || w.Hit[i] != w2.Hit[i] || w.Chains[i][len(w.Chains[i])-1] != w2.Chains[i][len(w2.Chains[i])-1] {
+			t.Fatalf("request %d differs between two builds", i)
+		}
+	}
+	start := time.Now()
+	if err := Verify(w, CellIndex, NaiveIndex); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("verify took %v", time.Since(start))
+}
+
+func TestRunSmall(t *testing.T) {
+	rep, err := Run(context.Background(), smallConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Requests != 300 || rep.Queries != 300 {
+		t.Errorf("got %d requests, %d queries, want 300", rep.Requests, rep.Queries)
+	}
+	if rep.Events != rep.StoredEvents+rep.RemovedEvents {
+		t.Errorf("got events %d, want stored %d + removed %d", rep.Events, rep.StoredEvents, rep.RemovedEvents)
+	}
+	if rep.BlockOps != rep.StoredBlocks+rep.RemovedBlocks+rep.QueryBlocks {
+		t.Errorf("got block-ops %d, want %d + %d + %d", rep.BlockOps, rep.StoredBlocks, rep.RemovedBlocks, rep.QueryBlocks)
+	}
+	if rep.Verified {
+		t.Error("got verified true with Verify off, want false")
+	}
+	if rep.Baseline == nil {
+		t.Fatal("got no baseline result")
+	}
+	for _, res := range []*Result{&rep.Result, rep.Baseline} {
+		checkResult(t, res, rep)
+	}
+	if want := rep.ThresholdBlockOpsPerS / rep.Baseline.ThresholdBlockOpsPerS; math.Abs(rep.Speedup-want) > 1e-9*want {
+		t.Errorf("got speedup %v, want %v", rep.Speedup, want)
+	}
+	if want := rep.Result.Valid && rep.Baseline.Valid; rep.Valid != want {
+		t.Errorf("got valid %v, want %v", rep.Valid, want)
+	}
+	if !rep.Valid {
+		// A run is invalid when its threshold step left more than 5% queued
+		// at the end of the window; on a machine loaded by other processes
+		// that can happen, so it is logged, and checkResult checks that the
+		// flag agrees with the figures.
+		t.Logf("the run was invalid (a threshold step's backlog above %v): cell/index %+v", smallConfig().MaxBacklog, rep.Result.Steps)
+	}
+}
+
+// checkResult checks the invariants of one indexer's result.
+func checkResult(t *testing.T, res *Result, rep Report) {
+	t.Helper()
+	if res.ThresholdBlockOpsPerS <= 0 {
+		t.Errorf("%s: got threshold %v, want > 0", res.Indexer, res.ThresholdBlockOpsPerS)
+	}
+	// The threshold step is the passing step with the highest offered rate.
+	best := -1
+	for i, st := range res.Steps {
+		if st.Pass && (best < 0 || st.OfferedRate > res.Steps[best].OfferedRate) {
+			best = i
+		}
+	}
+	if best < 0 {
+		t.Fatalf("%s: no step passed: %+v", res.Indexer, res.Steps)
+	}
+	last := res.Steps[best]
+	if want := last.Backlog <= 0.05; res.Valid != want {
+		t.Errorf("%s: got valid %v with threshold backlog %v, want %v", res.Indexer, res.Valid, last.Backlog, want)
+	}
+	if res.Backlog != last.Backlog {
+		t.Errorf("%s: got backlog %v, want the threshold step's %v", res.Indexer, res.Backlog, last.Backlog)
+	}
+	if res.ThresholdBlockOpsPerS != last.OfferedRate {
+		t.Errorf("%s: got threshold %v, want the best passing step's offered rate %v", res.Indexer, res.ThresholdBlockOpsPerS, last.OfferedRate)
+	}
+	for i, st := range res.Steps {
+		if st.DoneBlockOps > st.BlockOps || st.DoneEvents > st.Events || st.DoneQueries > st.Queries {
+			t.Errorf("%s step %d: done exceeds offered: %+v", res.Indexer, i, st)
+		}
+		if st.BlockOps > rep.BlockOps || st.Queries > rep.Queries || st.Events > rep.Events {
+			t.Errorf("%s step %d: offered exceeds the timeline: %+v", res.Indexer, i, st)
+		}
+		if st.Pass != (st.AchievedRate >= 0.95*st.OfferedRate) {
+			t.Errorf("%s step %d: pass %v inconsistent with achieved %v offered %v", res.Indexer, i, st.Pass, st.AchievedRate, st.OfferedRate)
+		}
+		if math.Abs(st.Backlog-st.EventBacklog-st.QueryBacklog) > 1e-9 {
+			t.Errorf("%s step %d: backlog %v is not events %v + queries %v", res.Indexer, i, st.Backlog, st.EventBacklog, st.QueryBacklog)
+		}
+	}
+	if last.DoneQueries > 0 && (res.QueryP50Ns <= 0 || res.QueryP99Ns < res.QueryP50Ns || res.QueryMaxNs < res.QueryP99Ns) {
+		t.Errorf("%s: got latencies p50 %d p99 %d max %d, want 0 < p50 <= p99 <= max", res.Indexer, res.QueryP50Ns, res.QueryP99Ns, res.QueryMaxNs)
+	}
+	if res.QuerySamples != last.DoneQueries {
+		t.Errorf("%s: got %d query samples, want %d", res.Indexer, res.QuerySamples, last.DoneQueries)
+	}
+	if res.IndexedBlocks != rep.DistinctBlocks {
+		t.Errorf("%s: got %d indexed blocks, want %d", res.Indexer, res.IndexedBlocks, rep.DistinctBlocks)
+	}
+	if res.BytesPerBlock <= 0 {
+		t.Errorf("%s: got %v bytes per block, want > 0", res.Indexer, res.BytesPerBlock)
+	}
+	if res.MatchAllocsPerOp != 0 {
+		t.Errorf("%s: got %v allocations per Match, want 0", res.Indexer, res.MatchAllocsPerOp)
+	}
+}
