@@ -16,9 +16,13 @@ type MatchResult struct {
 	groups  [MaxPods]Group // by increasing depth
 
 	// Work space of the search, kept here so that Match allocates nothing.
-	cur, next [MaxPods + 1]span
-	probe     [MaxPods + 1]probeSlot
+	cur, next [maxSpans]span
+	probe     [4 * maxSpans]probeSlot
 }
+
+// maxSpans bounds the open intervals of a round: each holds at least one
+// drop of the pod set, and there are at most MaxPods drops.
+const maxSpans = MaxPods + 1
 
 // Group is a set of pods that match the same number of leading blocks.
 type Group struct {
@@ -118,11 +122,20 @@ func (ix *Index) Match(chain []BlockHash, r *MatchResult) {
 	cur := r.cur[:0]
 	cur = append(cur, span{lo: 0, hi: int32(n - 1), atLo: first, atHi: last})
 	for len(cur) > 0 {
-		// Spans of width one pin their drop; the others probe their middle.
+		// Spans of width one pin their drop; the others get up to
+		// arity-1 evenly spaced probes, all issued together. A round with
+		// more spans than the probe buffer holds at that arity bisects.
+		arity := int32(searchArity)
+		if len(cur)*(searchArity-1) > len(r.probe) {
+			arity = 2
+		}
 		p := 0
 		for i := range cur {
-			if cur[i].hi-cur[i].lo > 1 {
-				r.probe[p].h = chain[(cur[i].lo+cur[i].hi)/2]
+			s := &cur[i]
+			w := s.hi - s.lo
+			m := min(arity-1, w-1)
+			for j := int32(1); j <= m; j++ {
+				r.probe[p].h = chain[s.lo+w*j/(m+1)]
 				p++
 			}
 		}
@@ -133,19 +146,28 @@ func (ix *Index) Match(chain []BlockHash, r *MatchResult) {
 		next := r.next[:0]
 		p = 0
 		for _, s := range cur {
-			if s.hi-s.lo == 1 {
+			w := s.hi - s.lo
+			if w == 1 {
 				// Pods holding chain[lo] but not chain[hi] match hi blocks.
 				r.addGroup(s.atLo.AndNot(s.atHi), int(s.hi))
 				continue
 			}
-			mid := (s.lo + s.hi) / 2
-			atMid := r.probe[p].b.And(s.atLo).Or(s.atHi) // monotone by contract
-			p++
-			if atMid != s.atLo {
-				next = append(next, span{lo: s.lo, hi: mid, atLo: s.atLo, atHi: atMid})
-			}
-			if atMid != s.atHi {
-				next = append(next, span{lo: mid, hi: s.hi, atLo: atMid, atHi: s.atHi})
+			m := min(arity-1, w-1)
+			lo, atLo := s.lo, s.atLo
+			for j := int32(1); j <= m+1; j++ {
+				var pos int32
+				var at HostBitmap
+				if j <= m {
+					pos = s.lo + w*j/(m+1)
+					at = r.probe[p].b.And(atLo).Or(s.atHi) // monotone by contract
+					p++
+				} else {
+					pos, at = s.hi, s.atHi
+				}
+				if at != atLo {
+					next = append(next, span{lo: lo, hi: pos, atLo: atLo, atHi: at})
+				}
+				lo, atLo = pos, at
 			}
 		}
 		// Swap buffers: next becomes cur.
@@ -154,6 +176,11 @@ func (ix *Index) Match(chain []BlockHash, r *MatchResult) {
 	}
 	r.sortGroups()
 }
+
+// searchArity is how many parts a round splits each open interval into:
+// searchArity-1 probes per interval, issued together. Wider rounds take more
+// lookups but fewer dependent memory round trips; see BenchmarkArity.
+var searchArity = 4
 
 // addGroup records depth d for the pods in b.
 func (r *MatchResult) addGroup(b HostBitmap, d int) {

@@ -82,3 +82,24 @@ func TestMatchBinaryAgrees(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkArity compares the number of parts a round splits each open
+// interval into, on the same large index.
+func BenchmarkArity(b *testing.B) {
+	ix, chains := benchIndex(b, 1<<22)
+	for _, a := range []int{2, 3, 4, 6, 8} {
+		b.Run(itoa(a), func(b *testing.B) {
+			defer func(old int) { searchArity = old }(searchArity)
+			searchArity = a
+			var r MatchResult
+			lookups, rounds := 0, 0
+			for i := 0; i < b.N; i++ {
+				ix.Match(chains[(i*7919)%len(chains)], &r)
+				lookups += r.Lookups()
+				rounds += r.Rounds()
+			}
+			b.ReportMetric(float64(lookups)/float64(b.N), "lookups/op")
+			b.ReportMetric(float64(rounds)/float64(b.N), "rounds/op")
+		})
+	}
+}

@@ -2,6 +2,7 @@ package index
 
 import (
 	"sync"
+	"time"
 	"sync/atomic"
 )
 
@@ -64,7 +65,8 @@ func (s *shard) init() {
 // holders returns the holder set of key (empty when absent). It takes no
 // lock and may be called concurrently with writers.
 func (s *shard) holders(key uint64) HostBitmap {
-	for spins := 0; spins < readSpins; spins++ {
+	var deadline time.Time
+	for spins := 0; ; spins++ {
 		s1 := s.seq.Load()
 		if s1&1 == 0 {
 			b := s.decode(s.tab.Load().find(key))
@@ -72,17 +74,25 @@ func (s *shard) holders(key uint64) HostBitmap {
 				return b
 			}
 		}
+		if spins&63 == 63 {
+			now := time.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(readSpinTime)
+			} else if now.After(deadline) {
+				return s.holdersLocked(key)
+			}
+		}
 	}
-	return s.holdersLocked(key)
 }
 
-// readSpins bounds the optimistic attempts of a reader before it waits for
-// the writer on the shard's lock. Write sections are short (a few ops), so
-// a reader that meets one usually succeeds on its next attempt; the lock
-// fallback only matters when the writer's thread was descheduled inside its
-// section, and then sleeping beats spinning (or yielding to the scheduler,
-// which can park the reader behind a whole time slice of other goroutines).
-const readSpins = 64
+// readSpinTime bounds how long a reader retries while a writer holds the
+// shard before it waits on the shard's lock instead. Write sections last
+// well under a microsecond (a few ops, or a table publication), so a reader
+// that meets one usually succeeds within it; parking on the lock costs a
+// scheduler wake-up of tens of microseconds, which is what this avoids. The
+// lock fallback only matters when the writer's thread was descheduled inside
+// its section; then sleeping beats spinning.
+const readSpinTime = 20 * time.Microsecond
 
 // holdersLocked reads key's holders under the shard's lock.
 func (s *shard) holdersLocked(key uint64) HostBitmap {
