@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/cellrouter/cellrouter/cell"
+	"github.com/cellrouter/cellrouter/cell/telemetry"
 )
 
 func main() {
@@ -62,5 +63,10 @@ func run(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	shutdown, err := telemetry.Setup(ctx, "celld")
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	defer shutdown(context.Background())
 	return cell.Run(ctx, cfg, log)
 }

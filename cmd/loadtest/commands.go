@@ -18,7 +18,8 @@ type command struct {
 // commands is the subcommand table. Add a subcommand by adding a line here
 // and a file with its run function.
 var commands = map[string]command{
-	"index": {summary: "replay a Mooncake trace against cell/index and a naive baseline (threshold throughput, latency, memory)", run: runIndex},
+	"overhead": {summary: "the cell's added latency against calling the pod directly, side by side (streaming and not)", run: runOverhead},
+	"index":    {summary: "replay a Mooncake trace against cell/index and a naive baseline (threshold throughput, latency, memory)", run: runIndex},
 
 	"ingest":   {summary: "publish trace-derived KV events over loopback ZMQ to a subscriber, decoder, applier and index (block events/s, lag)", run: runIngest},
 	"eventlog": {summary: "record the KV events engines publish for a trace into an event log file", run: runEventlog},

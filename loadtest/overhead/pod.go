@@ -1,0 +1,50 @@
+package overhead
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// pod is the instant OpenAI-compatible pod both sides call.
+type pod struct {
+	srv    *http.Server
+	lis    net.Listener
+	chunks int
+}
+
+func startPod(chunks int) (*pod, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &pod{lis: l, chunks: chunks}
+	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve)}
+	go p.srv.Serve(l)
+	return p, nil
+}
+
+func (p *pod) addr() string { return p.lis.Addr().String() }
+
+func (p *pod) close() { p.srv.Close() }
+
+func (p *pod) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/health" {
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	if strings.Contains(string(body), `"stream":true`) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		for i := 0; i < p.chunks; i++ {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"text\":\"t%d\"}]}\n\n", i)
+			fl.Flush()
+		}
+		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1024,\"completion_tokens\":16,\"prompt_tokens_details\":{\"cached_tokens\":0}}}\n\ndata: [DONE]\n\n")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprint(w, `{"id":"x","object":"text_completion","choices":[{"index":0,"text":"ok"}],"usage":{"prompt_tokens":1024,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":0}}}`)
+}

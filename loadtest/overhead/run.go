@@ -1,0 +1,191 @@
+package overhead
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/cellrouter/cellrouter/cell"
+)
+
+// Config says what to measure.
+type Config struct {
+	// Requests is the number of requests per side and mode.
+	Requests int
+	// Warmup requests per side are sent first and not measured.
+	Warmup int
+	// PromptTokens is the length of the token-array prompt.
+	PromptTokens int
+	// Chunks is the number of stream chunks the pod sends.
+	Chunks int
+	// Pods is the number of pods behind the cell (all equally good: the
+	// decision still scores every one).
+	Pods int
+}
+
+// DefaultConfig measures 2000 requests per side and mode.
+func DefaultConfig() Config {
+	return Config{Requests: 2000, Warmup: 200, PromptTokens: 1024, Chunks: 16, Pods: 16}
+}
+
+// Validate names the first bad field.
+func (c Config) Validate() error {
+	switch {
+	case c.Requests < 10:
+		return fmt.Errorf("overhead: Requests = %d, want >= 10", c.Requests)
+	case c.Warmup < 0:
+		return fmt.Errorf("overhead: Warmup = %d, want >= 0", c.Warmup)
+	case c.PromptTokens < 1:
+		return fmt.Errorf("overhead: PromptTokens = %d, want >= 1", c.PromptTokens)
+	case c.Chunks < 1:
+		return fmt.Errorf("overhead: Chunks = %d, want >= 1", c.Chunks)
+	case c.Pods < 1 || c.Pods > 256:
+		return fmt.Errorf("overhead: Pods = %d, want 1..256", c.Pods)
+	}
+	return nil
+}
+
+// Side is the latency of one side of one mode, in milliseconds.
+type Side struct {
+	P50Ms float64 `json:"p50_ms"`
+	P90Ms float64 `json:"p90_ms"`
+	P99Ms float64 `json:"p99_ms"`
+}
+
+// Mode is one mode's result: direct, through the cell, and the difference.
+type Mode struct {
+	Direct Side `json:"direct"`
+	Cell   Side `json:"cell"`
+	// OverheadP50Ms and OverheadP99Ms are cell minus direct at that
+	// percentile.
+	OverheadP50Ms float64 `json:"overhead_p50_ms"`
+	OverheadP99Ms float64 `json:"overhead_p99_ms"`
+}
+
+// Report is the result. The top-level fields are the non-streaming mode.
+type Report struct {
+	Requests      int     `json:"requests"`
+	Pods          int     `json:"pods"`
+	PromptTokens  int     `json:"prompt_tokens"`
+	DirectP99Ms   float64 `json:"direct_p99_ms"`
+	CellP99Ms     float64 `json:"cell_p99_ms"`
+	OverheadP99Ms float64 `json:"overhead_p99_ms"`
+	NonStreaming  Mode    `json:"non_streaming"`
+	Streaming     Mode    `json:"streaming"`
+	GoMaxProcs    int     `json:"go_max_procs"`
+}
+
+// Run starts the pods and a cell, measures, and stops everything.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var pods []*pod
+	defer func() {
+		for _, p := range pods {
+			p.close()
+		}
+	}()
+	ccfg := cell.DefaultConfig()
+	ccfg.HTTPAddr, ccfg.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
+	ccfg.HealthInterval = 0
+	for i := 0; i < cfg.Pods; i++ {
+		p, err := startPod(cfg.Chunks)
+		if err != nil {
+			return nil, err
+		}
+		pods = append(pods, p)
+		ccfg.Pods = append(ccfg.Pods, cell.PodConfig{ID: fmt.Sprintf("pod-%02d", i), Address: p.addr()})
+	}
+	c, err := cell.New(ccfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(cctx) }()
+	defer func() { cancel(); <-done }()
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}}
+	rep := &Report{Requests: cfg.Requests, Pods: cfg.Pods, PromptTokens: cfg.PromptTokens}
+	for _, stream := range []bool{false, true} {
+		m, err := measure(ctx, client, cfg, "http://"+pods[0].addr(), "http://"+c.HTTPAddr(), stream)
+		if err != nil {
+			return nil, err
+		}
+		if stream {
+			rep.Streaming = m
+		} else {
+			rep.NonStreaming = m
+		}
+	}
+	rep.DirectP99Ms, rep.CellP99Ms, rep.OverheadP99Ms = rep.NonStreaming.Direct.P99Ms, rep.NonStreaming.Cell.P99Ms, rep.NonStreaming.OverheadP99Ms
+	return rep, nil
+}
+
+// measure alternates direct and cell requests and returns both sides.
+func measure(ctx context.Context, client *http.Client, cfg Config, direct, viaCell string, stream bool) (Mode, error) {
+	prompt := make([]int, cfg.PromptTokens)
+	for i := range prompt {
+		prompt[i] = i % 50000
+	}
+	body, _ := json.Marshal(map[string]any{"model": "m", "prompt": prompt, "max_tokens": cfg.Chunks, "stream": stream})
+	var dl, cl []time.Duration
+	for i := 0; i < cfg.Warmup+cfg.Requests; i++ {
+		for side, base := range []string{direct, viaCell} {
+			d, err := call(ctx, client, base, body)
+			if err != nil {
+				return Mode{}, fmt.Errorf("overhead: %s request %d: %w", []string{"direct", "cell"}[side], i, err)
+			}
+			if i < cfg.Warmup {
+				continue
+			}
+			if side == 0 {
+				dl = append(dl, d)
+			} else {
+				cl = append(cl, d)
+			}
+		}
+	}
+	m := Mode{Direct: summarize(dl), Cell: summarize(cl)}
+	m.OverheadP50Ms = m.Cell.P50Ms - m.Direct.P50Ms
+	m.OverheadP99Ms = m.Cell.P99Ms - m.Direct.P99Ms
+	return m, nil
+}
+
+// call sends one request and reads the whole response.
+func call(ctx context.Context, client *http.Client, base string, body []byte) (time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	start := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	d := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, errors.New(resp.Status)
+	}
+	return d, nil
+}
+
+func summarize(ds []time.Duration) Side {
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	q := func(p float64) float64 { return float64(ds[int(p*float64(len(ds)-1))]) / 1e6 }
+	return Side{P50Ms: q(0.5), P90Ms: q(0.9), P99Ms: q(0.99)}
+}
