@@ -24,11 +24,14 @@ func byScore(rc *pipeline.Context, scores []float64, order []int) []int {
 	}
 	var top [Fallbacks]entry
 	n := 0
+	var seed uint64
+	if rc.Rand != nil {
+		seed = rc.Rand.Uint64()
+	}
 	for k, sc := range scores {
-		var tie uint32
-		if rc.Rand != nil {
-			tie = rc.Rand.Uint32()
-		}
+		// One random draw per decision, mixed with the position: as good a
+		// tie-break as a draw per candidate, at a multiply each.
+		tie := uint32(mix(seed, uint64(k)) >> 32)
 		e := entry{k, sc, tie}
 		if n == Fallbacks && !(e.s > top[n-1].s || (e.s == top[n-1].s && e.tie > top[n-1].tie)) {
 			continue

@@ -2,6 +2,8 @@ package plugins
 
 import (
 	"net"
+
+	"github.com/cellrouter/cellrouter/cell/index"
 	"sync/atomic"
 
 	"github.com/cellrouter/cellrouter/cell/pipeline"
@@ -35,13 +37,19 @@ func (s *KVCost) Score(rc *pipeline.Context, out []float64) {
 		w = *o
 	}
 	total := len(hs)
+	var depth [index.MaxPods]int32
+	if m != nil {
+		for _, g := range m.Groups() {
+			g.Pods.ForEach(func(s index.Slot) { depth[s] = int32(g.Depth) })
+		}
+	}
 	for k, i := range rc.Active() {
 		c := &rc.Candidates[i]
-		depth := 0
-		if m != nil && c.HasSlot {
-			depth = m.Depth(c.Slot)
+		d := 0
+		if c.HasSlot {
+			d = int(depth[c.Slot])
 		}
-		out[k] = -(w*float64(total-depth) + float64(c.ActiveBlocks))
+		out[k] = -(w*float64(total-d) + float64(c.ActiveBlocks))
 	}
 }
 
