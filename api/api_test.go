@@ -17,6 +17,7 @@ import (
 	// TestGeneratedMatchesProto compares with the .proto sources.
 	_ "github.com/cellrouter/cellrouter/api/cell/v1"
 	_ "github.com/cellrouter/cellrouter/api/events/v1"
+	_ "github.com/cellrouter/cellrouter/api/global/v1"
 )
 
 // protoFiles returns the .proto files under the api directory (the test's
