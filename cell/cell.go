@@ -10,12 +10,14 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
@@ -52,6 +54,8 @@ type Cell struct {
 	httpSrv          *http.Server
 	transports       []transport
 	metrics          []func(chan<- prometheus.Metric) // transports' exporters
+
+	gossipAddr atomic.Value // string
 
 	router  *router
 	proxy   *proxy.Proxy
@@ -114,7 +118,7 @@ func (c *Cell) buildServers() error {
 	if err != nil {
 		return err
 	}
-	c.grpcSrv = grpc.NewServer()
+	c.grpcSrv = grpc.NewServer(grpc.StatsHandler(otelgrpc.NewServerHandler()))
 	eventsv1.RegisterEventPublisherServer(c.grpcSrv, pub)
 	cellv1.RegisterCellServiceServer(c.grpcSrv, c.state)
 
@@ -215,6 +219,13 @@ func (c *Cell) Run(ctx context.Context) error {
 		defer wg.Done()
 		tickLoop(ctx, c.cfg.TickInterval, c.applier, func(msg string, args ...any) { c.log.Warn(msg, args...) })
 	}()
+	if c.cfg.Gossip.Bind != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fail(c.runGossip(ctx))
+		}()
+	}
 	if c.cfg.HealthInterval > 0 {
 		wg.Add(1)
 		go func() {

@@ -41,6 +41,8 @@ type Config struct {
 	// NATS configures the NATS JetStream transport; it runs when URL is set.
 	NATS NATSConfig `yaml:"nats"`
 
+	// Gossip joins the cell to the global tier's pool.
+	Gossip GossipConfig `yaml:"gossip"`
 	// Routing configures the routing pipeline and the data plane.
 	Routing RoutingConfig `yaml:"routing"`
 
@@ -153,6 +155,7 @@ func DefaultConfig() Config {
 		ZMQ:             ZMQConfig{TopicPrefix: "kv@", ReplayTimeout: 5 * time.Second},
 		NATS:            defaultNATS(),
 		Routing:         DefaultRoutingConfig(),
+		Gossip:          DefaultGossipConfig(),
 		TickInterval:    time.Second,
 		HealthInterval:  5 * time.Second,
 		HealthTimeout:   2 * time.Second,
@@ -221,6 +224,9 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := c.Routing.validate(); err != nil {
+		return err
+	}
+	if err := c.validateGossip(); err != nil {
 		return err
 	}
 	if c.ZMQ.ReplayTimeout <= 0 {

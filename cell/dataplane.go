@@ -28,6 +28,13 @@ import (
 // to prefetch offloaded blocks; others ignore it.
 const CacheHintHeader = "X-Cellrouter-Cache-Hint"
 
+// PodHeader and CellIDHeader tell the client which pod and cell served its
+// request (load generators count requests per pod with them).
+const (
+	PodHeader    = "X-Cellrouter-Pod"
+	CellIDHeader = "X-Cellrouter-Cell"
+)
+
 // Headers for per-request overrides of the default profile's parameters.
 const (
 	OverlapWeightHeader = "X-Cellrouter-Kv-Overlap-Weight"
@@ -211,6 +218,10 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 				upstream = nil
 			}
 			leg = "decode"
+		},
+		OnResponse: func(t proxy.Target, h http.Header) {
+			h.Set(PodHeader, t.Pod)
+			h.Set(CellIDHeader, c.cfg.CellID)
 		},
 		OnFirstByte: func(t proxy.Target) {
 			c.rm.ttft.Observe(time.Since(start).Seconds())

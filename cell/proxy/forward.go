@@ -168,6 +168,9 @@ func (p *Proxy) attempt(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	stream := resp.ContentLength < 0 || isEventStream(resp.Header.Get("Content-Type"))
 	rc := http.NewResponseController(w)
 	copyResponseHeader(w.Header(), resp.Header)
+	if h.OnResponse != nil {
+		h.OnResponse(t, w.Header())
+	}
 	w.WriteHeader(resp.StatusCode)
 
 	first := true

@@ -69,6 +69,10 @@ type Hooks struct {
 	// ended, with the prefill pod's usage (the realised cache hit of the
 	// prefill pick).
 	OnPrefillDone func(t Target, res Result)
+	// OnResponse is called with the client's response headers just before
+	// they are written (the pod's headers already copied in); it may add
+	// headers, e.g. which pod or cell answered.
+	OnResponse func(t Target, h http.Header)
 	// OnFirstByte is called when the first response byte was relayed to the
 	// client (the time to first token of a stream).
 	OnFirstByte func(t Target)

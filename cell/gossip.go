@@ -1,0 +1,182 @@
+package cell
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/cellrouter/cellrouter/cell/events"
+	"github.com/cellrouter/cellrouter/cell/index"
+	"github.com/cellrouter/cellrouter/cell/load"
+	"github.com/cellrouter/cellrouter/gossip"
+)
+
+// GossipConfig configures how the cell joins the gossip pool and
+// publishes its summary to the global tier.
+type GossipConfig struct {
+	// Bind is the memberlist address (host:port, port 0 picks one); empty
+	// keeps the cell out of any pool (a standalone cell).
+	Bind string `yaml:"bind"`
+	// Advertise is the address other nodes reach this one at, when Bind
+	// is a wildcard.
+	Advertise string `yaml:"advertise"`
+	// Seeds are pool members to join (host:port); the cell retries until
+	// one answers.
+	Seeds []string `yaml:"seeds"`
+	// SecretKey is the pool's encryption key, base64 of 16, 24 or 32 bytes;
+	// empty means an unencrypted pool.
+	SecretKey string `yaml:"secret_key"`
+	// SummaryInterval is how often the cell rebuilds and publishes its
+	// summary (one generation).
+	SummaryInterval time.Duration `yaml:"summary_interval"`
+	// Stride samples every Stride-th depth of each chain into the summary.
+	Stride int `yaml:"stride"`
+	// FalsePositiveRate is the summary's target false-positive rate.
+	FalsePositiveRate float64 `yaml:"false_positive_rate"`
+	// ProbeInterval and ProbeTimeout tune failure detection.
+	ProbeInterval time.Duration `yaml:"probe_interval"`
+	ProbeTimeout  time.Duration `yaml:"probe_timeout"`
+}
+
+// DefaultGossipConfig returns a standalone cell's settings with the
+// publication defaults used when Bind is set.
+func DefaultGossipConfig() GossipConfig {
+	d := gossip.DefaultConfig()
+	s := gossip.DefaultSummaryConfig()
+	return GossipConfig{SummaryInterval: 2 * time.Second, Stride: s.Stride, FalsePositiveRate: s.FalsePositiveRate,
+		ProbeInterval: d.ProbeInterval, ProbeTimeout: d.ProbeTimeout}
+}
+
+func (c Config) summaryConfig() gossip.SummaryConfig {
+	s := gossip.DefaultSummaryConfig()
+	s.Stride, s.FalsePositiveRate = c.Gossip.Stride, c.Gossip.FalsePositiveRate
+	return s
+}
+
+// gossipConfig maps the cell's settings onto the gossip node's, with the
+// cell's bound API addresses in the node metadata.
+func (c Config) gossipConfig(httpAddr, grpcAddr string) (gossip.Config, error) {
+	g := gossip.DefaultConfig()
+	host, port, err := net.SplitHostPort(c.Gossip.Bind)
+	if err != nil {
+		return g, fmt.Errorf("%w: gossip.bind %q: %v", ErrConfig, c.Gossip.Bind, err)
+	}
+	g.BindAddr = host
+	if g.BindPort, err = strconv.Atoi(port); err != nil {
+		return g, fmt.Errorf("%w: gossip.bind %q: bad port", ErrConfig, c.Gossip.Bind)
+	}
+	if c.Gossip.Advertise != "" {
+		ah, ap, err := net.SplitHostPort(c.Gossip.Advertise)
+		if err != nil {
+			return g, fmt.Errorf("%w: gossip.advertise %q: %v", ErrConfig, c.Gossip.Advertise, err)
+		}
+		g.AdvertiseAddr = ah
+		g.AdvertisePort, _ = strconv.Atoi(ap)
+	}
+	if c.Gossip.SecretKey != "" {
+		if g.SecretKey, err = base64.StdEncoding.DecodeString(c.Gossip.SecretKey); err != nil {
+			return g, fmt.Errorf("%w: gossip.secret_key: not base64: %v", ErrConfig, err)
+		}
+	}
+	g.NodeName = "cell/" + c.CellID
+	g.Role, g.CellID, g.HTTPAddr, g.GRPCAddr = gossip.RoleCell, c.CellID, httpAddr, grpcAddr
+	g.Seeds = c.Gossip.Seeds
+	g.ProbeInterval, g.ProbeTimeout = c.Gossip.ProbeInterval, c.Gossip.ProbeTimeout
+	return g, g.Validate()
+}
+
+func (c Config) validateGossip() error {
+	if c.Gossip.Bind == "" {
+		return nil
+	}
+	if c.Gossip.SummaryInterval <= 0 {
+		return fmt.Errorf("%w: gossip.summary_interval = %v: must be positive", ErrConfig, c.Gossip.SummaryInterval)
+	}
+	if err := c.summaryConfig().Validate(); err != nil {
+		return fmt.Errorf("%w: gossip: %v", ErrConfig, err)
+	}
+	_, err := c.gossipConfig("127.0.0.1:1", "127.0.0.1:2")
+	return err
+}
+
+// summarize builds the cell's summary: every indexed router block sampled
+// by its depth.
+func summarize(cfg gossip.SummaryConfig, a *events.Applier) (*gossip.Summary, error) {
+	b, err := gossip.NewBuilder(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a.ForEachBlock(func(h index.BlockHash, depth int) { b.Add(h, depth) })
+	return b.Build(), nil
+}
+
+// cellLoad is the load the cell gossips.
+func (c *Cell) cellLoad() gossip.Load {
+	var l gossip.Load
+	c.router.tracker.Snapshot(func(_ string, u *load.Usage) {
+		l.ActiveRequests += u.Requests
+		l.ActiveBlocks += u.Blocks
+	})
+	total := 0
+	for _, p := range c.reg.Snapshot() {
+		if p.State != events.StateDead {
+			l.Pods++
+			total += c.router.pods[p.ID].KVBlocks
+		}
+	}
+	l.FreeBlocks = max(0, total-l.ActiveBlocks)
+	return l
+}
+
+// runGossip joins the pool and publishes a summary every SummaryInterval
+// until ctx ends, then leaves the pool.
+func (c *Cell) runGossip(ctx context.Context) error {
+	gcfg, err := c.cfg.gossipConfig(c.HTTPAddr(), c.GRPCAddr())
+	if err != nil {
+		return err
+	}
+	node, err := gossip.Start(gcfg, nil)
+	if err != nil {
+		return fmt.Errorf("cell: gossip: %w", err)
+	}
+	c.gossipAddr.Store(node.Addr())
+	defer func() {
+		node.Leave(time.Second)
+		node.Shutdown()
+	}()
+	joined := len(c.cfg.Gossip.Seeds) == 0
+	scfg := c.cfg.summaryConfig()
+	t := time.NewTicker(c.cfg.Gossip.SummaryInterval)
+	defer t.Stop()
+	for {
+		if !joined {
+			if _, err := node.Join(c.cfg.Gossip.Seeds); err == nil {
+				joined = true
+			} else {
+				c.log.Warn("gossip: join failed, retrying", "seeds", c.cfg.Gossip.Seeds, "err", err)
+			}
+		}
+		s, err := summarize(scfg, c.applier)
+		if err == nil {
+			_, err = node.Publish(s, c.cellLoad())
+		}
+		if err != nil {
+			c.log.Warn("gossip: publish failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// GossipAddr returns the cell's gossip address once it joined ("" before,
+// or for a standalone cell).
+func (c *Cell) GossipAddr() string {
+	s, _ := c.gossipAddr.Load().(string)
+	return s
+}

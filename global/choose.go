@@ -1,0 +1,68 @@
+package global
+
+import "time"
+
+// ProbeAnswer is one cell's answer to a probe.
+type ProbeAnswer struct {
+	// Cell indexes the views.
+	Cell int
+	// Err is set when the probe failed (timeout, unreachable cell).
+	Err error
+	// Pod is the pod the cell would pick; Matched its prefix depth in
+	// blocks; Load its active blocks; Cost the cell's own cost for it.
+	Pod     string
+	Matched int
+	Load    float64
+	Cost    float64
+	// RTT is the probe's round-trip time.
+	RTT time.Duration
+}
+
+// ChooseConfig weighs the parts of a cell's cost.
+type ChooseConfig struct {
+	// PrefillWeight is the cost of one block to prefill, against one
+	// active block of load on the chosen pod (the cell's own cost model).
+	PrefillWeight float64
+	// RTTWeight is the cost of one millisecond of round-trip time, in
+	// blocks: across regions a farther cell must save that much prefill.
+	RTTWeight float64
+}
+
+// DefaultChooseConfig follows the cells' default cost.
+func DefaultChooseConfig() ChooseConfig { return ChooseConfig{PrefillWeight: 1, RTTWeight: 1} }
+
+// Choose orders the answered cells by cost, lowest first: for each,
+// PrefillWeight*(total-matched) + load of its pick + RTTWeight*rtt_ms. Cells
+// whose probe failed come last, in their search order. It is pure.
+func Choose(cfg ChooseConfig, answers []ProbeAnswer, total int) []int {
+	type scored struct {
+		cell int
+		cost float64
+		ok   bool
+	}
+	s := make([]scored, len(answers))
+	for i, a := range answers {
+		s[i] = scored{cell: a.Cell, ok: a.Err == nil}
+		if a.Err == nil {
+			s[i].cost = cfg.PrefillWeight*float64(total-a.Matched) + a.Load + cfg.RTTWeight*float64(a.RTT)/float64(time.Millisecond)
+		}
+	}
+	// Stable insertion sort: answers are few.
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && less(s[j].ok, s[j].cost, s[j-1].ok, s[j-1].cost); j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	out := make([]int, len(s))
+	for i := range s {
+		out[i] = s[i].cell
+	}
+	return out
+}
+
+func less(aok bool, a float64, bok bool, b float64) bool {
+	if aok != bok {
+		return aok
+	}
+	return aok && a < b
+}

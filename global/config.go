@@ -1,0 +1,92 @@
+package global
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cell/proxy"
+)
+
+// Config configures a global router.
+type Config struct {
+	// HTTPAddr serves the OpenAI data plane, /metrics, /healthz, /readyz
+	// and REST of GlobalService; GRPCAddr serves GlobalService.
+	HTTPAddr, GRPCAddr string
+	// BlockSize is the cells' router block size: the global tier hashes
+	// requests exactly as cells do, or summaries never match.
+	BlockSize int
+	// Search and Choose tune candidate search and the choice among probes.
+	Search SearchConfig
+	Choose ChooseConfig
+	// ProbeTimeout bounds each probe; a cell that does not answer in time
+	// is treated as failed for this request.
+	ProbeTimeout time.Duration
+	// ConnectTimeout, ResponseHeaderTimeout and RequestTimeout bound the
+	// hand-off; MaxAttempts is the cells tried before the first byte.
+	ConnectTimeout, ResponseHeaderTimeout, RequestTimeout time.Duration
+	MaxAttempts                                           int
+	// MaxBodyBytes bounds a request body.
+	MaxBodyBytes int64
+	// ShutdownTimeout bounds the graceful stop.
+	ShutdownTimeout time.Duration
+}
+
+// DefaultConfig returns the defaults globald starts from.
+func DefaultConfig() Config {
+	p := proxy.DefaultConfig()
+	return Config{
+		HTTPAddr:              "127.0.0.1:8000",
+		GRPCAddr:              "127.0.0.1:8001",
+		BlockSize:             blockhash.DefaultBlockSize,
+		Search:                DefaultSearchConfig(),
+		Choose:                DefaultChooseConfig(),
+		ProbeTimeout:          50 * time.Millisecond,
+		ConnectTimeout:        p.ConnectTimeout,
+		ResponseHeaderTimeout: p.ResponseHeaderTimeout,
+		RequestTimeout:        p.RequestTimeout,
+		MaxAttempts:           3,
+		MaxBodyBytes:          32 << 20,
+		ShutdownTimeout:       5 * time.Second,
+	}
+}
+
+// Validate reports the first invalid field with its value.
+func (c Config) Validate() error {
+	bad := func(field string, v any, why string) error {
+		return fmt.Errorf("%w: %s = %v: %s", ErrInvalidConfig, field, v, why)
+	}
+	for _, a := range []struct{ f, v string }{{"http_addr", c.HTTPAddr}, {"grpc_addr", c.GRPCAddr}} {
+		if _, _, err := net.SplitHostPort(a.v); err != nil {
+			return bad(a.f, fmt.Sprintf("%q", a.v), "want host:port")
+		}
+	}
+	switch {
+	case c.BlockSize < blockhash.MinBlockSize || c.BlockSize > blockhash.MaxBlockSize:
+		return bad("block_size", c.BlockSize, "out of range")
+	case c.Search.MaxProbes < 1:
+		return bad("max_probes", c.Search.MaxProbes, "want >= 1")
+	case c.Search.Slack < 0:
+		return bad("probe_slack", c.Search.Slack, "want >= 0")
+	case c.Search.ColdBlocks < 1:
+		return bad("cold_blocks", c.Search.ColdBlocks, "want >= 1")
+	case c.Choose.PrefillWeight < 0 || c.Choose.RTTWeight < 0:
+		return bad("choose weights", c.Choose, "must not be negative")
+	case c.ProbeTimeout <= 0:
+		return bad("probe_timeout", c.ProbeTimeout, "must be positive")
+	case c.MaxAttempts < 1:
+		return bad("max_attempts", c.MaxAttempts, "want >= 1")
+	case c.MaxBodyBytes < 1024:
+		return bad("max_body_bytes", c.MaxBodyBytes, "want >= 1024")
+	case c.ShutdownTimeout <= 0:
+		return bad("shutdown_timeout", c.ShutdownTimeout, "must be positive")
+	}
+	return c.proxyConfig().Validate()
+}
+
+func (c Config) proxyConfig() proxy.Config {
+	p := proxy.DefaultConfig()
+	p.ConnectTimeout, p.ResponseHeaderTimeout, p.RequestTimeout, p.MaxAttempts = c.ConnectTimeout, c.ResponseHeaderTimeout, c.RequestTimeout, c.MaxAttempts
+	return p
+}

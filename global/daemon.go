@@ -1,0 +1,145 @@
+package global
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cellrouter/cellrouter/gossip"
+)
+
+// PoolConfig says how globald joins the gossip pool of cells.
+type PoolConfig struct {
+	// Bind is the memberlist address (host:port, port 0 picks one).
+	Bind string `yaml:"bind"`
+	// Advertise is the address others reach this node at (optional).
+	Advertise string `yaml:"advertise"`
+	// Seeds are pool members to join (host:port).
+	Seeds []string `yaml:"seeds"`
+	// SecretKey is the pool's key, base64 of 16, 24 or 32 bytes; empty
+	// means an unencrypted pool.
+	SecretKey string `yaml:"secret_key"`
+	// Name is this replica's node name (default "global/<bind>").
+	Name string `yaml:"name"`
+	// ProbeInterval and ProbeTimeout tune failure detection of cells.
+	ProbeInterval time.Duration `yaml:"probe_interval"`
+	ProbeTimeout  time.Duration `yaml:"probe_timeout"`
+}
+
+// DefaultPoolConfig binds memberlist's usual port on loopback.
+func DefaultPoolConfig() PoolConfig {
+	d := gossip.DefaultConfig()
+	return PoolConfig{Bind: "127.0.0.1:7946", ProbeInterval: d.ProbeInterval, ProbeTimeout: d.ProbeTimeout}
+}
+
+func (p PoolConfig) gossipConfig(httpAddr, grpcAddr string) (gossip.Config, error) {
+	g := gossip.DefaultConfig()
+	host, port, err := net.SplitHostPort(p.Bind)
+	if err != nil {
+		return g, fmt.Errorf("%w: pool bind %q: %v", ErrInvalidConfig, p.Bind, err)
+	}
+	g.BindAddr = host
+	if g.BindPort, err = strconv.Atoi(port); err != nil {
+		return g, fmt.Errorf("%w: pool bind %q: bad port", ErrInvalidConfig, p.Bind)
+	}
+	if p.Advertise != "" {
+		ah, ap, err := net.SplitHostPort(p.Advertise)
+		if err != nil {
+			return g, fmt.Errorf("%w: pool advertise %q: %v", ErrInvalidConfig, p.Advertise, err)
+		}
+		g.AdvertiseAddr = ah
+		g.AdvertisePort, _ = strconv.Atoi(ap)
+	}
+	if p.SecretKey != "" {
+		if g.SecretKey, err = base64.StdEncoding.DecodeString(p.SecretKey); err != nil {
+			return g, fmt.Errorf("%w: pool secret_key: not base64: %v", ErrInvalidConfig, err)
+		}
+	}
+	g.NodeName = p.Name
+	if g.NodeName == "" {
+		g.NodeName = "global/" + httpAddr
+	}
+	g.Role, g.HTTPAddr, g.GRPCAddr, g.Seeds = gossip.RoleGlobal, httpAddr, grpcAddr, p.Seeds
+	g.ProbeInterval, g.ProbeTimeout = p.ProbeInterval, p.ProbeTimeout
+	return g, g.Validate()
+}
+
+// Daemon is a global replica joined to the pool.
+type Daemon struct {
+	*Global
+	node *gossip.Node
+	pool PoolConfig
+}
+
+// NewDaemon builds the router, opens its listeners and joins the pool (the
+// join is retried in Run until a seed answers).
+func NewDaemon(cfg Config, pool PoolConfig, log *slog.Logger) (*Daemon, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	d := &Daemon{pool: pool}
+	dir := &lazyDirectory{}
+	g, err := New(cfg, dir, nil, log)
+	if err != nil {
+		return nil, err
+	}
+	gcfg, err := pool.gossipConfig(g.HTTPAddr(), g.GRPCAddr())
+	if err != nil {
+		return nil, err
+	}
+	gcfg.Seeds = nil // joined in Run, with retries
+	if d.node, err = gossip.Start(gcfg, nil); err != nil {
+		return nil, fmt.Errorf("global: gossip: %w", err)
+	}
+	dir.dir = GossipDirectory{Table: d.node.Table()}
+	d.Global = g
+	return d, nil
+}
+
+// GossipAddr is the replica's memberlist address: a seed for cells.
+func (d *Daemon) GossipAddr() string { return d.node.Addr() }
+
+// Run joins the seeds (retrying) and serves until ctx ends; then it leaves
+// the pool.
+func (d *Daemon) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var joiner sync.WaitGroup
+	defer func() {
+		cancel()
+		joiner.Wait()
+		d.node.Leave(time.Second)
+		d.node.Shutdown()
+	}()
+	if len(d.pool.Seeds) > 0 {
+		joiner.Add(1)
+		go func() {
+			defer joiner.Done()
+			for ctx.Err() == nil {
+				if _, err := d.node.Join(d.pool.Seeds); err == nil {
+					return
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+		}()
+	}
+	return d.Global.Run(ctx)
+}
+
+// lazyDirectory lets the router be built before the gossip node (whose
+// metadata needs the router's bound addresses).
+type lazyDirectory struct{ dir Directory }
+
+func (l *lazyDirectory) Cells() []CellView {
+	if l.dir == nil {
+		return nil
+	}
+	return l.dir.Cells()
+}

@@ -1,0 +1,155 @@
+package global
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/cellrouter/cellrouter/api/openai"
+	"github.com/cellrouter/cellrouter/cell/proxy"
+	"github.com/cellrouter/cellrouter/cell/telemetry"
+)
+
+// CellHeader tells the client which cell served its request.
+const CellHeader = "X-Cellrouter-Cell"
+
+// serveInference is the global data plane: parse, decide, hand off.
+func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := tracer().Start(ctx, "global.request", trace.WithSpanKind(trace.SpanKindServer))
+		defer span.End()
+		body, err := openai.ReadBody(w, r, g.cfg.MaxBodyBytes)
+		if err != nil {
+			openai.WriteRequestError(w, err)
+			return
+		}
+		oreq, err := openai.ParseRequest(kind, body)
+		if err != nil {
+			openai.WriteRequestError(w, err)
+			return
+		}
+		req := &Request{Model: oreq.Model, CacheSalt: oreq.CacheSalt}
+		if kind == openai.KindCompletion && oreq.Prompt.IsTokens() {
+			req.TokenIDs = oreq.Prompt.Tokens
+		} else if kind == openai.KindCompletion {
+			req.Prompt = oreq.Prompt.Text
+		} else if len(oreq.Messages) > 0 {
+			req.Prompt = oreq.Messages[0].Content
+		}
+		d, err := g.rt.Decide(ctx, req)
+		path := "summary"
+		if d != nil && d.Cold {
+			path = "cold"
+		}
+		if err != nil {
+			g.m.requests.WithLabelValues(path, "no_cell").Inc()
+			span.SetStatus(codes.Error, err.Error())
+			openai.WriteError(w, http.StatusServiceUnavailable, "routing_error", err.Error())
+			return
+		}
+		g.m.decisionTime.Observe(d.Took.Seconds())
+		g.m.probes.Observe(float64(len(d.Answers)))
+		g.m.candidates.Observe(float64(len(d.Candidates)))
+		for _, a := range d.Answers {
+			if a.Err != nil {
+				g.m.probeErrors.Inc()
+			}
+		}
+		span.SetAttributes(attribute.String("cellrouter.path", path), attribute.Int("cellrouter.probes", len(d.Answers)),
+			attribute.Int("cellrouter.blocks", d.Blocks))
+		g.handoff(w, r.WithContext(ctx), body, d, path)
+	}
+}
+
+// handoff sends the request to the chosen cell, whose picker makes the
+// final choice, and to the next cells while no byte reached the client.
+func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d *Decision, path string) {
+	predicted := map[string]int{}
+	for _, a := range d.Answers {
+		if a.Err == nil {
+			predicted[d.Views[a.Cell].ID] = a.Matched
+		}
+	}
+	targets := make([]proxy.Target, 0, len(d.Order))
+	for _, i := range d.Order {
+		v := &d.Views[i]
+		targets = append(targets, proxy.Target{Pod: v.ID, Address: v.HTTPAddr, Header: http.Header{CellHeader: {v.ID}}})
+	}
+	var span trace.Span
+	start := time.Now()
+	hooks := proxy.Hooks{
+		OnRequest: func(t proxy.Target, out *http.Request) {
+			var ctx = r.Context()
+			ctx, span = tracer().Start(ctx, "global.handoff", trace.WithSpanKind(trace.SpanKindClient),
+				trace.WithAttributes(attribute.String("cellrouter.cell", t.Pod)))
+			telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(out.Header))
+		},
+		OnRetry: func(t proxy.Target, attempt int, err error) {
+			g.m.retries.Inc()
+			if span != nil {
+				span.RecordError(err)
+				span.End()
+				span = nil
+			}
+		},
+		OnResponse: func(t proxy.Target, h http.Header) {
+			h.Set(CellHeader, t.Pod)
+		},
+		OnDone: func(t proxy.Target, res proxy.Result) {
+			g.m.handoffs.WithLabelValues(statusClass(res.Status)).Inc()
+			if res.Usage != nil {
+				g.m.promptTok.Add(float64(res.Usage.PromptTokens))
+				g.m.realisedTok.Add(float64(res.Usage.CachedTokens))
+				g.m.predictedTok.Add(float64(predicted[t.Pod] * g.cfg.BlockSize))
+			}
+			if span != nil {
+				span.SetAttributes(attribute.Int("http.response.status_code", res.Status),
+					attribute.Float64("cellrouter.elapsed_ms", float64(time.Since(start))/1e6))
+				span.End()
+				span = nil
+			}
+		},
+	}
+	err := g.proxy.Forward(w, r, body, targets, hooks)
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	g.m.requests.WithLabelValues(path, outcome).Inc()
+	if errors.Is(err, proxy.ErrMidStream) {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// serveModels relays GET /v1/models from a usable cell.
+func (g *Global) serveModels(w http.ResponseWriter, r *http.Request) {
+	var targets []proxy.Target
+	for _, v := range g.rt.views() {
+		if v.usable() {
+			targets = append(targets, proxy.Target{Pod: v.ID, Address: v.HTTPAddr})
+		}
+	}
+	if len(targets) == 0 {
+		openai.WriteError(w, http.StatusServiceUnavailable, "routing_error", "global: no cell to list models")
+		return
+	}
+	g.proxy.Forward(w, r, nil, targets, proxy.Hooks{})
+}
+
+func statusClass(code int) string {
+	switch {
+	case code == 0:
+		return "none"
+	case code < 300:
+		return "2xx"
+	case code < 500:
+		return "4xx"
+	}
+	return "5xx"
+}

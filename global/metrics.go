@@ -1,0 +1,78 @@
+package global
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are the global tier's Prometheus metrics.
+type metrics struct {
+	requests     *prometheus.CounterVec
+	decisionTime prometheus.Histogram
+	probes       prometheus.Histogram
+	candidates   prometheus.Histogram
+	probeErrors  prometheus.Counter
+	handoffs     *prometheus.CounterVec
+	retries      prometheus.Counter
+	predictedTok prometheus.Counter
+	realisedTok  prometheus.Counter
+	promptTok    prometheus.Counter
+	cells        *prometheus.GaugeVec
+	summaryAge   *prometheus.GaugeVec
+	summaryBytes *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellrouter_global_requests_total",
+			Help: "Requests by path: summary (probed) or cold (stable hash), and outcome."}, []string{"path", "outcome"}),
+		decisionTime: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cellrouter_global_decision_seconds",
+			Help: "Time to choose a cell, probes included.", Buckets: prometheus.ExponentialBuckets(1e-5, 2, 16)}),
+		probes: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cellrouter_global_probes_per_request",
+			Help: "Cells probed per request.", Buckets: []float64{0, 1, 2, 3, 4, 6, 8}}),
+		candidates: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cellrouter_global_candidates_per_request",
+			Help: "Cells whose summary suggested the prefix.", Buckets: []float64{0, 1, 2, 3, 4, 8, 16, 32, 64}}),
+		probeErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "cellrouter_global_probe_errors_total",
+			Help: "Probes that failed or timed out."}),
+		handoffs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellrouter_global_handoffs_total",
+			Help: "Hand-offs to cells by status class."}, []string{"status"}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "cellrouter_global_handoff_retries_total",
+			Help: "Hand-offs that failed before the first byte and moved to the next cell."}),
+		predictedTok: prometheus.NewCounter(prometheus.CounterOpts{Name: "cellrouter_global_predicted_cached_tokens_total",
+			Help: "Prompt tokens the chosen cell's probe answer predicted cached."}),
+		realisedTok: prometheus.NewCounter(prometheus.CounterOpts{Name: "cellrouter_global_realised_cached_tokens_total",
+			Help: "Prompt tokens the pods reported served from cache."}),
+		promptTok: prometheus.NewCounter(prometheus.CounterOpts{Name: "cellrouter_global_prompt_tokens_total",
+			Help: "Prompt tokens the pods reported."}),
+		cells: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cellrouter_global_cells",
+			Help: "Cells known, by state."}, []string{"state"}),
+		summaryAge: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cellrouter_global_summary_age_seconds",
+			Help: "Age of each cell's summary."}, []string{"cell"}),
+		summaryBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cellrouter_global_summary_bytes",
+			Help: "Size of each cell's summary."}, []string{"cell"}),
+	}
+	reg.MustRegister(m.requests, m.decisionTime, m.probes, m.candidates, m.probeErrors, m.handoffs, m.retries,
+		m.predictedTok, m.realisedTok, m.promptTok, m.cells, m.summaryAge, m.summaryBytes)
+	return m
+}
+
+// observeCells refreshes the per-cell gauges from a directory snapshot.
+func (m *metrics) observeCells(views []CellView) {
+	m.summaryAge.Reset()
+	m.summaryBytes.Reset()
+	counts := map[string]int{"alive": 0, "dead": 0, "draining": 0}
+	for _, v := range views {
+		switch {
+		case !v.Alive:
+			counts["dead"]++
+		case v.Draining:
+			counts["draining"]++
+		default:
+			counts["alive"]++
+		}
+		if v.Summary != nil {
+			m.summaryAge.WithLabelValues(v.ID).Set(v.SummaryAge.Seconds())
+			m.summaryBytes.WithLabelValues(v.ID).Set(float64(v.SummaryBytes))
+		}
+	}
+	for s, n := range counts {
+		m.cells.WithLabelValues(s).Set(float64(n))
+	}
+}

@@ -1,0 +1,105 @@
+package global
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
+)
+
+// Prober asks one cell for its exact answer (CellService.Route, which
+// changes nothing in the cell). It may be called concurrently.
+type Prober interface {
+	Probe(ctx context.Context, cell *CellView, req *cellv1.RouteRequest) (*cellv1.RouteResponse, error)
+}
+
+// grpcProber keeps one client connection per cell.
+type grpcProber struct {
+	mu    sync.Mutex
+	conns map[string]*grpc.ClientConn
+}
+
+func newGRPCProber() *grpcProber { return &grpcProber{conns: map[string]*grpc.ClientConn{}} }
+
+func (p *grpcProber) conn(addr string) (*grpc.ClientConn, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.conns[addr]; ok {
+		return c, nil
+	}
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithStatsHandler(otelgrpc.NewClientHandler()))
+	if err != nil {
+		return nil, err
+	}
+	p.conns[addr] = c
+	return c, nil
+}
+
+// Probe implements Prober.
+func (p *grpcProber) Probe(ctx context.Context, cell *CellView, req *cellv1.RouteRequest) (*cellv1.RouteResponse, error) {
+	c, err := p.conn(cell.GRPCAddr)
+	if err != nil {
+		return nil, err
+	}
+	return cellv1.NewCellServiceClient(c).Route(ctx, req)
+}
+
+// forget closes connections to cells that are gone.
+func (p *grpcProber) forget(keep map[string]bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for addr, c := range p.conns {
+		if !keep[addr] {
+			c.Close()
+			delete(p.conns, addr)
+		}
+	}
+}
+
+func (p *grpcProber) close() {
+	p.forget(nil)
+}
+
+// probeAll probes the candidates in parallel, each bounded by timeout, with
+// a span per probe, and returns the answers in candidate order.
+func probeAll(ctx context.Context, pr Prober, timeout time.Duration, views []CellView, cands []Candidate, req *cellv1.RouteRequest) []ProbeAnswer {
+	answers := make([]ProbeAnswer, len(cands))
+	var wg sync.WaitGroup
+	for i, c := range cands {
+		wg.Add(1)
+		go func(i int, c Candidate) {
+			defer wg.Done()
+			v := &views[c.Cell]
+			pctx, span := tracer().Start(ctx, "global.probe", withAttrs(
+				attribute.String("cellrouter.cell", v.ID), attribute.Int("cellrouter.estimated_blocks", c.Estimated)))
+			defer span.End()
+			pctx, cancel := context.WithTimeout(pctx, timeout)
+			defer cancel()
+			start := time.Now()
+			resp, err := pr.Probe(pctx, v, req)
+			a := ProbeAnswer{Cell: c.Cell, Err: err, RTT: time.Since(start)}
+			if err == nil && resp.GetPick() != nil {
+				a.Pod, a.Matched, a.Load, a.Cost = resp.GetPick().GetPod(), int(resp.GetPick().GetMatchedBlocks()), resp.GetPick().GetLoad(), resp.GetPick().GetCost()
+			} else if err == nil {
+				a.Err = errNoPick
+			}
+			span.SetAttributes(attribute.Float64("cellrouter.rtt_ms", float64(a.RTT)/1e6), attribute.Int("cellrouter.matched_blocks", a.Matched),
+				attribute.String("cellrouter.pod", a.Pod))
+			if a.Err != nil {
+				span.RecordError(a.Err)
+				span.SetStatus(codes.Error, a.Err.Error())
+			}
+			answers[i] = a
+		}(i, c)
+	}
+	wg.Wait()
+	return answers
+}

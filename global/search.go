@@ -1,0 +1,127 @@
+package global
+
+import (
+	"sort"
+
+	"github.com/cellrouter/cellrouter/cell/blockhash"
+)
+
+// Candidate is a cell the summaries suggest for a request.
+type Candidate struct {
+	// Cell indexes the views the search was given.
+	Cell int
+	// Estimated is the prefix depth the summary suggests, in blocks.
+	Estimated int
+}
+
+// SearchConfig tunes the candidate search.
+type SearchConfig struct {
+	// MaxProbes is the most cells probed per request.
+	MaxProbes int
+	// Slack keeps, besides the best estimate, cells whose estimate is at
+	// least the best minus Slack blocks (Bloom sampling and false positives
+	// make estimates coarse), up to MaxProbes.
+	Slack int
+	// ColdBlocks is how many leading blocks name a cold prompt for the
+	// stable hash (two choices).
+	ColdBlocks int
+}
+
+// DefaultSearchConfig probes at most two cells.
+func DefaultSearchConfig() SearchConfig {
+	return SearchConfig{MaxProbes: 2, Slack: 8, ColdBlocks: 4}
+}
+
+// Search finds the cells to probe for chain: the usable cells whose summary
+// suggests the deepest prefix, best first (ties to the less loaded). When no
+// summary knows even the first block, cold is true and the candidates are
+// the two cells a stable hash of the first blocks chooses (rendezvous
+// hashing), the less loaded first, so repeated cold prompts meet their cache
+// in the same cell. Search is pure and allocates only its result.
+func Search(cfg SearchConfig, views []CellView, chain []blockhash.Hash, coldKey uint64) (cands []Candidate, cold bool) {
+	best := 0
+	for i := range views {
+		v := &views[i]
+		if !v.usable() || v.Summary == nil || len(chain) == 0 {
+			continue
+		}
+		if d := v.Summary.Depth(chain); d > 0 {
+			cands = append(cands, Candidate{Cell: i, Estimated: d})
+			best = max(best, d)
+		}
+	}
+	if len(cands) > 0 {
+		sort.Slice(cands, func(a, b int) bool {
+			if cands[a].Estimated != cands[b].Estimated {
+				return cands[a].Estimated > cands[b].Estimated
+			}
+			return loadOf(&views[cands[a].Cell]) < loadOf(&views[cands[b].Cell])
+		})
+		keep := 0
+		for _, c := range cands {
+			if keep == cfg.MaxProbes || c.Estimated < best-cfg.Slack {
+				break
+			}
+			cands[keep] = c
+			keep++
+		}
+		return cands[:keep], false
+	}
+	if len(chain) > 0 {
+		coldKey = uint64(chain[min(cfg.ColdBlocks, len(chain))-1])
+	}
+	return twoChoices(views, coldKey), true
+}
+
+// loadOf orders cells by load: active blocks, then requests.
+func loadOf(v *CellView) float64 {
+	return float64(v.Load.ActiveBlocks) + float64(v.Load.ActiveRequests)/1024
+}
+
+// twoChoices returns the two usable cells with the highest rendezvous
+// weight for key, the less loaded first.
+func twoChoices(views []CellView, key uint64) []Candidate {
+	first, second := -1, -1
+	var w1, w2 uint64
+	for i := range views {
+		if !views[i].usable() {
+			continue
+		}
+		w := mix(key, fnv(views[i].ID))
+		switch {
+		case first < 0 || w > w1:
+			second, w2 = first, w1
+			first, w1 = i, w
+		case second < 0 || w > w2:
+			second, w2 = i, w
+		}
+	}
+	var out []Candidate
+	if first >= 0 {
+		out = append(out, Candidate{Cell: first})
+	}
+	if second >= 0 {
+		out = append(out, Candidate{Cell: second})
+		if loadOf(&views[second]) < loadOf(&views[first]) {
+			out[0], out[1] = out[1], out[0]
+		}
+	}
+	return out
+}
+
+func mix(a, b uint64) uint64 {
+	x := a ^ (b * 0x9E3779B97F4A7C15)
+	x ^= x >> 31
+	x *= 0xBF58476D1CE4E5B9
+	x ^= x >> 29
+	return x
+}
+
+func fnv(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}

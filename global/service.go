@@ -1,0 +1,96 @@
+package global
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	globalv1 "github.com/cellrouter/cellrouter/api/global/v1"
+)
+
+// service serves GlobalService.
+type service struct {
+	globalv1.UnimplementedGlobalServiceServer
+	rt *Router
+}
+
+var _ globalv1.GlobalServiceServer = (*service)(nil)
+
+// Route answers where a request would go without sending it.
+func (s *service) Route(ctx context.Context, req *globalv1.RouteRequest) (*globalv1.RouteResponse, error) {
+	if len(req.GetTokenIds()) == 0 && req.GetPrompt() == "" {
+		return nil, status.Error(codes.InvalidArgument, "global: Route needs token_ids or a prompt")
+	}
+	d, err := s.rt.Decide(ctx, &Request{Model: req.GetModel(), TokenIDs: req.GetTokenIds(), Prompt: req.GetPrompt()})
+	if errors.Is(err, ErrNoCell) {
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return routeResponse(d), nil
+}
+
+func routeResponse(d *Decision) *globalv1.RouteResponse {
+	resp := &globalv1.RouteResponse{TotalBlocks: uint32(d.Blocks), ColdPath: d.Cold, DecisionNs: uint64(d.Took.Nanoseconds()),
+		Probes: uint32(len(d.Answers))}
+	if len(d.Order) > 0 {
+		resp.Cell = d.Views[d.Order[0]].ID
+	}
+	answer := map[int]ProbeAnswer{}
+	for _, a := range d.Answers {
+		answer[a.Cell] = a
+	}
+	for _, c := range d.Candidates {
+		cc := &globalv1.CellCandidate{Cell: d.Views[c.Cell].ID, EstimatedBlocks: uint32(c.Estimated)}
+		if a, ok := answer[c.Cell]; ok {
+			cc.Probed = true
+			cc.MatchedBlocks, cc.Pod, cc.Load, cc.Cost = uint32(a.Matched), a.Pod, a.Load, a.Cost
+			cc.RttMs = float64(a.RTT) / 1e6
+			if a.Err != nil {
+				cc.Error = a.Err.Error()
+			}
+		}
+		resp.Candidates = append(resp.Candidates, cc)
+	}
+	return resp
+}
+
+func cellInfo(v *CellView) *globalv1.CellInfo {
+	state := "alive"
+	if !v.Alive {
+		state = "dead"
+	}
+	return &globalv1.CellInfo{Id: v.ID, HttpAddr: v.HTTPAddr, GrpcAddr: v.GRPCAddr, State: state, Draining: v.Draining,
+		SummaryGeneration: v.SummaryGen, SummaryAgeSeconds: v.SummaryAge.Seconds(), SummaryBytes: uint64(v.SummaryBytes),
+		ActiveRequests: uint64(v.Load.ActiveRequests), ActiveBlocks: uint64(v.Load.ActiveBlocks), FreeBlocks: uint64(v.Load.FreeBlocks),
+		Pods: uint32(v.Load.Pods)}
+}
+
+// ListCells lists the known cells.
+func (s *service) ListCells(context.Context, *globalv1.ListCellsRequest) (*globalv1.ListCellsResponse, error) {
+	resp := &globalv1.ListCellsResponse{}
+	views := s.rt.views()
+	for i := range views {
+		resp.Cells = append(resp.Cells, cellInfo(&views[i]))
+	}
+	return resp, nil
+}
+
+// DrainCell stops (or, with cancel, resumes) sending new requests to a cell.
+func (s *service) DrainCell(_ context.Context, req *globalv1.DrainCellRequest) (*globalv1.DrainCellResponse, error) {
+	if req.GetId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "global: DrainCell needs a cell id")
+	}
+	views := s.rt.views()
+	for i := range views {
+		if views[i].ID == req.GetId() {
+			changed := s.rt.SetDraining(req.GetId(), !req.GetCancel())
+			views[i].Draining = !req.GetCancel()
+			return &globalv1.DrainCellResponse{Cell: cellInfo(&views[i]), Changed: changed}, nil
+		}
+	}
+	return nil, status.Errorf(codes.NotFound, "global: no cell %q", req.GetId())
+}

@@ -1,0 +1,50 @@
+package global
+
+import (
+	"time"
+
+	"github.com/cellrouter/cellrouter/cell/blockhash"
+)
+
+// Estimator estimates how many leading blocks of a chain a cell may hold:
+// a gossiped summary. It must be safe for concurrent use.
+type Estimator interface {
+	Depth(chain []blockhash.Hash) int
+}
+
+// CellLoad is a cell's load as it gossips it.
+type CellLoad struct {
+	ActiveRequests, ActiveBlocks, FreeBlocks, Pods int
+}
+
+// CellView is what the global router knows of one cell when it decides.
+type CellView struct {
+	// ID names the cell; HTTPAddr takes requests; GRPCAddr takes probes.
+	ID, HTTPAddr, GRPCAddr string
+	// Alive is memberlist's view; Draining is the operator's.
+	Alive, Draining bool
+	// Summary is the cell's latest summary (nil until one arrived).
+	Summary Estimator
+	// SummaryGen and SummaryAge say how fresh the summary is.
+	SummaryGen uint64
+	SummaryAge time.Duration
+	// SummaryBytes is the summary's size.
+	SummaryBytes int
+	// Load rides along with the summary.
+	Load CellLoad
+}
+
+// usable reports whether the cell may take new requests.
+func (v *CellView) usable() bool { return v.Alive && !v.Draining && v.HTTPAddr != "" }
+
+// Directory is the source of cell views: the gossip table in globald, a
+// fixed list in tests. Cells must return a snapshot the caller owns.
+type Directory interface {
+	Cells() []CellView
+}
+
+// StaticDirectory is a fixed list of cells.
+type StaticDirectory []CellView
+
+// Cells implements Directory.
+func (d StaticDirectory) Cells() []CellView { return append([]CellView(nil), d...) }
