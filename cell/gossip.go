@@ -102,15 +102,14 @@ func (c Config) validateGossip() error {
 	return err
 }
 
-// summarize builds the cell's summary: every indexed router block sampled
-// by its depth.
-func summarize(cfg gossip.SummaryConfig, a *events.Applier) (*gossip.Summary, error) {
-	b, err := gossip.NewBuilder(cfg)
-	if err != nil {
-		return nil, err
-	}
+// summarize builds the cell's summary with b: every indexed router block
+// sampled by its depth. One Builder serves the cell's whole life, so the
+// filter's shape (and with it delta shipping) stays stable across
+// generations.
+func summarize(b *gossip.Builder, a *events.Applier) *gossip.Summary {
+	b.Reset()
 	a.ForEachBlock(func(h index.BlockHash, depth int) { b.Add(h, depth) })
-	return b.Build(), nil
+	return b.Build()
 }
 
 // cellLoad is the load the cell gossips.
@@ -148,7 +147,10 @@ func (c *Cell) runGossip(ctx context.Context) error {
 		node.Shutdown()
 	}()
 	joined := len(c.cfg.Gossip.Seeds) == 0
-	scfg := c.cfg.summaryConfig()
+	builder, err := gossip.NewBuilder(c.cfg.summaryConfig())
+	if err != nil {
+		return err
+	}
 	t := time.NewTicker(c.cfg.Gossip.SummaryInterval)
 	defer t.Stop()
 	for {
@@ -159,11 +161,7 @@ func (c *Cell) runGossip(ctx context.Context) error {
 				c.log.Warn("gossip: join failed, retrying", "seeds", c.cfg.Gossip.Seeds, "err", err)
 			}
 		}
-		s, err := summarize(scfg, c.applier)
-		if err == nil {
-			_, err = node.Publish(s, c.cellLoad())
-		}
-		if err != nil {
+		if _, err := node.Publish(summarize(builder, c.applier), c.cellLoad()); err != nil {
 			c.log.Warn("gossip: publish failed", "err", err)
 		}
 		select {

@@ -15,7 +15,12 @@ import (
 
 // tracer is the cell's OpenTelemetry tracer: a no-op unless the daemon
 // installed a provider (telemetry.Setup).
-func tracer() trace.Tracer { return otel.Tracer("github.com/cellrouter/cellrouter/cell") }
+func tracer() trace.Tracer { return cellTracer }
+
+// cellTracer is looked up once: otel's global provider delegates to a
+// provider installed later (telemetry.Setup, or a test's), so caching the
+// tracer is safe and saves a registry lookup per span.
+var cellTracer = otel.Tracer("github.com/cellrouter/cellrouter/cell")
 
 // routeMetrics are the data plane's Prometheus metrics.
 type routeMetrics struct {

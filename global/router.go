@@ -2,7 +2,7 @@ package global
 
 import (
 	"context"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -70,7 +70,6 @@ func (rt *Router) views() []CellView {
 		}
 	}
 	rt.mu.Unlock()
-	sort.Slice(vs, func(a, b int) bool { return vs[a].ID < vs[b].ID })
 	return vs
 }
 
@@ -125,26 +124,32 @@ func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
 		d.Answers = probeAll(ctx, rt.prober, rt.cfg.ProbeTimeout, views, cands, probe)
 		d.Order = Choose(rt.cfg.Choose, d.Answers, len(chain))
 	}
-	d.Order = appendFallbacks(d.Order, views)
+	d.Order = appendFallbacks(d.Order, views, rt.cfg.MaxAttempts)
 	d.Took = time.Since(start)
 	return d, nil
 }
 
-// appendFallbacks adds the other usable cells, least loaded first, so a
-// hand-off that fails before its first byte has somewhere to go.
-func appendFallbacks(order []int, views []CellView) []int {
-	in := make(map[int]bool, len(order))
-	for _, i := range order {
-		in[i] = true
-	}
-	var rest []int
-	for i := range views {
-		if !in[i] && views[i].usable() {
-			rest = append(rest, i)
+// appendFallbacks adds the least loaded other usable cells until order
+// holds attempts cells, so a hand-off that fails before its first byte has
+// somewhere to go. It selects them in one pass instead of sorting every
+// cell.
+func appendFallbacks(order []int, views []CellView, attempts int) []int {
+	for len(order) < attempts {
+		best := -1
+		for i := range views {
+			if !views[i].usable() || slices.Contains(order, i) {
+				continue
+			}
+			if best < 0 || loadOf(&views[i]) < loadOf(&views[best]) {
+				best = i
+			}
 		}
+		if best < 0 {
+			break
+		}
+		order = append(order, best)
 	}
-	sort.SliceStable(rest, func(a, b int) bool { return loadOf(&views[rest[a]]) < loadOf(&views[rest[b]]) })
-	return append(order, rest...)
+	return order
 }
 
 func firstBytes(s string, n int) string {
@@ -153,3 +158,7 @@ func firstBytes(s string, n int) string {
 	}
 	return s
 }
+
+// Cells returns the router's current view of the cells (draining marks
+// included), for operators and tools.
+func (rt *Router) Cells() []CellView { return rt.views() }

@@ -3,6 +3,7 @@ package global
 import (
 	"context"
 	"errors"
+	"sort"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -73,6 +74,7 @@ func cellInfo(v *CellView) *globalv1.CellInfo {
 func (s *service) ListCells(context.Context, *globalv1.ListCellsRequest) (*globalv1.ListCellsResponse, error) {
 	resp := &globalv1.ListCellsResponse{}
 	views := s.rt.views()
+	sort.Slice(views, func(a, b int) bool { return views[a].ID < views[b].ID })
 	for i := range views {
 		resp.Cells = append(resp.Cells, cellInfo(&views[i]))
 	}

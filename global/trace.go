@@ -6,6 +6,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-func tracer() trace.Tracer { return otel.Tracer("github.com/cellrouter/cellrouter/global") }
+// globalTracer is looked up once: otel's global provider delegates to a
+// provider installed later, so caching the tracer is safe and saves a
+// registry lookup per span.
+var globalTracer = otel.Tracer("github.com/cellrouter/cellrouter/global")
+
+func tracer() trace.Tracer { return globalTracer }
 
 func withAttrs(kv ...attribute.KeyValue) trace.SpanStartOption { return trace.WithAttributes(kv...) }

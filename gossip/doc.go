@@ -1,7 +1,103 @@
-// Package gossip is the memberlist wiring of cells and global replicas: node
-// metadata, and the summary wire format (Bloom filters and roaring-bitmap
-// deltas) that cells publish.
+// Package gossip is how cells and global replicas know about each other:
+// memberlist wiring and node metadata, and the coarse prefix summaries that
+// cells publish (Bloom filters shipped as snapshots or roaring-bitmap deltas)
+// with their load. The cell publishes; globald consumes. The package imports
+// cell/blockhash for the Hash type and nothing of the cell or global tiers.
 //
-// Status: not built yet; only this package comment exists so that the
-// repository layout is in place.
+// # Summaries
+//
+// A cell's Summary is a Bloom filter over a sample of its chained block
+// hashes. A chained hash stands for its whole prefix, so a hit for the hash
+// at depth d says "this cell may hold the first d blocks". Only sampled
+// depths are inserted: d <= Head or d a multiple of Stride (defaults Head 1,
+// Stride 4), which divides the filter size by about Stride and costs at most
+// Stride-1 blocks of precision, which the probe that follows recovers.
+// Builder takes (hash, depth) pairs from what the cell can enumerate; a
+// depth of 0 means unknown and the hash is kept anyway (bigger filter, never
+// a missed match). Summary.Depth binary-searches the sampled depths of a
+// request's chain; prefix closure (a cell holding block d holds its parents)
+// makes hits monotone, so the search is exact up to false positives, which
+// can only overestimate.
+//
+// Sizing: the Builder keeps a capacity (in sampled hashes) across
+// generations and derives M and K from it and the target false-positive
+// rate (bloom/v3's EstimateParameters). The capacity doubles when a
+// generation outgrows it and halves when a generation falls below a quarter
+// of it (never below ExpectedElements), so the filter's shape, and with it
+// the ability to ship deltas, survives ordinary churn.
+//
+// Hashing: bit positions are derived directly from the chained hash (already
+// a uniform xxh3 output) by double hashing with multiply-shift range
+// reduction, not by bloom/v3's Test, which re-hashes with murmur3 and takes
+// a 64-bit modulo per probe. Measured on this machine, Depth over a
+// 1000-block chain took about 1.1 us through bloom/v3 and about 0.1 us this
+// way; the global tier budgets 50 us for a decision over 64 cells. bloom/v3
+// still provides the sizing arithmetic; the filter's words are plain
+// []uint64 in the bitset layout (bit i in word i/64, position i%64).
+//
+// # Generations
+//
+// Bloom filters cannot delete, so a cell rebuilds its summary from scratch
+// every generation and Publisher numbers them. Generations are ordered by
+// (Epoch, Gen): Epoch is the publisher's start time in nanoseconds, so a
+// restarted cell that counts from 1 again still supersedes its old self.
+// Publisher keeps the last few deltas (the roaring bitmap of bit positions
+// that flipped between consecutive generations of equal shape) and answers
+// "I hold (epoch, gen)" with the XOR of the deltas since then, or with a
+// Snapshot when the peer is on another epoch, further back than the history,
+// the shape changed, or the delta would not be smaller than the snapshot.
+// Replica applies them on the receiving side: a message for a generation
+// already held or passed is a no-op (so duplicates are harmless), and a delta
+// that does not start at the held generation returns a *GapError
+// (errors.Is ErrNeedSnapshot): ask for a snapshot. A property test checks
+// that the delta path, a sparse delta path and the snapshot path give the
+// same bits as a naive reference.
+//
+// # Wire format
+//
+// Every message starts with WireVersion and a type byte, then uvarints,
+// length-prefixed strings and, for snapshots, raw little-endian words; a
+// delta ends with roaring's portable serialisation. Decoders bound every
+// length before allocating (strings by MaxCellIDLen and friends, filters by
+// MaxFilterBits = 16 MiB, roaring container counts by the filter size),
+// reject trailing bytes, never panic (fuzz tests), and wrap ErrMalformed.
+// Node metadata (NodeMeta) is at most 328 bytes, inside memberlist's 512.
+//
+// # Membership and transport
+//
+// Node wraps one memberlist instance. Cells and global replicas join one
+// pool; the metadata carries the role, the cell id and the HTTP and gRPC
+// addresses; SWIM failure detection (ProbeInterval, ProbeTimeout,
+// SuspicionMult) turns a crashed node dead, which removes its cell from
+// every Table. Gossip can be encrypted with Config.SecretKey. Memberlist's
+// event callbacks do not distinguish a clean leave from a death, so both
+// show as StateDead.
+//
+// Summaries respect memberlist's size limits this way:
+//
+//   - Publish and SetLoad queue a Header (cell, epoch, gen, seq, load,
+//     shape; under 100 bytes) on memberlist's broadcast queue, which
+//     piggybacks it on UDP gossip to every node within a few
+//     GossipIntervals; a newer header of the same cell replaces a queued
+//     older one.
+//   - A node whose Table entry is behind the announced generation sends the
+//     cell a FetchRequest (what it holds) as a reliable TCP user message;
+//     the cell answers the same way with a Delta or a Snapshot. A node also
+//     fetches when a cell joins, and re-fetches every ResyncInterval while
+//     behind, which covers lost messages. A GapError triggers a snapshot
+//     fetch.
+//   - Memberlist's push/pull (every PushPullInterval, and on join) carries
+//     the cell's CellState (latest header and snapshot) over TCP as the
+//     anti-entropy backstop, so a node that missed every header still
+//     converges.
+//
+// So a new generation reaches a global replica in about one gossip round
+// plus one TCP round trip. Snapshots are capped at 16 MiB, below memberlist's
+// 20 MB limit on a TCP user message or push/pull state. Compression is off:
+// Bloom bits near their design fill and roaring bitmaps do not compress.
+//
+// Table is the consumer side: one Entry per live cell (member info, summary,
+// generation, announced generation, load, update times). Writers serialise
+// on a mutex and publish an immutable sorted slice; Table.Snapshot is one
+// atomic load, for candidate search on the hot path.
 package gossip

@@ -2,8 +2,8 @@ package index
 
 import (
 	"sync"
-	"time"
 	"sync/atomic"
+	"time"
 )
 
 const (

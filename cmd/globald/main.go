@@ -1,0 +1,132 @@
+// Command globald is the global tier: one OpenAI-compatible endpoint in
+// front of many cells, which it learns through gossip. See package global.
+//
+//	globald --http-addr :8000 --grpc-addr :8001 --gossip-bind :7946 [--seed HOST:PORT ...]
+//	globald --demo      # a whole local fleet: simulated pods, two cells and the global endpoint
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cellrouter/cellrouter/cell/telemetry"
+	"github.com/cellrouter/cellrouter/global"
+	"github.com/cellrouter/cellrouter/loadtest/fleet"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "globald:", err)
+		os.Exit(1)
+	}
+}
+
+type seeds []string
+
+func (s *seeds) String() string     { return strings.Join(*s, ",") }
+func (s *seeds) Set(v string) error { *s = append(*s, v); return nil }
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("globald", flag.ContinueOnError)
+	d := global.DefaultConfig()
+	p := global.DefaultPoolConfig()
+	demo := fs.Bool("demo", false, "start a local fleet (simulated pods, cells, this endpoint) on an embedded default")
+	demoCells := fs.Int("demo-cells", 2, "cells in the demo fleet")
+	demoPods := fs.Int("demo-pods", 4, "simulated pods per demo cell")
+	httpAddr := fs.String("http-addr", d.HTTPAddr, "OpenAI data plane, /metrics, /healthz, /readyz, REST control plane")
+	grpcAddr := fs.String("grpc-addr", d.GRPCAddr, "gRPC GlobalService")
+	blockSize := fs.Int("block-size", d.BlockSize, "the cells' router block size in tokens")
+	maxProbes := fs.Int("max-probes", d.Search.MaxProbes, "most cells probed per request")
+	slack := fs.Int("probe-slack", d.Search.Slack, "also probe cells whose estimate is within this many blocks of the best")
+	coldBlocks := fs.Int("cold-blocks", d.Search.ColdBlocks, "leading blocks that name a cold prompt for the two-choice hash")
+	probeTimeout := fs.Duration("probe-timeout", d.ProbeTimeout, "deadline of one probe")
+	prefillW := fs.Float64("prefill-weight", d.Choose.PrefillWeight, "cost of a block to prefill against a block of load")
+	rttW := fs.Float64("rtt-weight", d.Choose.RTTWeight, "cost of a millisecond of probe round trip, in blocks")
+	attempts := fs.Int("max-attempts", d.MaxAttempts, "cells tried before the first byte")
+	reqTimeout := fs.Duration("request-timeout", d.RequestTimeout, "bound of a whole hand-off")
+	gossipBind := fs.String("gossip-bind", p.Bind, "memberlist address")
+	gossipAdv := fs.String("gossip-advertise", "", "address other nodes reach this one at")
+	secret := fs.String("gossip-secret-key", "", "base64 pool encryption key (16, 24 or 32 bytes)")
+	var seedList seeds
+	fs.Var(&seedList, "seed", "gossip pool member to join (repeatable)")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	shutdown, err := telemetry.Setup(ctx, "globald")
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	defer shutdown(context.Background())
+
+	if *demo {
+		return runDemo(ctx, *demoCells, *demoPods, *httpAddr, *grpcAddr, log)
+	}
+	cfg := d
+	cfg.HTTPAddr, cfg.GRPCAddr, cfg.BlockSize = *httpAddr, *grpcAddr, *blockSize
+	cfg.Search.MaxProbes, cfg.Search.Slack, cfg.Search.ColdBlocks = *maxProbes, *slack, *coldBlocks
+	cfg.ProbeTimeout, cfg.Choose.PrefillWeight, cfg.Choose.RTTWeight = *probeTimeout, *prefillW, *rttW
+	cfg.MaxAttempts, cfg.RequestTimeout = *attempts, *reqTimeout
+	pool := p
+	pool.Bind, pool.Advertise, pool.SecretKey, pool.Seeds = *gossipBind, *gossipAdv, *secret, seedList
+	dmn, err := global.NewDaemon(cfg, pool, log)
+	if err != nil {
+		return err
+	}
+	log.Info("globald", "gossip", dmn.GossipAddr())
+	return dmn.Run(ctx)
+}
+
+// runDemo starts the local fleet and prints a request to try.
+func runDemo(ctx context.Context, cells, pods int, httpAddr, grpcAddr string, log *slog.Logger) error {
+	cfg := fleet.DefaultConfig()
+	cfg.Cells, cfg.PodsPerCell, cfg.GlobalHTTPAddr, cfg.GlobalGRPCAddr = cells, pods, httpAddr, grpcAddr
+	cfg.Log = log.With("demo", true)
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	f, err := fleet.Start(sctx, cfg)
+	cancel()
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		return err
+	}
+	defer f.Close()
+	prompt := make([]int, 64)
+	for i := range prompt {
+		prompt[i] = 1000 + i
+	}
+	body, _ := json.Marshal(map[string]any{"model": cfg.Pod.Model, "prompt": prompt, "max_tokens": 8})
+	fmt.Printf("cellrouter demo: %d cells x %d simulated pods behind %s\n\n", cells, pods, f.Endpoint())
+	for i, c := range f.Cells {
+		fmt.Printf("  cell-%d  http://%s  (%d pods)\n", i, c.HTTPAddr(), len(f.Pods[i]))
+	}
+	fmt.Printf(`
+Try (run it twice: the second answer reports cached tokens from the same pod):
+
+  curl -s %s/v1/completions -H 'Content-Type: application/json' \
+    -d '%s' -D - | grep -iE 'x-cellrouter|cached_tokens|^{'
+
+  curl -s %s/v1/global/cells        # the cells and their summaries
+  curl -s %s/metrics | grep cellrouter_global
+
+Ctrl-C stops everything.
+`, f.Endpoint(), body, f.Endpoint(), f.Endpoint())
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,111 @@
+package global
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"testing"
+	"time"
+
+	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
+	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/gossip"
+)
+
+// instantProber answers every probe at once, so a benchmark measures the
+// global decision without the probe round trip.
+type instantProber struct{}
+
+func (instantProber) Probe(_ context.Context, c *CellView, req *cellv1.RouteRequest) (*cellv1.RouteResponse, error) {
+	return &cellv1.RouteResponse{Pick: &cellv1.Candidate{Pod: c.ID + "-p0", MatchedBlocks: 10, Load: 5}}, nil
+}
+
+// benchCells builds n cells whose summaries each hold blocksPerCell blocks
+// of chains, with the benchmark's request prefixes spread over them.
+func benchCells(b *testing.B, n, blocksPerCell int, reqs [][]uint32) []CellView {
+	b.Helper()
+	h := blockhash.DefaultHasher()
+	seed := blockhash.Seed(blockhash.Keys{Model: "m"})
+	rng := rand.New(rand.NewPCG(1, 1))
+	views := make([]CellView, n)
+	for i := range views {
+		bld, err := gossip.NewBuilder(gossip.DefaultSummaryConfig())
+		if err != nil {
+			b.Fatal(err)
+		}
+		toks := make([]uint32, 1024*16)
+		for added := 0; added < blocksPerCell; added += 1024 {
+			for j := range toks {
+				toks[j] = rng.Uint32() % 128000
+			}
+			for d, x := range h.Chain(seed, toks, nil) {
+				bld.Add(x, d+1)
+			}
+		}
+		for r, req := range reqs { // each request's prefix lives in a few cells
+			if r%n == i || (r+7)%n == i {
+				for d, x := range h.Chain(seed, req, nil)[:32+r%32] {
+					bld.Add(x, d+1)
+				}
+			}
+		}
+		s := bld.Build()
+		views[i] = CellView{ID: fmt.Sprintf("cell-%02d", i), HTTPAddr: "127.0.0.1:1", GRPCAddr: "127.0.0.1:2", Alive: true,
+			Summary: s, SummaryBytes: s.SizeBytes(), Load: CellLoad{ActiveBlocks: rng.IntN(1000)}}
+	}
+	return views
+}
+
+// BenchmarkDecide times the global decision (hashing, summary search over
+// 64 cells, the probe fan-out and the choice) with probes that answer at
+// once; it reports the p99 of single decisions.
+func BenchmarkDecide(b *testing.B) {
+	var reqs [][]uint32
+	for i := 0; i < 64; i++ {
+		t := make([]uint32, 64*16)
+		for j := range t {
+			t[j] = uint32(i*100000 + j)
+		}
+		reqs = append(reqs, t)
+	}
+	views := benchCells(b, 64, 64<<10, reqs)
+	cfg := DefaultConfig()
+	rt, err := NewRouter(cfg, StaticDirectory(views), instantProber{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	probes := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		d, err := rt.Decide(context.Background(), &Request{Model: "m", TokenIDs: reqs[i%len(reqs)]})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+		probes += len(d.Answers)
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+	b.ReportMetric(float64(probes)/float64(b.N), "probes/op")
+}
+
+// BenchmarkSearch times the pure summary search alone over 64 cells.
+func BenchmarkSearch(b *testing.B) {
+	req := make([]uint32, 64*16)
+	for j := range req {
+		req[j] = uint32(j)
+	}
+	views := benchCells(b, 64, 64<<10, [][]uint32{req})
+	chain := blockhash.DefaultHasher().Chain(blockhash.Seed(blockhash.Keys{Model: "m"}), req, nil)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		Search(DefaultSearchConfig(), views, chain, 0)
+	}
+}

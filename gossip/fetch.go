@@ -1,0 +1,123 @@
+package gossip
+
+import (
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// requestFetch queues a fetch of cell's summary; force asks for a snapshot
+// whatever this node holds. It never blocks.
+func (n *Node) requestFetch(cell string, force bool) {
+	n.fetchMu.Lock()
+	n.fetchPending[cell] = n.fetchPending[cell] || force
+	n.fetchMu.Unlock()
+	select {
+	case n.fetchSig <- struct{}{}:
+	default:
+	}
+}
+
+// fetchLoop sends the queued fetch requests, one reliable (TCP) message to
+// each cell's node saying which generation this node holds.
+func (n *Node) fetchLoop() {
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-n.fetchSig:
+		}
+		n.fetchMu.Lock()
+		pending := n.fetchPending
+		n.fetchPending = make(map[string]bool)
+		n.fetchMu.Unlock()
+		for cell, force := range pending {
+			e, ok := n.table.Get(cell)
+			if !ok {
+				continue
+			}
+			req := &FetchRequest{From: n.cfg.NodeName, Cell: cell}
+			if !force {
+				req.Epoch, req.Gen = e.Epoch, e.Gen
+			}
+			if err := n.sendTo(e.Member.Name, EncodeFetch(req)); err != nil {
+				n.logger.Printf("[DEBUG] gossip: fetch of %s: %v", cell, err)
+				continue
+			}
+			n.stats.fetchesSent.Add(1)
+		}
+	}
+}
+
+// serveLoop answers fetch requests with the delta or snapshot that brings
+// the requester up to date.
+func (n *Node) serveLoop() {
+	for {
+		var r *FetchRequest
+		select {
+		case <-n.stop:
+			return
+		case r = <-n.serveCh:
+		}
+		if n.pub == nil || r.Cell != n.pub.Cell() {
+			continue
+		}
+		n.pubMu.Lock()
+		c := n.pub.Since(r.Epoch, r.Gen)
+		n.pubMu.Unlock()
+		var msg []byte
+		switch {
+		case c.Delta != nil:
+			b, err := EncodeDelta(c.Delta)
+			if err != nil {
+				n.logger.Printf("[ERR] gossip: %v", err)
+				continue
+			}
+			msg = b
+		case c.Snapshot != nil:
+			msg = EncodeSnapshot(c.Snapshot)
+		default:
+			continue // up to date, or nothing published yet
+		}
+		if err := n.sendTo(r.From, msg); err != nil {
+			n.logger.Printf("[DEBUG] gossip: answer to %s: %v", r.From, err)
+			continue
+		}
+		n.stats.fetchesServed.Add(1)
+	}
+}
+
+// resyncLoop re-queues fetches for entries still behind their announced
+// generation, covering lost requests and answers.
+func (n *Node) resyncLoop() {
+	t := time.NewTicker(n.cfg.ResyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		for _, e := range n.table.Snapshot() {
+			if e.Behind() {
+				n.requestFetch(e.Cell, false)
+			}
+		}
+	}
+}
+
+// sendTo sends msg reliably to the live member called name.
+func (n *Node) sendTo(name string, msg []byte) error {
+	ml := n.ml.Load()
+	var to *memberlist.Node
+	for _, m := range ml.Members() {
+		if m.Name == name {
+			to = m
+			break
+		}
+	}
+	if to == nil {
+		return ErrUnknownMember
+	}
+	return ml.SendReliable(to, msg)
+}

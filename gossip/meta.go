@@ -1,0 +1,113 @@
+package gossip
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+)
+
+// Role says what a member of the pool is.
+type Role uint8
+
+// The roles.
+const (
+	// RoleCell is a cell daemon (celld): it publishes a summary.
+	RoleCell Role = 1
+	// RoleGlobal is a global replica (globald): it consumes summaries.
+	RoleGlobal Role = 2
+)
+
+// String returns "cell", "global" or "role(N)".
+func (r Role) String() string {
+	switch r {
+	case RoleCell:
+		return "cell"
+	case RoleGlobal:
+		return "global"
+	}
+	return "role(" + strconv.Itoa(int(r)) + ")"
+}
+
+// ParseRole parses "cell" or "global".
+func ParseRole(s string) (Role, error) {
+	switch s {
+	case "cell":
+		return RoleCell, nil
+	case "global":
+		return RoleGlobal, nil
+	}
+	return 0, fmt.Errorf("gossip: unknown role %q (want cell or global)", s)
+}
+
+func (r Role) valid() bool { return r == RoleCell || r == RoleGlobal }
+
+// MaxMetaSize is memberlist's limit on node metadata (memberlist.MetaMaxSize).
+const MaxMetaSize = 512
+
+// NodeMeta is what a node says about itself in memberlist's node metadata.
+type NodeMeta struct {
+	// Role is the node's role.
+	Role Role
+	// CellID is the cell id (cells only; empty for global replicas).
+	CellID string
+	// HTTPAddr is the host:port of the node's HTTP data plane, or empty.
+	HTTPAddr string
+	// GRPCAddr is the host:port of the node's gRPC services, or empty.
+	GRPCAddr string
+}
+
+// Validate checks the role, the cell id and the addresses.
+func (m NodeMeta) Validate() error {
+	if !m.Role.valid() {
+		return fmt.Errorf("gossip: meta: invalid role %d", m.Role)
+	}
+	if m.Role == RoleCell && m.CellID == "" {
+		return fmt.Errorf("gossip: meta: a cell needs a cell id")
+	}
+	if len(m.CellID) > MaxCellIDLen {
+		return fmt.Errorf("gossip: meta: cell id of %d bytes is longer than %d", len(m.CellID), MaxCellIDLen)
+	}
+	for _, a := range []struct{ name, v string }{{"HTTPAddr", m.HTTPAddr}, {"GRPCAddr", m.GRPCAddr}} {
+		if a.v == "" {
+			continue
+		}
+		if len(a.v) > MaxAddrLen {
+			return fmt.Errorf("gossip: meta: %s of %d bytes is longer than %d", a.name, len(a.v), MaxAddrLen)
+		}
+		if _, _, err := net.SplitHostPort(a.v); err != nil {
+			return fmt.Errorf("gossip: meta: %s %q: %v", a.name, a.v, err)
+		}
+	}
+	return nil
+}
+
+// EncodeMeta returns the wire form of m: version, type, role, then the three
+// strings length-prefixed. With the length limits it is at most 328 bytes,
+// within memberlist's 512.
+func EncodeMeta(m NodeMeta) []byte {
+	e := newEncoder(typeMeta, 8+len(m.CellID)+len(m.HTTPAddr)+len(m.GRPCAddr))
+	e.u8(byte(m.Role))
+	e.str(m.CellID)
+	e.str(m.HTTPAddr)
+	e.str(m.GRPCAddr)
+	return e.b
+}
+
+// DecodeMeta parses node metadata and validates it.
+func DecodeMeta(b []byte) (NodeMeta, error) {
+	if len(b) > MaxMetaSize {
+		return NodeMeta{}, fmt.Errorf("%w: meta: %d bytes is over %d", ErrMalformed, len(b), MaxMetaSize)
+	}
+	d := newDecoder(b, typeMeta, "meta")
+	m := NodeMeta{Role: Role(d.u8("role"))}
+	m.CellID = d.str("cell id", MaxCellIDLen)
+	m.HTTPAddr = d.str("http addr", MaxAddrLen)
+	m.GRPCAddr = d.str("grpc addr", MaxAddrLen)
+	if err := d.done("meta"); err != nil {
+		return NodeMeta{}, err
+	}
+	if err := m.Validate(); err != nil {
+		return NodeMeta{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return m, nil
+}

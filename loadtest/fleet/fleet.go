@@ -1,0 +1,171 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cellrouter/cellrouter/cell"
+	"github.com/cellrouter/cellrouter/global"
+	"github.com/cellrouter/cellrouter/loadtest/enginesim"
+)
+
+// Config describes the local fleet.
+type Config struct {
+	// Cells is the number of cells; PodsPerCell the simulated pods in each.
+	Cells, PodsPerCell int
+	// Pod configures every simulated pod (model, cache size, timing).
+	Pod enginesim.Config
+	// GlobalHTTPAddr and GlobalGRPCAddr are where the global endpoint
+	// listens (port 0 picks one).
+	GlobalHTTPAddr, GlobalGRPCAddr string
+	// SummaryInterval is how often cells publish their summaries.
+	SummaryInterval time.Duration
+	// Routing is the cells' routing configuration.
+	Routing cell.RoutingConfig
+	// Log receives the parts' logs (nil: discarded).
+	Log *slog.Logger
+}
+
+// DefaultConfig is the demo fleet: two cells of four pods.
+func DefaultConfig() Config {
+	p := enginesim.DefaultConfig()
+	p.TimeScale = 0.1 // ten times faster than the modelled engine
+	return Config{
+		Cells: 2, PodsPerCell: 4, Pod: p,
+		GlobalHTTPAddr: "127.0.0.1:0", GlobalGRPCAddr: "127.0.0.1:0",
+		SummaryInterval: 500 * time.Millisecond,
+		Routing:         cell.DefaultRoutingConfig(),
+	}
+}
+
+// Validate names the first bad field.
+func (c Config) Validate() error {
+	switch {
+	case c.Cells < 1 || c.Cells > 64:
+		return fmt.Errorf("fleet: Cells = %d, want 1..64", c.Cells)
+	case c.PodsPerCell < 1 || c.PodsPerCell > 256:
+		return fmt.Errorf("fleet: PodsPerCell = %d, want 1..256", c.PodsPerCell)
+	case c.SummaryInterval <= 0:
+		return fmt.Errorf("fleet: SummaryInterval = %v, want > 0", c.SummaryInterval)
+	}
+	return nil
+}
+
+// Fleet is a running local fleet. Close stops it.
+type Fleet struct {
+	// Global is the global router; Cells the cells; Pods each cell's pods.
+	Global *global.Daemon
+	Cells  []*cell.Cell
+	Pods   [][]*enginesim.Pod
+
+	fleets []*enginesim.Fleet
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	errs   chan error
+}
+
+// Start builds and starts the fleet; it returns once every part serves and
+// the global router holds a summary of every cell (or ctx ends).
+func Start(ctx context.Context, cfg Config) (f *Fleet, err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	f = &Fleet{cancel: cancel, errs: make(chan error, 2*cfg.Cells+2)}
+	defer func() {
+		if err != nil {
+			f.Close()
+		}
+	}()
+	gcfg := global.DefaultConfig()
+	gcfg.HTTPAddr, gcfg.GRPCAddr, gcfg.BlockSize = cfg.GlobalHTTPAddr, cfg.GlobalGRPCAddr, cfg.Pod.BlockSize
+	pool := global.DefaultPoolConfig()
+	pool.Bind = "127.0.0.1:0"
+	if f.Global, err = global.NewDaemon(gcfg, pool, log.With("part", "globald")); err != nil {
+		return f, err
+	}
+	f.run(rctx, "globald", f.Global.Run)
+	for i := 0; i < cfg.Cells; i++ {
+		fc := enginesim.DefaultFleetConfig()
+		fc.Pods, fc.Pod = cfg.PodsPerCell, cfg.Pod
+		fc.Pod.ID = fmt.Sprintf("c%d-pod", i)
+		sim, err := enginesim.StartFleet(fc)
+		if err != nil {
+			return f, err
+		}
+		f.fleets = append(f.fleets, sim)
+		f.Pods = append(f.Pods, sim.Pods())
+		ccfg := cell.DefaultConfig()
+		ccfg.CellID = fmt.Sprintf("cell-%d", i)
+		ccfg.HTTPAddr, ccfg.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
+		ccfg.Events.BlockSize = cfg.Pod.BlockSize
+		ccfg.Events.DefaultModel = cfg.Pod.Model
+		ccfg.Routing = cfg.Routing
+		ccfg.Gossip.Bind, ccfg.Gossip.Seeds = "127.0.0.1:0", []string{f.Global.GossipAddr()}
+		ccfg.Gossip.SummaryInterval = cfg.SummaryInterval
+		for _, p := range sim.Pods() {
+			ccfg.Pods = append(ccfg.Pods, cell.PodConfig{ID: p.ID(), Address: p.HTTPAddr(), Role: string(p.Role()),
+				ZMQEndpoint: p.ZMQEndpoint(), ReplayEndpoint: p.ReplayEndpoint(), KVBlocks: cfg.Pod.Blocks})
+		}
+		c, err := cell.New(ccfg, log.With("part", ccfg.CellID))
+		if err != nil {
+			return f, err
+		}
+		f.Cells = append(f.Cells, c)
+		f.run(rctx, ccfg.CellID, c.Run)
+	}
+	for {
+		known := 0
+		for _, v := range f.Global.Router().Cells() {
+			if v.Alive && v.Summary != nil {
+				known++
+			}
+		}
+		if known == cfg.Cells {
+			return f, nil
+		}
+		select {
+		case <-ctx.Done():
+			return f, ctx.Err()
+		case err := <-f.errs:
+			return f, err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (f *Fleet) run(ctx context.Context, name string, run func(context.Context) error) {
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		if err := run(ctx); err != nil {
+			f.errs <- fmt.Errorf("fleet: %s: %w", name, err)
+		}
+	}()
+}
+
+// Endpoint is the global OpenAI endpoint's base URL.
+func (f *Fleet) Endpoint() string { return "http://" + f.Global.HTTPAddr() }
+
+// Close stops every part and waits for them.
+func (f *Fleet) Close() error {
+	f.cancel()
+	f.wg.Wait()
+	var errs []error
+	for _, s := range f.fleets {
+		errs = append(errs, s.Close())
+	}
+	close(f.errs)
+	for err := range f.errs {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
