@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,8 +42,8 @@ func testPod(t *testing.T, id string, hits *sync.Map) string {
 			return
 		}
 		io.Copy(io.Discard, r.Body)
-		n, _ := hits.LoadOrStore(id, new(int))
-		*(n.(*int))++
+		n, _ := hits.LoadOrStore(id, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
 		fmt.Fprintf(w, `{"choices":[{"text":"from %s"}],"usage":{"prompt_tokens":10,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":5}}}`, id)
 	}))
 	t.Cleanup(srv.Close)

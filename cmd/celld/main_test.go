@@ -1,0 +1,24 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRunRejectsBadInput(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--log-level", "loud"}, "--log-level"},
+		{[]string{"--config", "does-not-exist.yaml"}, "does-not-exist.yaml"},
+		{[]string{"--http-addr", "nonsense"}, "http_addr"},
+		{[]string{"--no-such-flag"}, "no-such-flag"},
+	}
+	for _, tt := range tests {
+		err := run(tt.args)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("run(%q) = %v, want an error mentioning %q", tt.args, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,25 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRunRejectsBadInput(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--log-level", "loud"}, "--log-level"},
+		{[]string{"--http-addr", "nonsense"}, "http_addr"},
+		{[]string{"--max-probes", "0", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "max_probes"},
+		{[]string{"--gossip-bind", "nope", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "bind"},
+		{[]string{"--demo", "--demo-cells", "0"}, "Cells"},
+	}
+	for _, tt := range tests {
+		err := run(tt.args)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("run(%q) = %v, want an error mentioning %q", tt.args, err, tt.want)
+		}
+	}
+}
