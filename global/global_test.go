@@ -177,8 +177,8 @@ func TestRoutesToTheCellHoldingThePrefix(t *testing.T) {
 	if got := resp.Header.Get(CellHeader); got != "cell-b" {
 		t.Fatalf("%s = %q", CellHeader, got)
 	}
-	// The dry run explains it: a's estimate (8 blocks) is beyond the probe
-	// slack of b's (48), so one probe; b matched 48 blocks.
+	// The dry run explains it: b, the deepest estimate, and the least loaded
+	// other cell were probed; b matched 48 blocks and won.
 	resp, body = post(t, "http://"+g.HTTPAddr()+"/v1/global/route", map[string]any{"model": "m", "tokenIds": toks})
 	var rr struct {
 		Cell       string `json:"cell"`
@@ -189,7 +189,7 @@ func TestRoutesToTheCellHoldingThePrefix(t *testing.T) {
 		} `json:"candidates"`
 	}
 	json.Unmarshal([]byte(body), &rr)
-	if rr.Cell != "cell-b" || rr.Probes != 1 || len(rr.Candidates) != 1 || rr.Candidates[0].Cell != "cell-b" || rr.Candidates[0].MatchedBlocks != 48 {
+	if rr.Cell != "cell-b" || rr.Probes != 2 || len(rr.Candidates) != 2 || rr.Candidates[0].Cell != "cell-b" || rr.Candidates[0].MatchedBlocks != 48 {
 		t.Fatalf("route dry run %s", body)
 	}
 }

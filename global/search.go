@@ -57,20 +57,58 @@ func Search(cfg SearchConfig, views []CellView, chain []blockhash.Hash, coldKey 
 			}
 			return loadOf(&views[cands[a].Cell]) < loadOf(&views[cands[b].Cell])
 		})
+		// Keep the deepest estimates within Slack, leaving one probe for
+		// the least loaded cell: a prefix every cell shares (a system
+		// prompt) would otherwise draw all traffic to the cells that
+		// happened to serve it first, and the choice could never weigh
+		// their load against a little prefill elsewhere.
+		room := cfg.MaxProbes
+		if room > 1 {
+			room--
+		}
 		keep := 0
 		for _, c := range cands {
-			if keep == cfg.MaxProbes || c.Estimated < best-cfg.Slack {
+			if keep == room || c.Estimated < best-cfg.Slack {
 				break
 			}
 			cands[keep] = c
 			keep++
 		}
-		return cands[:keep], false
+		cands = cands[:keep]
+		if keep < cfg.MaxProbes {
+			if i := leastLoaded(views, cands); i >= 0 {
+				est := 0
+				if views[i].Summary != nil {
+					est = views[i].Summary.Depth(chain)
+				}
+				cands = append(cands, Candidate{Cell: i, Estimated: est})
+			}
+		}
+		return cands, false
 	}
 	if len(chain) > 0 {
 		coldKey = uint64(chain[min(cfg.ColdBlocks, len(chain))-1])
 	}
 	return twoChoices(views, coldKey), true
+}
+
+// leastLoaded returns the usable cell with the least load that is not in
+// cands, or -1.
+func leastLoaded(views []CellView, cands []Candidate) int {
+	best := -1
+	for i := range views {
+		if !views[i].usable() {
+			continue
+		}
+		taken := false
+		for _, c := range cands {
+			taken = taken || c.Cell == i
+		}
+		if !taken && (best < 0 || loadOf(&views[i]) < loadOf(&views[best])) {
+			best = i
+		}
+	}
+	return best
 }
 
 // loadOf orders cells by load: active blocks, then requests.

@@ -21,8 +21,14 @@ var commands = map[string]command{
 	"overhead": {summary: "the cell's added latency against calling the pod directly, side by side (streaming and not)", run: runOverhead},
 	"index":    {summary: "replay a Mooncake trace against cell/index and a naive baseline (threshold throughput, latency, memory)", run: runIndex},
 
+	"enginesim": {summary: "run a fleet of simulated vLLM pods (OpenAI API, /tokenize, /metrics, ZMQ KV events) until Ctrl-C", run: runEnginesim},
+
+	"hierarchy": {summary: "hierarchical routing (summaries, probes, hand-off) against one flat exact index on a trace: prefix reuse, probes, gossip bytes, balance", run: runHierarchy},
+
 	"ingest":   {summary: "publish trace-derived KV events over loopback ZMQ to a subscriber, decoder, applier and index (block events/s, lag)", run: runIngest},
 	"eventlog": {summary: "record the KV events engines publish for a trace into an event log file", run: runEventlog},
+	"compare":  {summary: "replay a trace slice through a cell against a simulated fleet: random vs round-robin vs cache-aware routing", run: runCompare},
+	"run":      {summary: "replay a Mooncake trace against an OpenAI endpoint (pod, cell, global) and report TTFT, ITL, E2E, cache hits, pod load", run: runRun},
 }
 
 // errUsage reports a command line that names no known subcommand.

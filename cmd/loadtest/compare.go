@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/cellrouter/cellrouter/loadtest/compare"
+)
+
+// runCompare is the "compare" subcommand: one trace slice replayed through
+// a cell against a simulated fleet under random, round-robin and
+// cache-aware routing (package loadtest/compare).
+func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	quick := fs.Bool("quick", false, "a run under two minutes (one conversation in 40, 2048 blocks per pod, faster time scale); explicit flags still apply")
+	asJSON := fs.Bool("json", false, "print the comparison as one JSON object")
+	quiet := fs.Bool("quiet", false, "no progress on stderr")
+	out := fs.String("out", "", "directory for report.json, SVG plots and index.html (none when empty)")
+	d := compare.DefaultConfig()
+	tracePath := fs.String("trace", d.TracePath, "Mooncake trace (JSON Lines); the default is relative to the repository root")
+	sample := fs.Int("sample", d.Sample, "keep one conversation in N (1 = the whole trace)")
+	maxReq := fs.Int("max-requests", d.MaxRequests, "cap the slice at N requests after sampling (0 = no cap)")
+	timeScale := fs.Float64("time-scale", d.TimeScale, "multiply the trace's arrival times")
+	pods := fs.Int("pods", d.Pods, "simulated pods")
+	blocks := fs.Int("blocks-per-pod", d.BlocksPerPod, "each pod's KV cache in blocks")
+	prefill := fs.Duration("prefill-per-token", d.PrefillPerToken, "modelled prefill time per uncached prompt token")
+	decode := fs.Duration("decode-per-token", d.DecodePerToken, "modelled time per output token")
+	running := fs.Int("max-running", d.MaxRunning, "requests a pod runs at once (the rest queue)")
+	maxTok := fs.Int("max-tokens-cap", d.MaxTokensCap, "cap each request's output tokens")
+	modes := fs.String("modes", strings.Join(d.Modes, ","), "routing modes to run, comma-separated")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("compare: unexpected argument %q", fs.Arg(0))
+	}
+	cfg := d
+	if *quick {
+		cfg = compare.QuickConfig()
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	apply := func(name string, fn func()) {
+		if set[name] {
+			fn()
+		}
+	}
+	apply("trace", func() { cfg.TracePath = *tracePath })
+	apply("sample", func() { cfg.Sample = *sample })
+	apply("max-requests", func() { cfg.MaxRequests = *maxReq })
+	apply("time-scale", func() { cfg.TimeScale = *timeScale })
+	apply("pods", func() { cfg.Pods = *pods })
+	apply("blocks-per-pod", func() { cfg.BlocksPerPod = *blocks })
+	apply("prefill-per-token", func() { cfg.PrefillPerToken = *prefill })
+	apply("decode-per-token", func() { cfg.DecodePerToken = *decode })
+	apply("max-running", func() { cfg.MaxRunning = *running })
+	apply("max-tokens-cap", func() { cfg.MaxTokensCap = *maxTok })
+	apply("modes", func() { cfg.Modes = strings.Split(*modes, ",") })
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	var opt compare.Options
+	if !*quiet {
+		opt.Progress = stderr
+	}
+	rep, err := compare.Run(ctx, cfg, opt)
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := rep.WriteDir(*out); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(*out, "report.json"), append(data, '\n'), 0o644); err != nil {
+			return fmt.Errorf("compare: %v", err)
+		}
+		if !*quiet {
+			fmt.Fprintf(stderr, "report written to %s/index.html\n", *out)
+		}
+	}
+	if *asJSON {
+		_, err := fmt.Fprintf(stdout, "%s\n", data)
+		return err
+	}
+	return rep.WriteTable(stdout)
+}

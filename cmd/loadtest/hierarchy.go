@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/cellrouter/cellrouter/loadtest/hierarchy"
+)
+
+// runHierarchy is the "hierarchy" subcommand: flags into a
+// hierarchy.Config, then hierarchy.Run, then the report as JSON or a table.
+func runHierarchy(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("hierarchy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	d := hierarchy.DefaultConfig()
+	quick := fs.Bool("quick", false, "a short run (first 2000 requests); explicit flags still apply")
+	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
+	tracePath := fs.String("trace", d.TracePath, "Mooncake trace (JSON Lines); the default is relative to the repository root")
+	maxReq := fs.Int("max-requests", d.MaxRequests, "replay only the first N requests (0 = all)")
+	cells := fs.Int("cells", d.Cells, "cells of the hierarchical router")
+	podsPerCell := fs.Int("pods-per-cell", d.PodsPerCell, "pods per cell (cells * pods-per-cell <= 256: the flat index holds them all)")
+	seed := fs.Uint64("seed", d.Seed, "seed of every routing decision's tie-breaks")
+	blockSize := fs.Int("block-size", d.BlockSize, "engine and router KV block size in tokens (must divide 512)")
+	bpp := fs.Int("blocks-per-pod", d.BlocksPerPod, "KV cache budget of each pod, in blocks")
+	interval := fs.Float64("summary-interval", d.SummaryInterval, "seconds of trace time between summary generations")
+	maxProbes := fs.Int("max-probes", d.MaxProbes, "most cells probed per request")
+	slack := fs.Int("probe-slack", d.ProbeSlack, "probe cells whose estimate is within this many blocks of the best")
+	coldBlocks := fs.Int("cold-blocks", d.ColdBlocks, "leading blocks hashed to place a cold request")
+	stride := fs.Int("stride", d.Stride, "summary sampling stride over chain depths")
+	fpr := fs.Float64("fpr", d.FalsePositiveRate, "summary Bloom filter false-positive rate")
+	overlap := fs.Float64("overlap-weight", d.OverlapWeight, "weight of a prefill block against an active block (cells and global choice)")
+	temp := fs.Float64("temperature", d.Temperature, "softmax temperature of the cells' picker (0 = lowest cost)")
+	busy := fs.Float64("busy-threshold", d.BusyThreshold, "active/total blocks above which a pod is filtered as busy")
+	decode := fs.Float64("decode-ms-per-token", d.DecodeMsPerToken, "load model: ms of trace time a request holds its pod per output token")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("hierarchy: unexpected argument %q", fs.Arg(0))
+	}
+	cfg := d
+	if *quick {
+		cfg = hierarchy.QuickConfig()
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	apply := func(name string, f func()) {
+		if set[name] {
+			f()
+		}
+	}
+	apply("trace", func() { cfg.TracePath = *tracePath })
+	apply("max-requests", func() { cfg.MaxRequests = *maxReq })
+	apply("cells", func() { cfg.Cells = *cells })
+	apply("pods-per-cell", func() { cfg.PodsPerCell = *podsPerCell })
+	apply("seed", func() { cfg.Seed = *seed })
+	apply("block-size", func() { cfg.BlockSize = *blockSize })
+	apply("blocks-per-pod", func() { cfg.BlocksPerPod = *bpp })
+	apply("summary-interval", func() { cfg.SummaryInterval = *interval })
+	apply("max-probes", func() { cfg.MaxProbes = *maxProbes })
+	apply("probe-slack", func() { cfg.ProbeSlack = *slack })
+	apply("cold-blocks", func() { cfg.ColdBlocks = *coldBlocks })
+	apply("stride", func() { cfg.Stride = *stride })
+	apply("fpr", func() { cfg.FalsePositiveRate = *fpr })
+	apply("overlap-weight", func() { cfg.OverlapWeight = *overlap })
+	apply("temperature", func() { cfg.Temperature = *temp })
+	apply("busy-threshold", func() { cfg.BusyThreshold = *busy })
+	apply("decode-ms-per-token", func() { cfg.DecodeMsPerToken = *decode })
+	if !*quiet {
+		start := time.Now()
+		cfg.Progress = func(format string, a ...any) {
+			fmt.Fprintf(stderr, "[%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	rep, err := hierarchy.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(stdout).Encode(rep)
+	}
+	return rep.WriteTable(stdout)
+}

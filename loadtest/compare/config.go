@@ -1,0 +1,128 @@
+package compare
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cellrouter/cellrouter/loadtest/enginesim"
+)
+
+// Config says what the comparison replays and on what fleet.
+type Config struct {
+	// TracePath is the Mooncake trace.
+	TracePath string
+	// Sample keeps one conversation in Sample (see SampleConversations);
+	// 1 keeps the whole trace.
+	Sample int
+	// MaxRequests caps the slice after sampling (0 = no cap).
+	MaxRequests int
+	// TimeScale multiplies the trace's arrival times: 0.01 replays a
+	// 3,537 s trace in 35 s.
+	TimeScale float64
+	// Concurrency caps the requests in flight (0 = no cap).
+	Concurrency int
+	// MaxTokensCap caps each request's output tokens; decoding is not what
+	// the routing modes change, and a short one keeps the run cheap.
+	MaxTokensCap int
+	// Timeout bounds one request.
+	Timeout time.Duration
+	// Modes are the routing modes to run, in order (ModeNames by default).
+	Modes []string
+
+	// Pods is the fleet size.
+	Pods int
+	// BlocksPerPod is each pod's KV cache in blocks of BlockSize tokens;
+	// small enough that the slice evicts.
+	BlocksPerPod int
+	// BlockSize is the engines' (and the cell's) block size in tokens.
+	BlockSize int
+	// PrefillPerToken, DecodePerToken and MaxRunning are the engines'
+	// timing model (see DefaultConfig for the reasoning).
+	PrefillPerToken time.Duration
+	DecodePerToken  time.Duration
+	MaxRunning      int
+	// Model is the served model (and the block hash seed).
+	Model string
+}
+
+// DefaultConfig returns the full comparison: one conversation in twenty of
+// the whole trace (about 570 requests, 38% reachable reuse with an
+// unbounded cache) in about 55 s per mode, on 8 pods of 8,192 blocks of 16
+// tokens (128k tokens each: the longest prompt fits one pod, and the slice's
+// 7M prompt tokens overflow the fleet many times, so the caches evict).
+//
+// The engines' timing model makes prefill dominate TTFT, as on real GPUs:
+// 25µs per uncached prompt token (40k tokens/s, an 8B model's prefill on
+// one H100-class GPU with chunked prefill), so a p50 prompt (7k tokens)
+// costs 175ms on a miss and the router's and HTTP's own costs (a few ms)
+// are small beside it. Decoding takes 2ms per token (a 500 tokens/s
+// stream) and does not count in TTFT. MaxRunning 4 caps the requests a pod
+// prefills or decodes at once and queues the rest: a GPU's prefill
+// throughput is shared, so a router that piles work on one pod pays in
+// queueing, which the simulator's independent sleeps would otherwise hide.
+func DefaultConfig() Config {
+	return Config{
+		TracePath:       "loadtest/traces/conversation_trace.jsonl",
+		Sample:          20,
+		TimeScale:       0.015,
+		Concurrency:     512,
+		MaxTokensCap:    16,
+		Timeout:         2 * time.Minute,
+		Modes:           ModeNames,
+		Pods:            8,
+		BlocksPerPod:    8192,
+		BlockSize:       16,
+		PrefillPerToken: 25 * time.Microsecond,
+		DecodePerToken:  2 * time.Millisecond,
+		MaxRunning:      4,
+		Model:           enginesim.DefaultModel,
+	}
+}
+
+// QuickConfig returns a comparison that finishes in under two minutes on
+// two cores: one conversation in forty (about 310 requests, 4.2M prompt
+// tokens, 44% reachable reuse unbounded) in about 25 s per mode.
+func QuickConfig() Config {
+	c := DefaultConfig()
+	c.Sample = 40
+	c.TimeScale = 0.007
+	return c
+}
+
+// Validate names the first bad field and its value.
+func (c Config) Validate() error {
+	switch {
+	case c.TracePath == "":
+		return fmt.Errorf("compare: TracePath is empty")
+	case c.Sample < 1:
+		return fmt.Errorf("compare: Sample = %d, want >= 1", c.Sample)
+	case c.MaxRequests < 0:
+		return fmt.Errorf("compare: MaxRequests = %d, want >= 0", c.MaxRequests)
+	case !(c.TimeScale >= 0) || c.TimeScale > 1e6:
+		return fmt.Errorf("compare: TimeScale = %v, want in [0, 1e6]", c.TimeScale)
+	case c.Concurrency < 0:
+		return fmt.Errorf("compare: Concurrency = %d, want >= 0", c.Concurrency)
+	case c.MaxTokensCap < 0:
+		return fmt.Errorf("compare: MaxTokensCap = %d, want >= 0", c.MaxTokensCap)
+	case c.Timeout <= 0:
+		return fmt.Errorf("compare: Timeout = %v, want > 0", c.Timeout)
+	case len(c.Modes) == 0:
+		return fmt.Errorf("compare: Modes is empty, want some of %v", ModeNames)
+	case c.Pods < 1 || c.Pods > enginesim.MaxFleetPods:
+		return fmt.Errorf("compare: Pods = %d, want 1..%d", c.Pods, enginesim.MaxFleetPods)
+	case c.BlocksPerPod < 1:
+		return fmt.Errorf("compare: BlocksPerPod = %d, want >= 1", c.BlocksPerPod)
+	case c.MaxRunning < 1:
+		return fmt.Errorf("compare: MaxRunning = %d, want >= 1", c.MaxRunning)
+	case c.PrefillPerToken < 0 || c.DecodePerToken < 0:
+		return fmt.Errorf("compare: PrefillPerToken = %v, DecodePerToken = %v, want >= 0", c.PrefillPerToken, c.DecodePerToken)
+	case c.Model == "":
+		return fmt.Errorf("compare: Model is empty")
+	}
+	for _, m := range c.Modes {
+		if _, ok := modes[m]; !ok {
+			return fmt.Errorf("compare: Modes has %q, want some of %v", m, ModeNames)
+		}
+	}
+	return nil
+}

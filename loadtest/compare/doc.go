@@ -1,0 +1,41 @@
+// Package compare runs the routing comparison: the same slice of the
+// Mooncake trace replayed, in one process, through a cell (package cell)
+// in front of a simulated fleet (package loadtest/enginesim) under three
+// routing modes, and reports what a client sees in each.
+//
+// # Modes
+//
+// random picks any healthy pod (the "max-score" picker over no scorers:
+// all pods tie and ties break at random); round_robin takes the pods in
+// turn ("round-robin-pick"); kv is the cell's default profile, the
+// reference KV router (prefix match on the cell's block index, fed by the
+// engines' ZMQ KV events; cost = blocks to prefill + active blocks; lowest
+// cost wins). Each mode gets a fresh fleet and a fresh cell, so every mode
+// starts with cold caches.
+//
+// # Slice
+//
+// SampleConversations keeps whole conversations (the subtrees under a
+// request's second hash id) across the whole trace rather than its first
+// minutes, which preserves the trace's prefix reuse; TimeScale compresses
+// the arrival times (open loop, see package replay). Output is capped
+// (MaxTokensCap): decoding is not what routing changes.
+//
+// # Reachable reuse
+//
+// ReachableReuse replays the slice in arrival order through ONE engine
+// cache model (package engine, leaf-first LRU) with the whole fleet's
+// capacity: the cached-token ratio of a router that could pool every
+// pod's cache. It is an estimate, not a bound: a real fleet also loses
+// hits to follow-ups that arrive while the prompt they extend is still
+// being prefilled (the engine stores blocks when the prefill ends), and to
+// the load term of the kv cost, which sends a request away from a busy
+// pod that holds its prefix.
+//
+// # Timing
+//
+// The engines' timing model (DefaultConfig explains the values) makes
+// prefill time proportional to uncached prompt tokens, so cache hits show
+// in TTFT, and MaxRunning makes a pod queue work beyond a few requests, so
+// piling requests on one pod costs time as it does on a GPU.
+package compare

@@ -1,0 +1,129 @@
+package compare
+
+import (
+	"time"
+
+	"github.com/cellrouter/cellrouter/loadtest/replay"
+	"github.com/cellrouter/cellrouter/loadtest/report"
+	"github.com/cellrouter/cellrouter/loadtest/trace"
+)
+
+// ReuseMethod says how ReachableReuse is computed, for the JSON report.
+const ReuseMethod = "the slice replayed in arrival order through one LRU prefix cache (package engine) " +
+	"with the fleet's total capacity (pods x blocks_per_pod blocks of block_size tokens): " +
+	"the cached-token ratio a router that pooled every pod's cache would reach"
+
+// ModeResult is one routing mode's replay: the client-side Summary (its
+// JSON fields sit at the top level: ttft_p50_ms, ttft_p99_ms,
+// cached_token_ratio, max_pod_share...) and what the engines saw.
+type ModeResult struct {
+	report.Summary
+	// Profile is the cell profile the mode routed with; About says what it
+	// does.
+	Profile string `json:"profile"`
+	About   string `json:"about"`
+	// EngineCachedTokens sums the engines' own count of prefix-cache hits.
+	EngineCachedTokens int64 `json:"engine_cached_tokens"`
+	// EvictedBlocksEst estimates the blocks the engines evicted: blocks
+	// computed (prompt tokens not cached, over the block size) minus blocks
+	// held at the end, summed over pods. Partial blocks make it a slight
+	// overestimate.
+	EvictedBlocksEst int64 `json:"evicted_blocks_est"`
+	// FullPods counts pods whose cache was full at the end.
+	FullPods int `json:"full_pods"`
+
+	results []replay.Result
+}
+
+// Checks are the comparison's acceptance figures.
+type Checks struct {
+	// KVTTFTP50Speedup is round-robin's TTFT p50 over kv's (want >= 2).
+	KVTTFTP50Speedup float64 `json:"kv_ttft_p50_speedup_vs_round_robin"`
+	// KVReuseOverReachable is kv's cached-token ratio over the reachable
+	// reuse (want >= 0.9).
+	KVReuseOverReachable float64 `json:"kv_cached_ratio_over_reachable"`
+	// KVMaxShareOverMean is kv's largest pod share over an even share
+	// (want <= 2).
+	KVMaxShareOverMean float64 `json:"kv_max_share_over_mean"`
+	// Evicting says the kv run's engines evicted blocks.
+	Evicting bool `json:"evicting"`
+	// Pass is all four.
+	TTFTPass    bool `json:"ttft_pass"`
+	ReusePass   bool `json:"reuse_pass"`
+	BalancePass bool `json:"balance_pass"`
+	Pass        bool `json:"pass"`
+}
+
+// Report is the comparison.
+type Report struct {
+	// ReachableReuse is the cached-token ratio an ideal router reaches at
+	// the fleet's cache size (see ReuseMethod); UnboundedReuse the same
+	// with a cache that never evicts.
+	ReachableReuse       float64 `json:"reachable_reuse"`
+	ReachableReuseMethod string  `json:"reachable_reuse_method"`
+	UnboundedReuse       float64 `json:"unbounded_reuse"`
+
+	Requests     int     `json:"requests"`
+	Sample       int     `json:"sample"`
+	PromptTokens int64   `json:"prompt_tokens"`
+	TraceSpanS   float64 `json:"trace_span_s"`
+	TimeScale    float64 `json:"time_scale"`
+	MaxTokensCap int     `json:"max_tokens_cap"`
+
+	Pods              int     `json:"pods"`
+	BlocksPerPod      int     `json:"blocks_per_pod"`
+	BlockSize         int     `json:"block_size"`
+	PrefillPerTokenUs float64 `json:"prefill_per_token_us"`
+	DecodePerTokenMs  float64 `json:"decode_per_token_ms"`
+	MaxRunning        int     `json:"max_running"`
+
+	// Modes are the modes run, by name (random, round_robin, kv).
+	Modes map[string]*ModeResult `json:"modes"`
+	// Checks are present when round_robin and kv both ran.
+	Checks *Checks `json:"checks,omitempty"`
+	// WallS is the whole comparison's wall time.
+	WallS float64 `json:"wall_s"`
+
+	order []string
+}
+
+// newReport starts the report of cfg on recs.
+func newReport(cfg Config, recs []trace.Record) *Report {
+	r := &Report{
+		ReachableReuseMethod: ReuseMethod, Requests: len(recs), Sample: cfg.Sample,
+		TimeScale: cfg.TimeScale, MaxTokensCap: cfg.MaxTokensCap, Pods: cfg.Pods, BlocksPerPod: cfg.BlocksPerPod,
+		BlockSize: cfg.BlockSize, MaxRunning: cfg.MaxRunning,
+		PrefillPerTokenUs: float64(cfg.PrefillPerToken) / float64(time.Microsecond),
+		DecodePerTokenMs:  float64(cfg.DecodePerToken) / float64(time.Millisecond),
+		Modes:             map[string]*ModeResult{}, order: cfg.Modes,
+	}
+	for _, rec := range recs {
+		r.PromptTokens += int64(rec.InputLength)
+	}
+	r.TraceSpanS = float64(recs[len(recs)-1].Timestamp-recs[0].Timestamp) / 1000
+	return r
+}
+
+// finish computes the checks and the wall time.
+func (r *Report) finish(wall time.Duration) {
+	r.WallS = wall.Seconds()
+	kv, rr := r.Modes[ModeKV], r.Modes[ModeRoundRobin]
+	if kv == nil || rr == nil {
+		return
+	}
+	c := &Checks{Evicting: kv.EvictedBlocksEst > 0}
+	if kv.TTFTP50Ms > 0 {
+		c.KVTTFTP50Speedup = rr.TTFTP50Ms / kv.TTFTP50Ms
+	}
+	if r.ReachableReuse > 0 {
+		c.KVReuseOverReachable = kv.CachedTokenRatio / r.ReachableReuse
+	}
+	if kv.MeanPodShare > 0 {
+		c.KVMaxShareOverMean = kv.MaxPodShare / kv.MeanPodShare
+	}
+	c.TTFTPass = c.KVTTFTP50Speedup >= 2
+	c.ReusePass = c.KVReuseOverReachable >= 0.9
+	c.BalancePass = c.KVMaxShareOverMean > 0 && c.KVMaxShareOverMean <= 2
+	c.Pass = c.TTFTPass && c.ReusePass && c.BalancePass && c.Evicting
+	r.Checks = c
+}

@@ -1,0 +1,151 @@
+package hierarchy
+
+import (
+	"fmt"
+
+	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cell/index"
+	"github.com/cellrouter/cellrouter/gossip"
+	"github.com/cellrouter/cellrouter/loadtest/trace"
+)
+
+// DefaultTrace is the trace committed with the repository, relative to the
+// module root.
+const DefaultTrace = "loadtest/traces/conversation_trace.jsonl"
+
+// Model is the model name every request's chain is seeded with.
+const Model = "mooncake-trace"
+
+// Config describes one benchmark run.
+type Config struct {
+	// TracePath is the Mooncake trace to replay.
+	TracePath string `json:"trace"`
+	// MaxRequests limits the replay to the first requests; 0 replays all.
+	MaxRequests int `json:"max_requests"`
+	// Cells and PodsPerCell shape the hierarchical fleet; the flat router
+	// sees the same Cells*PodsPerCell pods (at most index.MaxPods) in one index.
+	Cells       int `json:"cells"`
+	PodsPerCell int `json:"pods_per_cell"`
+	// Seed drives every routing decision's randomness (tie-breaks).
+	Seed uint64 `json:"seed"`
+	// BlockSize is the engine and router block size in tokens; it must
+	// divide 512 (one trace hash id).
+	BlockSize int `json:"block_size"`
+	// BlocksPerPod is each pod's KV cache budget in blocks.
+	BlocksPerPod int `json:"blocks_per_pod"`
+	// SummaryInterval is how often, in trace seconds, every cell rebuilds
+	// and publishes its summary; the global tier sees only the latest.
+	SummaryInterval float64 `json:"summary_interval_s"`
+	// MaxProbes, ProbeSlack and ColdBlocks tune global.Search.
+	MaxProbes  int `json:"max_probes"`
+	ProbeSlack int `json:"probe_slack"`
+	ColdBlocks int `json:"cold_blocks"`
+	// Stride and FalsePositiveRate tune the summaries (gossip.SummaryConfig).
+	Stride            int     `json:"stride"`
+	FalsePositiveRate float64 `json:"fpr"`
+	// OverlapWeight, Temperature and BusyThreshold are the cells' default
+	// profile (plugins.DefaultProfile); OverlapWeight is also the global
+	// tier's prefill weight in global.Choose.
+	OverlapWeight float64 `json:"overlap_weight"`
+	Temperature   float64 `json:"temperature"`
+	BusyThreshold float64 `json:"busy_threshold"`
+	// DecodeMsPerToken sets the load model: a request occupies its pod for
+	// output_length * DecodeMsPerToken of trace time.
+	DecodeMsPerToken float64 `json:"decode_ms_per_token"`
+	// Progress, if not nil, receives progress lines.
+	Progress func(format string, args ...any) `json:"-"`
+}
+
+// DefaultConfig returns the issue's settings: the committed trace, 8 cells
+// of 32 pods, seed 42, 16-token blocks, 16,384 blocks per pod (the index
+// benchmark's budget, small enough that pods evict), summaries every 2 s
+// (the cell's default), the global tier's search defaults (2 probes, slack
+// 8, cold key over 4 blocks), stride 4, 1% false positives, the cell's
+// default profile (overlap weight 1, arg-max, busy above 95%) and 20 ms per
+// output token.
+func DefaultConfig() Config {
+	s := gossip.DefaultSummaryConfig()
+	return Config{
+		TracePath:         DefaultTrace,
+		Cells:             8,
+		PodsPerCell:       32,
+		Seed:              42,
+		BlockSize:         16,
+		BlocksPerPod:      16384,
+		SummaryInterval:   2,
+		MaxProbes:         2,
+		ProbeSlack:        8,
+		ColdBlocks:        4,
+		Stride:            s.Stride,
+		FalsePositiveRate: s.FalsePositiveRate,
+		OverlapWeight:     1,
+		Temperature:       0,
+		BusyThreshold:     0.95,
+		DecodeMsPerToken:  20,
+	}
+}
+
+// QuickConfig is DefaultConfig cut to the first 2,000 requests (about ten
+// minutes of trace), which runs in well under a minute on two cores.
+func QuickConfig() Config {
+	c := DefaultConfig()
+	c.MaxRequests = 2000
+	return c
+}
+
+// Pods returns the number of pods of either router.
+func (c Config) Pods() int { return c.Cells * c.PodsPerCell }
+
+// Validate returns an error naming the first bad field.
+func (c Config) Validate() error {
+	switch {
+	case c.TracePath == "":
+		return fmt.Errorf("hierarchy: TracePath is empty")
+	case c.MaxRequests < 0:
+		return fmt.Errorf("hierarchy: MaxRequests must be >= 0, got %d", c.MaxRequests)
+	case c.Cells < 1:
+		return fmt.Errorf("hierarchy: Cells must be >= 1, got %d", c.Cells)
+	case c.PodsPerCell < 1:
+		return fmt.Errorf("hierarchy: PodsPerCell must be >= 1, got %d", c.PodsPerCell)
+	case c.Cells*c.PodsPerCell > index.MaxPods:
+		return fmt.Errorf("hierarchy: Cells*PodsPerCell must be <= %d (one flat index), got %d", index.MaxPods, c.Cells*c.PodsPerCell)
+	case c.BlockSize < blockhash.MinBlockSize || c.BlockSize > blockhash.MaxBlockSize || trace.TokensPerID%c.BlockSize != 0:
+		return fmt.Errorf("hierarchy: BlockSize must divide %d, got %d", trace.TokensPerID, c.BlockSize)
+	case c.BlocksPerPod < 1:
+		return fmt.Errorf("hierarchy: BlocksPerPod must be >= 1, got %d", c.BlocksPerPod)
+	case !(c.SummaryInterval > 0):
+		return fmt.Errorf("hierarchy: SummaryInterval must be > 0 s, got %v", c.SummaryInterval)
+	case c.MaxProbes < 1:
+		return fmt.Errorf("hierarchy: MaxProbes must be >= 1, got %d", c.MaxProbes)
+	case c.ProbeSlack < 0:
+		return fmt.Errorf("hierarchy: ProbeSlack must be >= 0, got %d", c.ProbeSlack)
+	case c.ColdBlocks < 1:
+		return fmt.Errorf("hierarchy: ColdBlocks must be >= 1, got %d", c.ColdBlocks)
+	case c.OverlapWeight < 0:
+		return fmt.Errorf("hierarchy: OverlapWeight must be >= 0, got %v", c.OverlapWeight)
+	case c.Temperature < 0:
+		return fmt.Errorf("hierarchy: Temperature must be >= 0, got %v", c.Temperature)
+	case !(c.BusyThreshold > 0 && c.BusyThreshold <= 1):
+		return fmt.Errorf("hierarchy: BusyThreshold must be in (0, 1], got %v", c.BusyThreshold)
+	case !(c.DecodeMsPerToken >= 0):
+		return fmt.Errorf("hierarchy: DecodeMsPerToken must be >= 0, got %v", c.DecodeMsPerToken)
+	}
+	if err := c.summaryConfig().Validate(); err != nil {
+		return fmt.Errorf("hierarchy: %w", err)
+	}
+	return nil
+}
+
+// summaryConfig is the gossip default with the run's stride and rate.
+func (c Config) summaryConfig() gossip.SummaryConfig {
+	s := gossip.DefaultSummaryConfig()
+	s.Stride, s.FalsePositiveRate = c.Stride, c.FalsePositiveRate
+	return s
+}
+
+// progress reports one line if a Progress function is set.
+func (c Config) progress(format string, args ...any) {
+	if c.Progress != nil {
+		c.Progress(format, args...)
+	}
+}

@@ -1,0 +1,50 @@
+// Package hierarchy is the quality benchmark of the global tier: it replays
+// a Mooncake trace through hierarchical routing (cells of pods under the
+// global tier) and through one flat exact index over the same pods, in the
+// same process, and compares the prefix reuse they realise, the probes the
+// hierarchy spends, and how evenly each spreads the requests.
+//
+// # Method
+//
+//  1. Read the trace (loadtest/trace), expand every hash id to 512 tokens
+//     (trace.AppendTokens, as the index benchmark does) and hash the prompt
+//     with cell/blockhash at Config.BlockSize (16), seeded with the model.
+//  2. Two fleets of Cells*PodsPerCell pods (8x32 = 256), each pod an engine
+//     cache model (loadtest/engine) of Config.BlocksPerPod blocks (16,384,
+//     small enough that pods evict: the report counts evicted blocks). Every
+//     admission's removed and stored blocks are applied to the exact index
+//     (cell/index) of the pod's pool as ops, as the pod's KV events would be.
+//  3. Flat: one index over all pods and one selector of the cell's default
+//     profile (plugins.DefaultProfile, built with pipeline and plugins as the
+//     cell builds it) picks the pod.
+//  4. Hierarchical: one index and one selector per cell. Every
+//     Config.SummaryInterval of trace time, each cell rebuilds its summary
+//     from every block it holds (gossip.Builder with the block's depth in
+//     its chain) and publishes it (gossip.Publisher); the global tier only
+//     sees the latest generation, so summaries lag the truth. Per request:
+//     global.Search over the summaries; on the cold path (no summary knows
+//     the first block) the first of its two hashed choices takes the
+//     request unprobed, as global.Router does; otherwise each candidate is
+//     probed by running its selector in-process (what CellService.Route
+//     does, changing nothing) and global.Choose orders the answers; then the
+//     chosen cell's selector decides again (the hand-off) and its pick
+//     serves the request.
+//  5. A request's realised reuse is the engine model's prefix hit on the
+//     pod that served it (Admission.Matched); reuse is matched blocks over
+//     prompt blocks, and reuse_loss is (flat - hier) / flat.
+//
+// Both routers replay the requests in timestamp order with the same load
+// model (load.go): a request holds its pod for output_length *
+// DecodeMsPerToken of trace time, counting one active request and its
+// prompt plus output blocks. Every selector pass for request i draws its
+// randomness from a generator seeded (Seed, i), so with one cell the
+// hierarchical router makes exactly the flat router's decisions (a test
+// checks it).
+//
+// A false probe is a probed cell whose exact best match (the deepest prefix
+// any of its pods holds, from the probe's index match) is zero or below the
+// summary's estimate. Gossip bytes are counted with the real codec: per
+// cell and generation, the header plus the catch-up message a replica one
+// generation behind would receive (a roaring-bitmap delta, or a snapshot
+// for the first generation and changes of filter shape).
+package hierarchy

@@ -1,0 +1,240 @@
+package hierarchy
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"text/tabwriter"
+
+	"github.com/cellrouter/cellrouter/loadtest/trace"
+)
+
+// Acceptance targets of the issue "The global tier" (architecture.md,
+// performance budgets): at most 2% less prefix reuse than the flat index,
+// at most 2 probes per request at p95, and no busier busiest pod.
+const (
+	MaxReuseLoss = 0.02
+	MaxProbesP95 = 2
+)
+
+// GossipEncoding says how gossip bytes are counted.
+const GossipEncoding = "per cell and generation: gossip.EncodeHeader + the Publisher.Since catch-up of a peer one generation behind " +
+	"(gossip.EncodeDelta; gossip.EncodeSnapshot for the first generation, a change of filter shape, or a delta not smaller than the filter)"
+
+// Report is the outcome of a run. Reuse is realised reuse: the blocks the
+// engine models found cached (Admission.Matched) over all prompt blocks.
+type Report struct {
+	Trace        string  `json:"trace"`
+	Requests     int     `json:"requests"`
+	Blocks       int64   `json:"blocks"`
+	TraceSeconds float64 `json:"trace_seconds"`
+	// Settings.
+	Cells             int     `json:"cells"`
+	PodsPerCell       int     `json:"pods_per_cell"`
+	Pods              int     `json:"pods"`
+	Seed              uint64  `json:"seed"`
+	BlockSize         int     `json:"block_size"`
+	BlocksPerPod      int     `json:"blocks_per_pod"`
+	SummaryIntervalS  float64 `json:"summary_interval_s"`
+	MaxProbes         int     `json:"max_probes"`
+	ProbeSlack        int     `json:"probe_slack"`
+	ColdBlocks        int     `json:"cold_blocks"`
+	Stride            int     `json:"stride"`
+	FalsePositiveRate float64 `json:"fpr"`
+	OverlapWeight     float64 `json:"overlap_weight"`
+	Temperature       float64 `json:"temperature"`
+	BusyThreshold     float64 `json:"busy_threshold"`
+	DecodeMsPerToken  float64 `json:"decode_ms_per_token"`
+	// Reuse.
+	ReuseFlat         float64 `json:"reuse_flat"`
+	ReuseHier         float64 `json:"reuse_hier"`
+	ReuseLoss         float64 `json:"reuse_loss"`
+	MatchedBlocksFlat int64   `json:"matched_blocks_flat"`
+	MatchedBlocksHier int64   `json:"matched_blocks_hier"`
+	// Probes per request (0 on the cold path, which hashes to a cell).
+	ProbesP50  int     `json:"probes_p50"`
+	ProbesP95  int     `json:"probes_p95"`
+	ProbesMax  int     `json:"probes_max"`
+	ProbesMean float64 `json:"probes_mean"`
+	Probes     int64   `json:"probes"`
+	// FalseProbes are probes whose cell's exact best match (the deepest
+	// prefix any of its pods holds, from the probe's own index match) was
+	// zero or below the summary's estimate.
+	FalseProbes    int64   `json:"false_probes"`
+	FalseProbeRate float64 `json:"false_probe_rate"`
+	ColdRequests   int64   `json:"cold_requests"`
+	// Summaries: mean and final Bloom filter size per cell and generation.
+	SummaryBytesPerCell      float64 `json:"summary_bytes_per_cell"`
+	SummaryBytesPerCellFinal float64 `json:"summary_bytes_per_cell_final"`
+	SummaryGenerations       int     `json:"summary_generations"`
+	// Gossip: header + catch-up message (delta or snapshot) per cell and
+	// generation, as the gossip codec encodes them, over the trace span.
+	GossipEncoding   string  `json:"gossip_encoding"`
+	DeltaMessages    int     `json:"delta_messages"`
+	SnapshotMessages int     `json:"snapshot_messages"`
+	GossipBytes      int64   `json:"gossip_bytes"`
+	GossipBytesPerS  float64 `json:"gossip_bytes_per_s"`
+	// Balance: the busiest pod's share of the requests.
+	MaxPodShareFlat float64 `json:"max_pod_share_flat"`
+	MaxPodShareHier float64 `json:"max_pod_share_hier"`
+	// CellRequests counts the requests each cell served; MaxCellShare is
+	// the busiest cell's share and CellsUsed the cells that served any.
+	CellRequests []int64 `json:"cell_requests"`
+	MaxCellShare float64 `json:"max_cell_share"`
+	CellsUsed    int     `json:"cells_used"`
+	// Evictions show the caches were under pressure.
+	EvictedBlocksFlat int64 `json:"evicted_blocks_flat"`
+	EvictedBlocksHier int64 `json:"evicted_blocks_hier"`
+	// IndexConsistent: at the end every cell's index held exactly the
+	// distinct blocks of its pods' caches.
+	IndexConsistent bool `json:"index_consistent"`
+	// Acceptance.
+	ReuseLossOK bool    `json:"reuse_loss_ok"`
+	ProbesP95OK bool    `json:"probes_p95_ok"`
+	PodShareOK  bool    `json:"max_pod_share_ok"`
+	Pass        bool    `json:"pass"`
+	WallSeconds float64 `json:"wall_seconds"`
+}
+
+// report assembles the figures after the replay.
+func (s *sim) report(recs []trace.Record) *Report {
+	c, h := s.cfg, s.hier
+	r := &Report{
+		Trace: c.TracePath, Requests: len(recs), Blocks: s.blocks,
+		TraceSeconds: float64(recs[len(recs)-1].Timestamp-recs[0].Timestamp) / 1e3,
+		Cells:        c.Cells, PodsPerCell: c.PodsPerCell, Pods: c.Pods(), Seed: c.Seed, BlockSize: c.BlockSize,
+		BlocksPerPod: c.BlocksPerPod, SummaryIntervalS: c.SummaryInterval, MaxProbes: c.MaxProbes,
+		ProbeSlack: c.ProbeSlack, ColdBlocks: c.ColdBlocks, Stride: c.Stride, FalsePositiveRate: c.FalsePositiveRate,
+		OverlapWeight: c.OverlapWeight, Temperature: c.Temperature, BusyThreshold: c.BusyThreshold,
+		DecodeMsPerToken:  c.DecodeMsPerToken,
+		MatchedBlocksFlat: s.matchedFlat, MatchedBlocksHier: s.matchedHier,
+		Probes: h.probes, FalseProbes: h.falseProbes, ColdRequests: h.colds,
+		EvictedBlocksFlat:  s.flat.cl.evicted,
+		SummaryGenerations: s.nextGen,
+	}
+	r.ReuseFlat = ratio(s.matchedFlat, s.blocks)
+	r.ReuseHier = ratio(s.matchedHier, s.blocks)
+	if r.ReuseFlat > 0 {
+		r.ReuseLoss = (r.ReuseFlat - r.ReuseHier) / r.ReuseFlat
+	}
+	r.ProbesP50, r.ProbesP95 = histQuantile(h.probeHist, 0.50), histQuantile(h.probeHist, 0.95)
+	for n, k := range h.probeHist {
+		if k > 0 {
+			r.ProbesMax = n
+		}
+	}
+	r.ProbesMean = ratio(h.probes, int64(len(recs)))
+	r.FalseProbeRate = ratio(h.falseProbes, h.probes)
+	var gens int
+	var sumBytes int64
+	var final float64
+	r.IndexConsistent = true
+	for i, cl := range h.cells {
+		sm := h.sums[i]
+		gens += sm.gens
+		sumBytes += sm.summaryBytes
+		final += float64(sm.lastBytes)
+		r.DeltaMessages += sm.deltas
+		r.SnapshotMessages += sm.snapshots
+		r.GossipBytes += sm.wireBytes
+		r.EvictedBlocksHier += cl.evicted
+		if cl.ix.Stats().Blocks != int64(cl.held.Len()) {
+			r.IndexConsistent = false
+		}
+	}
+	r.SummaryBytesPerCell = ratio(sumBytes, int64(gens))
+	r.SummaryBytesPerCellFinal = final / float64(len(h.cells))
+	r.GossipEncoding = GossipEncoding
+	if r.TraceSeconds > 0 {
+		r.GossipBytesPerS = float64(r.GossipBytes) / r.TraceSeconds
+	}
+	r.MaxPodShareFlat = maxShare(s.flat.served, len(recs))
+	r.MaxPodShareHier = maxShare(h.served, len(recs))
+	for _, cl := range h.cells {
+		var n int64
+		for _, g := range cl.global {
+			n += h.served[g]
+		}
+		r.CellRequests = append(r.CellRequests, n)
+		if n > 0 {
+			r.CellsUsed++
+		}
+	}
+	r.MaxCellShare = maxShare(r.CellRequests, len(recs))
+	r.ReuseLossOK = r.ReuseLoss <= MaxReuseLoss
+	r.ProbesP95OK = r.ProbesP95 <= MaxProbesP95
+	r.PodShareOK = r.MaxPodShareHier <= r.MaxPodShareFlat
+	r.Pass = r.ReuseLossOK && r.ProbesP95OK && r.PodShareOK
+	return r
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// histQuantile returns the nearest-rank q-quantile of a histogram whose
+// bucket n counts the requests with value n.
+func histQuantile(hist []int64, q float64) int {
+	var total int64
+	for _, k := range hist {
+		total += k
+	}
+	if total == 0 {
+		return 0
+	}
+	rank := int64(math.Ceil(q * float64(total)))
+	rank = max(rank, 1)
+	var cum int64
+	for n, k := range hist {
+		cum += k
+		if cum >= rank {
+			return n
+		}
+	}
+	return len(hist) - 1
+}
+
+// maxShare returns the largest count's share of total.
+func maxShare(counts []int64, total int) float64 {
+	var m int64
+	for _, k := range counts {
+		m = max(m, k)
+	}
+	return ratio(m, int64(total))
+}
+
+// WriteTable writes the report as a readable table.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	ok := func(b bool) string {
+		if b {
+			return "ok"
+		}
+		return "FAIL"
+	}
+	fmt.Fprintf(tw, "trace\t%s (%d requests, %d blocks, %.0f s)\n", r.Trace, r.Requests, r.Blocks, r.TraceSeconds)
+	fmt.Fprintf(tw, "fleet\t%d cells x %d pods, %d blocks/pod of %d tokens, seed %d\n", r.Cells, r.PodsPerCell, r.BlocksPerPod, r.BlockSize, r.Seed)
+	fmt.Fprintf(tw, "global tier\tsummaries every %gs, stride %d, fpr %g; max %d probes, slack %d\n", r.SummaryIntervalS, r.Stride, r.FalsePositiveRate, r.MaxProbes, r.ProbeSlack)
+	fmt.Fprintf(tw, "\t\n")
+	fmt.Fprintf(tw, "\tflat\thierarchical\n")
+	fmt.Fprintf(tw, "prefix reuse\t%.4f\t%.4f\n", r.ReuseFlat, r.ReuseHier)
+	fmt.Fprintf(tw, "busiest pod share\t%.4f\t%.4f\n", r.MaxPodShareFlat, r.MaxPodShareHier)
+	fmt.Fprintf(tw, "evicted blocks\t%d\t%d\n", r.EvictedBlocksFlat, r.EvictedBlocksHier)
+	fmt.Fprintf(tw, "requests per cell\t\t%v (busiest %.4f, %d of %d cells used)\n", r.CellRequests, r.MaxCellShare, r.CellsUsed, r.Cells)
+	fmt.Fprintf(tw, "\t\n")
+	fmt.Fprintf(tw, "reuse loss\t%.4f\t(target <= %.2f: %s)\n", r.ReuseLoss, MaxReuseLoss, ok(r.ReuseLossOK))
+	fmt.Fprintf(tw, "probes p50 / p95 / max\t%d / %d / %d\t(target p95 <= %d: %s)\n", r.ProbesP50, r.ProbesP95, r.ProbesMax, MaxProbesP95, ok(r.ProbesP95OK))
+	fmt.Fprintf(tw, "busiest pod, hier vs flat\t\t(target no worse: %s)\n", ok(r.PodShareOK))
+	fmt.Fprintf(tw, "probes mean\t%.3f\n", r.ProbesMean)
+	fmt.Fprintf(tw, "false probe rate\t%.4f\t(%d of %d)\n", r.FalseProbeRate, r.FalseProbes, r.Probes)
+	fmt.Fprintf(tw, "cold requests\t%d\n", r.ColdRequests)
+	fmt.Fprintf(tw, "summary bytes per cell\t%.0f mean, %.0f final\t(%d generations)\n", r.SummaryBytesPerCell, r.SummaryBytesPerCellFinal, r.SummaryGenerations)
+	fmt.Fprintf(tw, "gossip bytes per s\t%.0f\t(%d deltas, %d snapshots, all cells)\n", r.GossipBytesPerS, r.DeltaMessages, r.SnapshotMessages)
+	fmt.Fprintf(tw, "index consistent\t%v\n", r.IndexConsistent)
+	fmt.Fprintf(tw, "pass\t%v\n", r.Pass)
+	fmt.Fprintf(tw, "wall\t%.1f s\n", r.WallSeconds)
+	return tw.Flush()
+}

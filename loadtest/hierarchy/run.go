@@ -1,0 +1,133 @@
+package hierarchy
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cell/pipeline"
+	"github.com/cellrouter/cellrouter/loadtest/trace"
+)
+
+// Run replays the trace through both routers and reports.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	recs, err := trace.ReadFile(cfg.TracePath, cfg.MaxRequests)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("hierarchy: %s: no requests", cfg.TracePath)
+	}
+	cfg.progress("read %d requests from %s", len(recs), cfg.TracePath)
+	s, err := newSim(cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer s.close()
+	if err := s.replay(ctx, recs); err != nil {
+		return nil, err
+	}
+	rep := s.report(recs)
+	rep.WallSeconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+// sim is the two routers and the run's totals.
+type sim struct {
+	cfg    Config
+	hasher blockhash.Hasher
+	seed   blockhash.Hash
+	flat   *flatRouter
+	hier   *hierRouter
+
+	nextGen                  int // the next summary generation's number
+	blocks                   int64
+	matchedFlat, matchedHier int64
+	summaryIntervalNs        float64
+}
+
+func newSim(cfg Config) (*sim, error) {
+	h, err := blockhash.NewHasher(cfg.BlockSize)
+	if err != nil {
+		return nil, fmt.Errorf("hierarchy: %w", err)
+	}
+	s := &sim{cfg: cfg, hasher: h, seed: blockhash.Seed(blockhash.Keys{Model: Model}), summaryIntervalNs: cfg.SummaryInterval * 1e9}
+	if s.flat, err = newFlatRouter(cfg, h); err != nil {
+		return nil, err
+	}
+	if s.hier, err = newHierRouter(cfg, h); err != nil {
+		s.flat.cl.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *sim) close() {
+	s.flat.cl.close()
+	s.hier.close()
+}
+
+// genAt returns the trace time of summary generation k, in ns.
+func (s *sim) genAt(k int) int64 { return int64(float64(k) * s.summaryIntervalNs) }
+
+// replay routes every request, in trace order, through both routers. Each
+// request's prompt is every hash id expanded to 512 tokens; its chain is
+// hashed once here (for the engine models and the global search) and again
+// by each selector's block-hashes preparer, exactly as a cell would.
+func (s *sim) replay(ctx context.Context, recs []trace.Record) error {
+	t0 := recs[0].Timestamp
+	var toks []uint32
+	var chain []blockhash.Hash
+	req := &pipeline.Request{Model: Model}
+	for i, rec := range recs {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if i > 0 && i%2000 == 0 {
+			s.cfg.progress("%d/%d requests, reuse flat %.4f hier %.4f", i, len(recs),
+				float64(s.matchedFlat)/float64(s.blocks), float64(s.matchedHier)/float64(s.blocks))
+		}
+		now := (rec.Timestamp - t0) * int64(time.Millisecond)
+		// Summaries due by now are published with the load of their time.
+		for s.genAt(s.nextGen) <= now {
+			s.hier.load.advance(s.genAt(s.nextGen))
+			if err := s.hier.publish(); err != nil {
+				return err
+			}
+			s.nextGen++
+		}
+		s.flat.load.advance(now)
+		s.hier.load.advance(now)
+
+		toks = toks[:0]
+		for _, id := range rec.HashIDs {
+			toks = trace.AppendTokens(toks, id)
+		}
+		chain = s.hasher.Chain(s.seed, toks, chain[:0])
+		req.TokenIDs = toks
+		r := request{
+			i: i, now: now, req: req, chain: chain,
+			end:    now + int64(float64(rec.OutputLength)*s.cfg.DecodeMsPerToken*float64(time.Millisecond)),
+			blocks: len(chain) + (rec.OutputLength+s.cfg.BlockSize-1)/s.cfg.BlockSize,
+		}
+		mf, err := s.flat.route(ctx, &r)
+		if err != nil {
+			return err
+		}
+		mh, err := s.hier.route(ctx, &r)
+		if err != nil {
+			return err
+		}
+		s.blocks += int64(len(chain))
+		s.matchedFlat += int64(mf)
+		s.matchedHier += int64(mh)
+	}
+	return nil
+}
