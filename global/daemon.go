@@ -96,7 +96,7 @@ func NewDaemon(cfg Config, pool PoolConfig, log *slog.Logger) (*Daemon, error) {
 	if d.node, err = gossip.Start(gcfg, nil); err != nil {
 		return nil, fmt.Errorf("global: gossip: %w", err)
 	}
-	dir.dir = GossipDirectory{Table: d.node.Table()}
+	dir.dir = NewGossipDirectory(d.node.Table())
 	d.Global = g
 	return d, nil
 }

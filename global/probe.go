@@ -73,32 +73,40 @@ func (p *grpcProber) close() {
 func probeAll(ctx context.Context, pr Prober, timeout time.Duration, views []CellView, cands []Candidate, req *cellv1.RouteRequest) []ProbeAnswer {
 	answers := make([]ProbeAnswer, len(cands))
 	var wg sync.WaitGroup
-	for i, c := range cands {
+	probe := func(i int, c Candidate) {
+		v := &views[c.Cell]
+		pctx, span := tracer().Start(ctx, "global.probe", withAttrs(
+			attribute.String("cellrouter.cell", v.ID), attribute.Int("cellrouter.estimated_blocks", c.Estimated)))
+		defer span.End()
+		pctx, cancel := context.WithTimeout(pctx, timeout)
+		defer cancel()
+		start := time.Now()
+		resp, err := pr.Probe(pctx, v, req)
+		a := ProbeAnswer{Cell: c.Cell, Err: err, RTT: time.Since(start)}
+		if err == nil && resp.GetPick() != nil {
+			a.Pod, a.Matched, a.Load, a.Cost = resp.GetPick().GetPod(), int(resp.GetPick().GetMatchedBlocks()), resp.GetPick().GetLoad(), resp.GetPick().GetCost()
+		} else if err == nil {
+			a.Err = errNoPick
+		}
+		span.SetAttributes(attribute.Float64("cellrouter.rtt_ms", float64(a.RTT)/1e6), attribute.Int("cellrouter.matched_blocks", a.Matched),
+			attribute.String("cellrouter.pod", a.Pod))
+		if a.Err != nil {
+			span.RecordError(a.Err)
+			span.SetStatus(codes.Error, a.Err.Error())
+		}
+		answers[i] = a
+	}
+	// The other probes run on their own goroutines; the first on this one,
+	// which would otherwise only wait.
+	for i := 1; i < len(cands); i++ {
 		wg.Add(1)
-		go func(i int, c Candidate) {
+		go func(i int) {
 			defer wg.Done()
-			v := &views[c.Cell]
-			pctx, span := tracer().Start(ctx, "global.probe", withAttrs(
-				attribute.String("cellrouter.cell", v.ID), attribute.Int("cellrouter.estimated_blocks", c.Estimated)))
-			defer span.End()
-			pctx, cancel := context.WithTimeout(pctx, timeout)
-			defer cancel()
-			start := time.Now()
-			resp, err := pr.Probe(pctx, v, req)
-			a := ProbeAnswer{Cell: c.Cell, Err: err, RTT: time.Since(start)}
-			if err == nil && resp.GetPick() != nil {
-				a.Pod, a.Matched, a.Load, a.Cost = resp.GetPick().GetPod(), int(resp.GetPick().GetMatchedBlocks()), resp.GetPick().GetLoad(), resp.GetPick().GetCost()
-			} else if err == nil {
-				a.Err = errNoPick
-			}
-			span.SetAttributes(attribute.Float64("cellrouter.rtt_ms", float64(a.RTT)/1e6), attribute.Int("cellrouter.matched_blocks", a.Matched),
-				attribute.String("cellrouter.pod", a.Pod))
-			if a.Err != nil {
-				span.RecordError(a.Err)
-				span.SetStatus(codes.Error, a.Err.Error())
-			}
-			answers[i] = a
-		}(i, c)
+			probe(i, cands[i])
+		}(i)
+	}
+	if len(cands) > 0 {
+		probe(0, cands[0])
 	}
 	wg.Wait()
 	return answers

@@ -64,13 +64,18 @@ func NewRouter(cfg Config, dir Directory, pr Prober) (*Router, error) {
 func (rt *Router) views() []CellView {
 	vs := rt.dir.Cells()
 	rt.mu.Lock()
-	for i := range vs {
-		if rt.draining[vs[i].ID] {
-			vs[i].Draining = true
+	defer rt.mu.Unlock()
+	if len(rt.draining) == 0 {
+		return vs
+	}
+	out := make([]CellView, len(vs))
+	copy(out, vs)
+	for i := range out {
+		if rt.draining[out[i].ID] {
+			out[i].Draining = true
 		}
 	}
-	rt.mu.Unlock()
-	return vs
+	return out
 }
 
 // SetDraining marks a cell draining (or not); it reports whether it changed.

@@ -38,7 +38,9 @@ type CellView struct {
 func (v *CellView) usable() bool { return v.Alive && !v.Draining && v.HTTPAddr != "" }
 
 // Directory is the source of cell views: the gossip table in globald, a
-// fixed list in tests. Cells must return a snapshot the caller owns.
+// fixed list in tests. Cells returns a snapshot that nobody modifies (the
+// router copies it before marking draining cells), so a directory may hand
+// out the same slice until its contents change.
 type Directory interface {
 	Cells() []CellView
 }
@@ -47,4 +49,4 @@ type Directory interface {
 type StaticDirectory []CellView
 
 // Cells implements Directory.
-func (d StaticDirectory) Cells() []CellView { return append([]CellView(nil), d...) }
+func (d StaticDirectory) Cells() []CellView { return d }

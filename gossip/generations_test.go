@@ -29,22 +29,25 @@ func newRefFilter(p Params, hashes []blockhash.Hash) refFilter {
 }
 
 // refPositions computes a hash's K bit positions the slow, obvious way:
-// big-integer arithmetic for floor(((h1 + i*h2) mod 2^64) * M / 2^64), with
-// h2 the splitmix64 finaliser of h, made odd.
+// the block is floor(h * (M/512) / 2^64) in big-integer arithmetic, and the
+// positions in it are successive 9-bit fields of h2 (the splitmix64
+// finaliser of h, made odd), seven per draw, the next draw remixed.
 func refPositions(h blockhash.Hash, p Params) []uint64 {
 	two64 := new(big.Int).Lsh(big.NewInt(1), 64)
 	x := uint64(h) ^ 0x9e3779b97f4a7c15
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
 	x ^= x >> 31
-	h1 := new(big.Int).SetUint64(uint64(h))
-	h2 := new(big.Int).SetUint64(x | 1)
+	draw := x | 1
+	blk := new(big.Int).SetUint64(uint64(h))
+	blk.Mul(blk, new(big.Int).SetUint64(p.M/512)).Div(blk, two64)
 	var out []uint64
-	for i := int64(0); i < int64(p.K); i++ {
-		g := new(big.Int).Mul(h2, big.NewInt(i))
-		g.Add(g, h1).Mod(g, two64)
-		g.Mul(g, new(big.Int).SetUint64(p.M)).Div(g, two64)
-		out = append(out, g.Uint64())
+	for i := 0; i < int(p.K); i++ {
+		if i > 0 && i%7 == 0 {
+			draw = (draw ^ (draw >> 30)) * 0xbf58476d1ce4e5b9
+			draw ^= draw >> 31
+		}
+		out = append(out, blk.Uint64()*512+(draw>>(9*(i%7)))%512)
 	}
 	return out
 }

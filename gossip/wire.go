@@ -7,9 +7,11 @@ import (
 )
 
 // WireVersion is the first byte of every message this package encodes. It
-// also pins the Bloom hashing scheme (bloom/v3's murmur3 double hashing over
-// the hash's 8 little-endian bytes): a change to either bumps it.
-const WireVersion = 1
+// also pins the Bloom position scheme (a 512-bit block chosen from the
+// chained hash, nine-bit positions in it from its splitmix64 finaliser; see
+// Summary.MayContain): a change to either bumps it. Version 2 introduced the
+// blocked layout.
+const WireVersion = 2
 
 // Message types, the second byte of every message.
 const (
