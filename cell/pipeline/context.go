@@ -29,6 +29,7 @@ type Context struct {
 
 	values   []any
 	active   []int // surviving candidate indices, after Filter
+	spare    []int // the other buffer of the filter pass
 	rejected []Rejection
 	scores   []float64 // per active candidate, weighted sum of scorers
 	order    []int
@@ -84,4 +85,9 @@ func (rc *Context) Scores() []float64 {
 		return nil
 	}
 	return rc.scores[:len(rc.active)]
+}
+
+// Reject records that filter removed candidate i, for reason.
+func (rc *Context) Reject(i int, filter, reason string) {
+	rc.rejected = append(rc.rejected, Rejection{Candidate: i, Filter: filter, Reason: reason})
 }

@@ -136,25 +136,33 @@ func (s *Selector) Choose(rc *Context) (Decision, error) {
 }
 
 // filter fills rc.active with the candidates every filter keeps (only the
-// hard filters when hardOnly).
+// hard filters when hardOnly). Filters run one after the other over the
+// survivors of the previous one; a BatchFilter takes the whole list at once.
 func (s *Selector) filter(rc *Context, hardOnly bool) {
-	rc.active = rc.active[:0]
-	rc.rejected = rc.rejected[:0]
 	rc.Phase = s.p.Role
+	rc.rejected = rc.rejected[:0]
+	in := rc.active[:0]
 	for i := range rc.Candidates {
-		keep := true
-		for _, f := range s.p.filters {
-			if hardOnly && !f.Hard() {
-				continue
-			}
-			if ok, why := f.Keep(rc, i); !ok {
-				rc.rejected = append(rc.rejected, Rejection{Candidate: i, Filter: f.Type(), Reason: why})
-				keep = false
-				break
-			}
-		}
-		if keep {
-			rc.active = append(rc.active, i)
-		}
+		in = append(in, i)
 	}
+	out := rc.spare[:0]
+	for _, f := range s.p.filters {
+		if hardOnly && !f.Hard() {
+			continue
+		}
+		out = out[:0]
+		if bf, ok := f.(BatchFilter); ok {
+			out = bf.KeepAll(rc, in, out)
+		} else {
+			for _, i := range in {
+				if ok, why := f.Keep(rc, i); ok {
+					out = append(out, i)
+				} else {
+					rc.Reject(i, f.Type(), why)
+				}
+			}
+		}
+		in, out = out, in
+	}
+	rc.active, rc.spare = in, out
 }

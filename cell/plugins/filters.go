@@ -93,3 +93,66 @@ func (f *Busy) Keep(rc *pipeline.Context, i int) (bool, string) {
 	}
 	return true, ""
 }
+
+// KeepAll implements pipeline.BatchFilter.
+func (Healthy) KeepAll(rc *pipeline.Context, in, out []int) []int {
+	for _, i := range in {
+		c := &rc.Candidates[i]
+		switch {
+		case !c.Healthy:
+			rc.Reject(i, "healthy", "not healthy")
+		case c.Draining:
+			rc.Reject(i, "healthy", "draining")
+		default:
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// KeepAll implements pipeline.BatchFilter.
+func (f RoleFilter) KeepAll(rc *pipeline.Context, in, out []int) []int {
+	for _, i := range in {
+		if rc.Candidates[i].Role.Serves(rc.Phase) {
+			out = append(out, i)
+		} else {
+			_, why := f.Keep(rc, i)
+			rc.Reject(i, "role", why)
+		}
+	}
+	return out
+}
+
+// KeepAll implements pipeline.BatchFilter.
+func (f *Concurrency) KeepAll(rc *pipeline.Context, in, out []int) []int {
+	for _, i := range in {
+		if rc.Candidates[i].ActiveRequests < f.MaxRequests {
+			out = append(out, i)
+		} else {
+			_, why := f.Keep(rc, i)
+			rc.Reject(i, "concurrency", why)
+		}
+	}
+	return out
+}
+
+// KeepAll implements pipeline.BatchFilter. It compares without dividing.
+func (f *Busy) KeepAll(rc *pipeline.Context, in, out []int) []int {
+	for _, i := range in {
+		c := &rc.Candidates[i]
+		if c.TotalBlocks <= 0 || float64(c.ActiveBlocks) <= f.Threshold*float64(c.TotalBlocks) {
+			out = append(out, i)
+		} else {
+			_, why := f.Keep(rc, i)
+			rc.Reject(i, "busy", why)
+		}
+	}
+	return out
+}
+
+var (
+	_ pipeline.BatchFilter = Healthy{}
+	_ pipeline.BatchFilter = RoleFilter{}
+	_ pipeline.BatchFilter = (*Concurrency)(nil)
+	_ pipeline.BatchFilter = (*Busy)(nil)
+)
