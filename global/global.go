@@ -59,7 +59,7 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger) (*Global, error
 	g.m = newMetrics(reg)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	svc := &service{rt: g.rt}
+	svc := &service{rt: g.rt, g: g}
 	g.grpcSrv = grpc.NewServer(grpc.StatsHandler(otelgrpc.NewServerHandler()))
 	globalv1.RegisterGlobalServiceServer(g.grpcSrv, svc)
 	gw := runtime.NewServeMux()

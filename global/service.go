@@ -15,6 +15,7 @@ import (
 type service struct {
 	globalv1.UnimplementedGlobalServiceServer
 	rt *Router
+	g  *Global // the data plane, for Complete
 }
 
 var _ globalv1.GlobalServiceServer = (*service)(nil)

@@ -4,6 +4,7 @@
 // cell/testdata/celld.example.yaml for a documented configuration.
 //
 //	celld --config celld.yaml [--http-addr HOST:PORT] [--grpc-addr HOST:PORT] [--log-level info]
+//	      [--kv-overlap-score-weight 1] [--router-temperature 0] [--busy-threshold 0.95]
 package main
 
 import (
@@ -33,6 +34,10 @@ func run(args []string) error {
 	grpcAddr := fs.String("grpc-addr", "", "override grpc_addr")
 	cellID := fs.String("cell-id", "", "override cell_id")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	d := cell.DefaultRoutingConfig()
+	overlap := fs.Float64("kv-overlap-score-weight", d.KVOverlapScoreWeight, "default profile: weight of a block to prefill against a block of decode load (overrides routing.kv_overlap_score_weight)")
+	temp := fs.Float64("router-temperature", d.RouterTemperature, "default profile: softmax temperature over normalised costs; 0 picks the lowest cost (overrides routing.router_temperature)")
+	busy := fs.Float64("busy-threshold", d.BusyThreshold, "default profile: skip pods whose active blocks exceed this fraction of kv_blocks (overrides routing.busy_threshold)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -58,6 +63,16 @@ func run(args []string) error {
 	if *cellID != "" {
 		cfg.CellID = *cellID
 	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "kv-overlap-score-weight":
+			cfg.Routing.KVOverlapScoreWeight = *overlap
+		case "router-temperature":
+			cfg.Routing.RouterTemperature = *temp
+		case "busy-threshold":
+			cfg.Routing.BusyThreshold = *busy
+		}
+	})
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

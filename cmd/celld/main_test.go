@@ -14,6 +14,9 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"--config", "does-not-exist.yaml"}, "does-not-exist.yaml"},
 		{[]string{"--http-addr", "nonsense"}, "http_addr"},
 		{[]string{"--no-such-flag"}, "no-such-flag"},
+		{[]string{"--busy-threshold", "1.5"}, "busy_threshold"},
+		{[]string{"--router-temperature", "-1"}, "router_temperature"},
+		{[]string{"--kv-overlap-score-weight", "-2"}, "kv_overlap_score_weight"},
 	}
 	for _, tt := range tests {
 		err := run(tt.args)

@@ -35,6 +35,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	running := fs.Int("max-running", d.MaxRunning, "requests a pod runs at once (the rest queue)")
 	maxTok := fs.Int("max-tokens-cap", d.MaxTokensCap, "cap each request's output tokens")
 	modes := fs.String("modes", strings.Join(d.Modes, ","), "routing modes to run, comma-separated")
+	overlap := fs.Float64("kv-overlap-weight", d.KVOverlapWeight, "kv mode: weight of a block to prefill against a block of decode load")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,6 +63,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	apply("decode-per-token", func() { cfg.DecodePerToken = *decode })
 	apply("max-running", func() { cfg.MaxRunning = *running })
 	apply("max-tokens-cap", func() { cfg.MaxTokensCap = *maxTok })
+	apply("kv-overlap-weight", func() { cfg.KVOverlapWeight = *overlap })
 	apply("modes", func() { cfg.Modes = strings.Split(*modes, ",") })
 	if err := cfg.Validate(); err != nil {
 		return err

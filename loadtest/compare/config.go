@@ -26,6 +26,10 @@ type Config struct {
 	MaxTokensCap int
 	// Timeout bounds one request.
 	Timeout time.Duration
+	// KVOverlapWeight is the kv mode's overlap weight (the default
+	// profile's kv_overlap_score_weight): the cost of a block to prefill
+	// against a block of decode load.
+	KVOverlapWeight float64
 	// Modes are the routing modes to run, in order (ModeNames by default).
 	Modes []string
 
@@ -68,6 +72,7 @@ func DefaultConfig() Config {
 		Concurrency:     512,
 		MaxTokensCap:    16,
 		Timeout:         2 * time.Minute,
+		KVOverlapWeight: 1,
 		Modes:           ModeNames,
 		Pods:            8,
 		BlocksPerPod:    8192,
@@ -91,6 +96,9 @@ func QuickConfig() Config {
 
 // Validate names the first bad field and its value.
 func (c Config) Validate() error {
+	if c.KVOverlapWeight < 0 {
+		return fmt.Errorf("compare: KVOverlapWeight %v must not be negative", c.KVOverlapWeight)
+	}
 	switch {
 	case c.TracePath == "":
 		return fmt.Errorf("compare: TracePath is empty")

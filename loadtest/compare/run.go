@@ -175,6 +175,7 @@ func cellConfig(cfg Config, fleet *enginesim.Fleet, name string) cell.Config {
 		}
 	}
 	cc.Routing.RequestTimeout = cfg.Timeout
+	cc.Routing.KVOverlapScoreWeight = cfg.KVOverlapWeight
 	return cc
 }
 

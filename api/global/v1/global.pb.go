@@ -605,6 +605,123 @@ func (x *DrainCellResponse) GetChanged() bool {
 	return false
 }
 
+type CompleteRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Chat selects /v1/chat/completions; false is /v1/completions.
+	Chat bool `protobuf:"varint,1,opt,name=chat,proto3" json:"chat,omitempty"`
+	// Body is the OpenAI request body, JSON.
+	Body          []byte `protobuf:"bytes,2,opt,name=body,proto3" json:"body,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteRequest) Reset() {
+	*x = CompleteRequest{}
+	mi := &file_api_global_v1_global_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteRequest) ProtoMessage() {}
+
+func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_global_v1_global_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
+func (*CompleteRequest) Descriptor() ([]byte, []int) {
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CompleteRequest) GetChat() bool {
+	if x != nil {
+		return x.Chat
+	}
+	return false
+}
+
+func (x *CompleteRequest) GetBody() []byte {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+type CompleteResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Status is set on the first message: the HTTP status of the response.
+	Status int32 `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	// Headers are set on the first message (cellrouter and content headers).
+	Headers map[string]string `protobuf:"bytes,2,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Data is the next part of the response body.
+	Data          []byte `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompleteResponse) Reset() {
+	*x = CompleteResponse{}
+	mi := &file_api_global_v1_global_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompleteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompleteResponse) ProtoMessage() {}
+
+func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_api_global_v1_global_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
+func (*CompleteResponse) Descriptor() ([]byte, []int) {
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CompleteResponse) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *CompleteResponse) GetHeaders() map[string]string {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+func (x *CompleteResponse) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
 var File_api_global_v1_global_proto protoreflect.FileDescriptor
 
 const file_api_global_v1_global_proto_rawDesc = "" +
@@ -657,8 +774,19 @@ const file_api_global_v1_global_proto_rawDesc = "" +
 	"\x06cancel\x18\x02 \x01(\bR\x06cancel\"a\n" +
 	"\x11DrainCellResponse\x122\n" +
 	"\x04cell\x18\x01 \x01(\v2\x1e.cellrouter.global.v1.CellInfoR\x04cell\x12\x18\n" +
-	"\achanged\x18\x02 \x01(\bR\achanged2\xfd\x02\n" +
-	"\rGlobalService\x12m\n" +
+	"\achanged\x18\x02 \x01(\bR\achanged\"9\n" +
+	"\x0fCompleteRequest\x12\x12\n" +
+	"\x04chat\x18\x01 \x01(\bR\x04chat\x12\x12\n" +
+	"\x04body\x18\x02 \x01(\fR\x04body\"\xc9\x01\n" +
+	"\x10CompleteResponse\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\x05R\x06status\x12M\n" +
+	"\aheaders\x18\x02 \x03(\v23.cellrouter.global.v1.CompleteResponse.HeadersEntryR\aheaders\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\x1a:\n" +
+	"\fHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\xda\x03\n" +
+	"\rGlobalService\x12[\n" +
+	"\bComplete\x12%.cellrouter.global.v1.CompleteRequest\x1a&.cellrouter.global.v1.CompleteResponse0\x01\x12m\n" +
 	"\x05Route\x12\".cellrouter.global.v1.RouteRequest\x1a#.cellrouter.global.v1.RouteResponse\"\x1b\x82\xd3\xe4\x93\x02\x15:\x01*\"\x10/v1/global/route\x12v\n" +
 	"\tListCells\x12&.cellrouter.global.v1.ListCellsRequest\x1a'.cellrouter.global.v1.ListCellsResponse\"\x18\x82\xd3\xe4\x93\x02\x12\x12\x10/v1/global/cells\x12\x84\x01\n" +
 	"\tDrainCell\x12&.cellrouter.global.v1.DrainCellRequest\x1a'.cellrouter.global.v1.DrainCellResponse\"&\x82\xd3\xe4\x93\x02 :\x01*\"\x1b/v1/global/cells/{id}:drainB9Z7github.com/cellrouter/cellrouter/api/global/v1;globalv1b\x06proto3"
@@ -675,7 +803,7 @@ func file_api_global_v1_global_proto_rawDescGZIP() []byte {
 	return file_api_global_v1_global_proto_rawDescData
 }
 
-var file_api_global_v1_global_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_api_global_v1_global_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_api_global_v1_global_proto_goTypes = []any{
 	(*RouteRequest)(nil),      // 0: cellrouter.global.v1.RouteRequest
 	(*CellCandidate)(nil),     // 1: cellrouter.global.v1.CellCandidate
@@ -685,22 +813,28 @@ var file_api_global_v1_global_proto_goTypes = []any{
 	(*ListCellsResponse)(nil), // 5: cellrouter.global.v1.ListCellsResponse
 	(*DrainCellRequest)(nil),  // 6: cellrouter.global.v1.DrainCellRequest
 	(*DrainCellResponse)(nil), // 7: cellrouter.global.v1.DrainCellResponse
+	(*CompleteRequest)(nil),   // 8: cellrouter.global.v1.CompleteRequest
+	(*CompleteResponse)(nil),  // 9: cellrouter.global.v1.CompleteResponse
+	nil,                       // 10: cellrouter.global.v1.CompleteResponse.HeadersEntry
 }
 var file_api_global_v1_global_proto_depIdxs = []int32{
-	1, // 0: cellrouter.global.v1.RouteResponse.candidates:type_name -> cellrouter.global.v1.CellCandidate
-	4, // 1: cellrouter.global.v1.ListCellsResponse.cells:type_name -> cellrouter.global.v1.CellInfo
-	4, // 2: cellrouter.global.v1.DrainCellResponse.cell:type_name -> cellrouter.global.v1.CellInfo
-	0, // 3: cellrouter.global.v1.GlobalService.Route:input_type -> cellrouter.global.v1.RouteRequest
-	3, // 4: cellrouter.global.v1.GlobalService.ListCells:input_type -> cellrouter.global.v1.ListCellsRequest
-	6, // 5: cellrouter.global.v1.GlobalService.DrainCell:input_type -> cellrouter.global.v1.DrainCellRequest
-	2, // 6: cellrouter.global.v1.GlobalService.Route:output_type -> cellrouter.global.v1.RouteResponse
-	5, // 7: cellrouter.global.v1.GlobalService.ListCells:output_type -> cellrouter.global.v1.ListCellsResponse
-	7, // 8: cellrouter.global.v1.GlobalService.DrainCell:output_type -> cellrouter.global.v1.DrainCellResponse
-	6, // [6:9] is the sub-list for method output_type
-	3, // [3:6] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	1,  // 0: cellrouter.global.v1.RouteResponse.candidates:type_name -> cellrouter.global.v1.CellCandidate
+	4,  // 1: cellrouter.global.v1.ListCellsResponse.cells:type_name -> cellrouter.global.v1.CellInfo
+	4,  // 2: cellrouter.global.v1.DrainCellResponse.cell:type_name -> cellrouter.global.v1.CellInfo
+	10, // 3: cellrouter.global.v1.CompleteResponse.headers:type_name -> cellrouter.global.v1.CompleteResponse.HeadersEntry
+	8,  // 4: cellrouter.global.v1.GlobalService.Complete:input_type -> cellrouter.global.v1.CompleteRequest
+	0,  // 5: cellrouter.global.v1.GlobalService.Route:input_type -> cellrouter.global.v1.RouteRequest
+	3,  // 6: cellrouter.global.v1.GlobalService.ListCells:input_type -> cellrouter.global.v1.ListCellsRequest
+	6,  // 7: cellrouter.global.v1.GlobalService.DrainCell:input_type -> cellrouter.global.v1.DrainCellRequest
+	9,  // 8: cellrouter.global.v1.GlobalService.Complete:output_type -> cellrouter.global.v1.CompleteResponse
+	2,  // 9: cellrouter.global.v1.GlobalService.Route:output_type -> cellrouter.global.v1.RouteResponse
+	5,  // 10: cellrouter.global.v1.GlobalService.ListCells:output_type -> cellrouter.global.v1.ListCellsResponse
+	7,  // 11: cellrouter.global.v1.GlobalService.DrainCell:output_type -> cellrouter.global.v1.DrainCellResponse
+	8,  // [8:12] is the sub-list for method output_type
+	4,  // [4:8] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_api_global_v1_global_proto_init() }
@@ -714,7 +848,7 @@ func file_api_global_v1_global_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_global_v1_global_proto_rawDesc), len(file_api_global_v1_global_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

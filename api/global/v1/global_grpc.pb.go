@@ -23,6 +23,7 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
+	GlobalService_Complete_FullMethodName  = "/cellrouter.global.v1.GlobalService/Complete"
 	GlobalService_Route_FullMethodName     = "/cellrouter.global.v1.GlobalService/Route"
 	GlobalService_ListCells_FullMethodName = "/cellrouter.global.v1.GlobalService/ListCells"
 	GlobalService_DrainCell_FullMethodName = "/cellrouter.global.v1.GlobalService/DrainCell"
@@ -32,6 +33,13 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type GlobalServiceClient interface {
+	// Complete runs an OpenAI-compatible request (the JSON body of
+	// /v1/completions or /v1/chat/completions) through the global tier and
+	// streams the response: one message with the status and headers, then
+	// the body as it arrives (server-sent-event chunks for a streaming
+	// request). It is the data plane for gRPC clients; REST clients use the
+	// OpenAI endpoints themselves.
+	Complete(ctx context.Context, in *CompleteRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CompleteResponse], error)
 	// Route answers where a request would go, without sending it: the
 	// candidate cells from the summaries, each probe's answer, and the choice.
 	Route(ctx context.Context, in *RouteRequest, opts ...grpc.CallOption) (*RouteResponse, error)
@@ -49,6 +57,25 @@ type globalServiceClient struct {
 func NewGlobalServiceClient(cc grpc.ClientConnInterface) GlobalServiceClient {
 	return &globalServiceClient{cc}
 }
+
+func (c *globalServiceClient) Complete(ctx context.Context, in *CompleteRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CompleteResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &GlobalService_ServiceDesc.Streams[0], GlobalService_Complete_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[CompleteRequest, CompleteResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type GlobalService_CompleteClient = grpc.ServerStreamingClient[CompleteResponse]
 
 func (c *globalServiceClient) Route(ctx context.Context, in *RouteRequest, opts ...grpc.CallOption) (*RouteResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -84,6 +111,13 @@ func (c *globalServiceClient) DrainCell(ctx context.Context, in *DrainCellReques
 // All implementations must embed UnimplementedGlobalServiceServer
 // for forward compatibility.
 type GlobalServiceServer interface {
+	// Complete runs an OpenAI-compatible request (the JSON body of
+	// /v1/completions or /v1/chat/completions) through the global tier and
+	// streams the response: one message with the status and headers, then
+	// the body as it arrives (server-sent-event chunks for a streaming
+	// request). It is the data plane for gRPC clients; REST clients use the
+	// OpenAI endpoints themselves.
+	Complete(*CompleteRequest, grpc.ServerStreamingServer[CompleteResponse]) error
 	// Route answers where a request would go, without sending it: the
 	// candidate cells from the summaries, each probe's answer, and the choice.
 	Route(context.Context, *RouteRequest) (*RouteResponse, error)
@@ -102,6 +136,9 @@ type GlobalServiceServer interface {
 // pointer dereference when methods are called.
 type UnimplementedGlobalServiceServer struct{}
 
+func (UnimplementedGlobalServiceServer) Complete(*CompleteRequest, grpc.ServerStreamingServer[CompleteResponse]) error {
+	return status.Error(codes.Unimplemented, "method Complete not implemented")
+}
 func (UnimplementedGlobalServiceServer) Route(context.Context, *RouteRequest) (*RouteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Route not implemented")
 }
@@ -131,6 +168,17 @@ func RegisterGlobalServiceServer(s grpc.ServiceRegistrar, srv GlobalServiceServe
 	}
 	s.RegisterService(&GlobalService_ServiceDesc, srv)
 }
+
+func _GlobalService_Complete_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(CompleteRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(GlobalServiceServer).Complete(m, &grpc.GenericServerStream[CompleteRequest, CompleteResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type GlobalService_CompleteServer = grpc.ServerStreamingServer[CompleteResponse]
 
 func _GlobalService_Route_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(RouteRequest)
@@ -206,6 +254,12 @@ var GlobalService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _GlobalService_DrainCell_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Complete",
+			Handler:       _GlobalService_Complete_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "api/global/v1/global.proto",
 }
