@@ -28,7 +28,13 @@ type Config struct {
 	Timeout time.Duration
 	// KVOverlapWeight is the kv mode's overlap weight (the default
 	// profile's kv_overlap_score_weight): the cost of a block to prefill
-	// against a block of decode load.
+	// against a block of decode load. Default 3, not the cell's 1: in the
+	// simulator's timing model a 16-token block costs 0.4 ms to prefill
+	// while a block of another request's decode work slows the pod far
+	// less, so a cached block is worth more than a block of load; with 1
+	// the router sent follow-up turns away from the pod holding their
+	// conversation (quick run: TTFT p50 1.95x round-robin and 0.84 of
+	// reachable reuse, against 2.34x and 0.92 with 3).
 	KVOverlapWeight float64
 	// Modes are the routing modes to run, in order (ModeNames by default).
 	Modes []string
@@ -72,7 +78,7 @@ func DefaultConfig() Config {
 		Concurrency:     512,
 		MaxTokensCap:    16,
 		Timeout:         2 * time.Minute,
-		KVOverlapWeight: 1,
+		KVOverlapWeight: 3,
 		Modes:           ModeNames,
 		Pods:            8,
 		BlocksPerPod:    8192,

@@ -76,6 +76,7 @@ type Report struct {
 	PrefillPerTokenUs float64 `json:"prefill_per_token_us"`
 	DecodePerTokenMs  float64 `json:"decode_per_token_ms"`
 	MaxRunning        int     `json:"max_running"`
+	KVOverlapWeight   float64 `json:"kv_overlap_weight"`
 
 	// Modes are the modes run, by name (random, round_robin, kv).
 	Modes map[string]*ModeResult `json:"modes"`
@@ -92,7 +93,7 @@ func newReport(cfg Config, recs []trace.Record) *Report {
 	r := &Report{
 		ReachableReuseMethod: ReuseMethod, Requests: len(recs), Sample: cfg.Sample,
 		TimeScale: cfg.TimeScale, MaxTokensCap: cfg.MaxTokensCap, Pods: cfg.Pods, BlocksPerPod: cfg.BlocksPerPod,
-		BlockSize: cfg.BlockSize, MaxRunning: cfg.MaxRunning,
+		BlockSize: cfg.BlockSize, MaxRunning: cfg.MaxRunning, KVOverlapWeight: cfg.KVOverlapWeight,
 		PrefillPerTokenUs: float64(cfg.PrefillPerToken) / float64(time.Microsecond),
 		DecodePerTokenMs:  float64(cfg.DecodePerToken) / float64(time.Millisecond),
 		Modes:             map[string]*ModeResult{}, order: cfg.Modes,
