@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 
+	"github.com/cellrouter/cellrouter/cell/blockhash"
 	"github.com/cellrouter/cellrouter/cell/index"
 )
 
@@ -25,7 +26,8 @@ type Context struct {
 	// role): RoleBoth for an aggregated request.
 	Phase Role
 
-	match *index.MatchResult // reusable answer buffer of the prefix match
+	match  *index.MatchResult // reusable answer buffer of the prefix match
+	hashes []blockhash.Hash   // reusable block hash buffer
 
 	values   []any
 	active   []int // surviving candidate indices, after Filter
@@ -90,4 +92,13 @@ func (rc *Context) Scores() []float64 {
 // Reject records that filter removed candidate i, for reason.
 func (rc *Context) Reject(i int, filter, reason string) {
 	rc.rejected = append(rc.rejected, Rejection{Candidate: i, Filter: filter, Reason: reason})
+}
+
+// HashScratch returns the context's reusable block-hash buffer, empty, for
+// a preparer to append a request's chain to (valid until the next Reset).
+func (rc *Context) HashScratch() []blockhash.Hash {
+	if rc.hashes == nil {
+		rc.hashes = make([]blockhash.Hash, 0, 256)
+	}
+	return rc.hashes[:0]
 }

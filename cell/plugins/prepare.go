@@ -69,7 +69,7 @@ func (p *BlockHashes) Prepare(_ context.Context, rc *pipeline.Context) error {
 		return nil
 	}
 	toks, _ := pipeline.Tokens.Get(rc)
-	pipeline.BlockHashes.Set(rc, p.h.Chain(blockhash.Seed(Keys(rc.Req)), toks, nil))
+	pipeline.BlockHashes.Set(rc, p.h.Chain(blockhash.Seed(Keys(rc.Req)), toks, rc.HashScratch()))
 	return nil
 }
 
