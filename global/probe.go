@@ -68,18 +68,18 @@ func (p *grpcProber) close() {
 	p.forget(nil)
 }
 
-// probeAll probes the candidates in parallel, each bounded by timeout, with
+// probeAll probes the candidates in parallel, all bounded by timeout, with
 // a span per probe, and returns the answers in candidate order.
 func probeAll(ctx context.Context, pr Prober, timeout time.Duration, views []CellView, cands []Candidate, req *cellv1.RouteRequest) []ProbeAnswer {
 	answers := make([]ProbeAnswer, len(cands))
+	// One deadline for the whole fan-out (one timer, not one per probe).
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	var wg sync.WaitGroup
 	probe := func(i int, c Candidate) {
 		v := &views[c.Cell]
-		pctx, span := tracer().Start(ctx, "global.probe", withAttrs(
-			attribute.String("cellrouter.cell", v.ID), attribute.Int("cellrouter.estimated_blocks", c.Estimated)))
+		pctx, span := tracer().Start(ctx, "global.probe")
 		defer span.End()
-		pctx, cancel := context.WithTimeout(pctx, timeout)
-		defer cancel()
 		start := time.Now()
 		resp, err := pr.Probe(pctx, v, req)
 		a := ProbeAnswer{Cell: c.Cell, Err: err, RTT: time.Since(start)}
@@ -88,8 +88,11 @@ func probeAll(ctx context.Context, pr Prober, timeout time.Duration, views []Cel
 		} else if err == nil {
 			a.Err = errNoPick
 		}
-		span.SetAttributes(attribute.Float64("cellrouter.rtt_ms", float64(a.RTT)/1e6), attribute.Int("cellrouter.matched_blocks", a.Matched),
-			attribute.String("cellrouter.pod", a.Pod))
+		if span.IsRecording() { // attributes cost allocations; only for a real trace
+			span.SetAttributes(attribute.String("cellrouter.cell", v.ID), attribute.Int("cellrouter.estimated_blocks", c.Estimated),
+				attribute.Float64("cellrouter.rtt_ms", float64(a.RTT)/1e6), attribute.Int("cellrouter.matched_blocks", a.Matched),
+				attribute.String("cellrouter.pod", a.Pod))
+		}
 		if a.Err != nil {
 			span.RecordError(a.Err)
 			span.SetStatus(codes.Error, a.Err.Error())

@@ -109,8 +109,10 @@ func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
 	chain := rt.chain(req)
 	_, span := tracer().Start(ctx, "global.summary_lookup")
 	cands, cold := Search(rt.cfg.Search, views, chain, fnv(req.Model+"\x00"+firstBytes(req.Prompt, 256)))
-	span.SetAttributes(attribute.Int("cellrouter.candidates", len(cands)), attribute.Bool("cellrouter.cold", cold),
-		attribute.Int("cellrouter.cells", len(views)))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("cellrouter.candidates", len(cands)), attribute.Bool("cellrouter.cold", cold),
+			attribute.Int("cellrouter.cells", len(views)))
+	}
 	span.End()
 	d := &Decision{Views: views, Candidates: cands, Cold: cold, Blocks: len(chain)}
 	if len(cands) == 0 {

@@ -1,8 +1,6 @@
 package global
 
 import (
-	"sort"
-
 	"github.com/cellrouter/cellrouter/cell/blockhash"
 )
 
@@ -51,12 +49,18 @@ func Search(cfg SearchConfig, views []CellView, chain []blockhash.Hash, coldKey 
 		}
 	}
 	if len(cands) > 0 {
-		sort.Slice(cands, func(a, b int) bool {
-			if cands[a].Estimated != cands[b].Estimated {
-				return cands[a].Estimated > cands[b].Estimated
+		// Insertion sort: candidates are few, and sort.Slice allocates.
+		before := func(a, b Candidate) bool {
+			if a.Estimated != b.Estimated {
+				return a.Estimated > b.Estimated
 			}
-			return loadOf(&views[cands[a].Cell]) < loadOf(&views[cands[b].Cell])
-		})
+			return loadOf(&views[a.Cell]) < loadOf(&views[b.Cell])
+		}
+		for i := 1; i < len(cands); i++ {
+			for j := i; j > 0 && before(cands[j], cands[j-1]); j-- {
+				cands[j], cands[j-1] = cands[j-1], cands[j]
+			}
+		}
 		// Keep the deepest estimates within Slack, leaving one probe for
 		// the least loaded cell: a prefix every cell shares (a system
 		// prompt) would otherwise draw all traffic to the cells that

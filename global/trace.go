@@ -2,7 +2,6 @@ package global
 
 import (
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -12,5 +11,3 @@ import (
 var globalTracer = otel.Tracer("github.com/cellrouter/cellrouter/global")
 
 func tracer() trace.Tracer { return globalTracer }
-
-func withAttrs(kv ...attribute.KeyValue) trace.SpanStartOption { return trace.WithAttributes(kv...) }
