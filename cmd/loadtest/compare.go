@@ -36,6 +36,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	maxTok := fs.Int("max-tokens-cap", d.MaxTokensCap, "cap each request's output tokens")
 	modes := fs.String("modes", strings.Join(d.Modes, ","), "routing modes to run, comma-separated")
 	overlap := fs.Float64("kv-overlap-weight", d.KVOverlapWeight, "kv mode: weight of a block to prefill against a block of decode load")
+	kvCap := fs.Int("kv-max-requests", d.KVMaxRequests, "kv mode: per-pod concurrency cap (soft filter); 0 for the plain default profile")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -64,6 +65,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	apply("max-running", func() { cfg.MaxRunning = *running })
 	apply("max-tokens-cap", func() { cfg.MaxTokensCap = *maxTok })
 	apply("kv-overlap-weight", func() { cfg.KVOverlapWeight = *overlap })
+	apply("kv-max-requests", func() { cfg.KVMaxRequests = *kvCap })
 	apply("modes", func() { cfg.Modes = strings.Split(*modes, ",") })
 	if err := cfg.Validate(); err != nil {
 		return err

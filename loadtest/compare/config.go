@@ -36,6 +36,10 @@ type Config struct {
 	// conversation (quick run: TTFT p50 1.95x round-robin and 0.84 of
 	// reachable reuse, against 2.34x and 0.92 with 3).
 	KVOverlapWeight float64
+	// KVMaxRequests, when positive, caps the requests the kv mode sends to
+	// one pod at a time (a soft filter: ignored when every pod is at the
+	// cap). 0 routes with the cell's plain default profile.
+	KVMaxRequests int
 	// Modes are the routing modes to run, in order (ModeNames by default).
 	Modes []string
 

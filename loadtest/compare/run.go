@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/cellrouter/cellrouter/cell"
+	"github.com/cellrouter/cellrouter/cell/pipeline"
+	"github.com/cellrouter/cellrouter/cell/plugins"
 	"github.com/cellrouter/cellrouter/loadtest/enginesim"
 	"github.com/cellrouter/cellrouter/loadtest/replay"
 	"github.com/cellrouter/cellrouter/loadtest/report"
@@ -176,6 +178,19 @@ func cellConfig(cfg Config, fleet *enginesim.Fleet, name string) cell.Config {
 	}
 	cc.Routing.RequestTimeout = cfg.Timeout
 	cc.Routing.KVOverlapScoreWeight = cfg.KVOverlapWeight
+	if name == ModeKV && cfg.KVMaxRequests > 0 {
+		// The cache-aware profile with a per-pod concurrency cap: the
+		// default profile plus a soft "concurrency" filter, so a pod whose
+		// running batch is full is passed over while another has room
+		// (and the decision fails open when none has).
+		p := plugins.DefaultProfile("kv-capped", cfg.KVOverlapWeight, 0, 0.95)
+		params, err := pipeline.ParamsOf(fmt.Sprintf("max_requests: %d", cfg.KVMaxRequests))
+		if err == nil {
+			p.Filter = append(p.Filter, pipeline.PluginSpec{Type: "concurrency", Params: params})
+		}
+		cc.Routing.Profiles = append(cc.Routing.Profiles, p)
+		cc.Routing.Profile = p.Name
+	}
 	return cc
 }
 
