@@ -88,10 +88,18 @@ func (f *Busy) Keep(rc *pipeline.Context, i int) (bool, string) {
 	if c.TotalBlocks <= 0 {
 		return true, ""
 	}
-	if u := float64(c.ActiveBlocks) / float64(c.TotalBlocks); u > f.Threshold {
-		return false, fmt.Sprintf("%.0f%% of KV blocks active (threshold %.0f%%)", 100*u, 100*f.Threshold)
+	if !f.busy(c) {
+		return true, ""
 	}
-	return true, ""
+	u := float64(c.ActiveBlocks) / float64(c.TotalBlocks)
+	return false, fmt.Sprintf("%.0f%% of KV blocks active (threshold %.0f%%)", 100*u, 100*f.Threshold)
+}
+
+// busy is the one comparison Keep and KeepAll share: active blocks above
+// Threshold of the total, in integers with the threshold in parts per
+// million.
+func (f *Busy) busy(c *pipeline.Candidate) bool {
+	return c.TotalBlocks > 0 && int64(c.ActiveBlocks)*1e6 > int64(f.Threshold*1e6)*int64(c.TotalBlocks)
 }
 
 // KeepAll implements pipeline.BatchFilter.
@@ -136,11 +144,12 @@ func (f *Concurrency) KeepAll(rc *pipeline.Context, in, out []int) []int {
 	return out
 }
 
-// KeepAll implements pipeline.BatchFilter. It compares without dividing.
+// KeepAll implements pipeline.BatchFilter. It compares in integers, the
+// threshold in parts per million, without dividing.
 func (f *Busy) KeepAll(rc *pipeline.Context, in, out []int) []int {
 	for _, i := range in {
 		c := &rc.Candidates[i]
-		if c.TotalBlocks <= 0 || float64(c.ActiveBlocks) <= f.Threshold*float64(c.TotalBlocks) {
+		if !f.busy(c) {
 			out = append(out, i)
 		} else {
 			_, why := f.Keep(rc, i)

@@ -18,29 +18,34 @@ const Fallbacks = 8
 // equal pods share load instead of the first one taking everything.
 func byScore(rc *pipeline.Context, scores []float64, order []int) []int {
 	type entry struct {
-		k   int
-		s   float64
-		tie uint32
+		k int
+		s float64
 	}
-	var top [Fallbacks]entry
-	n := 0
 	var seed uint64
 	if rc.Rand != nil {
 		seed = rc.Rand.Uint64()
 	}
+	// tie is a candidate's random tie-break key: one random draw per
+	// decision mixed with the position, computed only for equal scores.
+	tie := func(k int) uint64 { return mix(seed, uint64(k)) }
+	better := func(a, b entry) bool {
+		if a.s != b.s {
+			return a.s > b.s
+		}
+		return tie(a.k) > tie(b.k)
+	}
+	var top [Fallbacks]entry
+	n := 0
 	for k, sc := range scores {
-		// One random draw per decision, mixed with the position: as good a
-		// tie-break as a draw per candidate, at a multiply each.
-		tie := uint32(mix(seed, uint64(k)) >> 32)
-		e := entry{k, sc, tie}
-		if n == Fallbacks && !(e.s > top[n-1].s || (e.s == top[n-1].s && e.tie > top[n-1].tie)) {
+		e := entry{k, sc}
+		if n == Fallbacks && !better(e, top[n-1]) {
 			continue
 		}
 		if n < Fallbacks {
 			n++
 		}
 		i := n - 1
-		for i > 0 && (e.s > top[i-1].s || (e.s == top[i-1].s && e.tie > top[i-1].tie)) {
+		for i > 0 && better(e, top[i-1]) {
 			top[i] = top[i-1]
 			i--
 		}
