@@ -207,7 +207,7 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 			}
 		},
 		OnPrefillDone: func(t proxy.Target, res proxy.Result) {
-			c.rm.upstream.WithLabelValues("prefill", statusClass(res.Status)).Inc()
+			c.rm.upstream.WithLabelValues("prefill", proxy.StatusClass(res.Status)).Inc()
 			c.observeUsage(res.Usage, depthOf(t.Pod), blocks)
 			if ticket != nil {
 				c.router.tracker.Done(ticket)
@@ -231,7 +231,7 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 			c.router.sessions.Record(session, t.Pod)
 		},
 		OnDone: func(t proxy.Target, res proxy.Result) {
-			c.rm.upstream.WithLabelValues(leg, statusClass(res.Status)).Inc()
+			c.rm.upstream.WithLabelValues(leg, proxy.StatusClass(res.Status)).Inc()
 			if !d.plan.Disaggregated {
 				c.observeUsage(res.Usage, depthOf(t.Pod), blocks)
 			}

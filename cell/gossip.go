@@ -2,10 +2,7 @@ package cell
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
-	"net"
-	"strconv"
 	"time"
 
 	"github.com/cellrouter/cellrouter/cell/events"
@@ -60,26 +57,8 @@ func (c Config) summaryConfig() gossip.SummaryConfig {
 // cell's bound API addresses in the node metadata.
 func (c Config) gossipConfig(httpAddr, grpcAddr string) (gossip.Config, error) {
 	g := gossip.DefaultConfig()
-	host, port, err := net.SplitHostPort(c.Gossip.Bind)
-	if err != nil {
-		return g, fmt.Errorf("%w: gossip.bind %q: %v", ErrConfig, c.Gossip.Bind, err)
-	}
-	g.BindAddr = host
-	if g.BindPort, err = strconv.Atoi(port); err != nil {
-		return g, fmt.Errorf("%w: gossip.bind %q: bad port", ErrConfig, c.Gossip.Bind)
-	}
-	if c.Gossip.Advertise != "" {
-		ah, ap, err := net.SplitHostPort(c.Gossip.Advertise)
-		if err != nil {
-			return g, fmt.Errorf("%w: gossip.advertise %q: %v", ErrConfig, c.Gossip.Advertise, err)
-		}
-		g.AdvertiseAddr = ah
-		g.AdvertisePort, _ = strconv.Atoi(ap)
-	}
-	if c.Gossip.SecretKey != "" {
-		if g.SecretKey, err = base64.StdEncoding.DecodeString(c.Gossip.SecretKey); err != nil {
-			return g, fmt.Errorf("%w: gossip.secret_key: not base64: %v", ErrConfig, err)
-		}
+	if err := g.SetAddrs(c.Gossip.Bind, c.Gossip.Advertise, c.Gossip.SecretKey); err != nil {
+		return g, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	g.NodeName = "cell/" + c.CellID
 	g.Role, g.CellID, g.HTTPAddr, g.GRPCAddr = gossip.RoleCell, c.CellID, httpAddr, grpcAddr

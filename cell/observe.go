@@ -99,15 +99,3 @@ func (o observer) Stage(ctx context.Context, profile string, st pipeline.Stage) 
 		span.End()
 	}
 }
-
-func statusClass(code int) string {
-	switch {
-	case code == 0:
-		return "none"
-	case code < 300:
-		return "2xx"
-	case code < 500:
-		return "4xx"
-	}
-	return "5xx"
-}

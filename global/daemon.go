@@ -2,11 +2,8 @@ package global
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"log/slog"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -39,26 +36,8 @@ func DefaultPoolConfig() PoolConfig {
 
 func (p PoolConfig) gossipConfig(httpAddr, grpcAddr string) (gossip.Config, error) {
 	g := gossip.DefaultConfig()
-	host, port, err := net.SplitHostPort(p.Bind)
-	if err != nil {
-		return g, fmt.Errorf("%w: pool bind %q: %v", ErrInvalidConfig, p.Bind, err)
-	}
-	g.BindAddr = host
-	if g.BindPort, err = strconv.Atoi(port); err != nil {
-		return g, fmt.Errorf("%w: pool bind %q: bad port", ErrInvalidConfig, p.Bind)
-	}
-	if p.Advertise != "" {
-		ah, ap, err := net.SplitHostPort(p.Advertise)
-		if err != nil {
-			return g, fmt.Errorf("%w: pool advertise %q: %v", ErrInvalidConfig, p.Advertise, err)
-		}
-		g.AdvertiseAddr = ah
-		g.AdvertisePort, _ = strconv.Atoi(ap)
-	}
-	if p.SecretKey != "" {
-		if g.SecretKey, err = base64.StdEncoding.DecodeString(p.SecretKey); err != nil {
-			return g, fmt.Errorf("%w: pool secret_key: not base64: %v", ErrInvalidConfig, err)
-		}
+	if err := g.SetAddrs(p.Bind, p.Advertise, p.SecretKey); err != nil {
+		return g, fmt.Errorf("%w: pool: %v", ErrInvalidConfig, err)
 	}
 	g.NodeName = p.Name
 	if g.NodeName == "" {

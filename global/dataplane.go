@@ -102,7 +102,7 @@ func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d 
 			h.Set(CellHeader, t.Pod)
 		},
 		OnDone: func(t proxy.Target, res proxy.Result) {
-			g.m.handoffs.WithLabelValues(statusClass(res.Status)).Inc()
+			g.m.handoffs.WithLabelValues(proxy.StatusClass(res.Status)).Inc()
 			if res.Usage != nil {
 				g.m.promptTok.Add(float64(res.Usage.PromptTokens))
 				g.m.realisedTok.Add(float64(res.Usage.CachedTokens))
@@ -140,16 +140,4 @@ func (g *Global) serveModels(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.proxy.Forward(w, r, nil, targets, proxy.Hooks{})
-}
-
-func statusClass(code int) string {
-	switch {
-	case code == 0:
-		return "none"
-	case code < 300:
-		return "2xx"
-	case code < 500:
-		return "4xx"
-	}
-	return "5xx"
 }

@@ -1,10 +1,12 @@
 package gossip
 
 import (
+	"encoding/base64"
 	"fmt"
 	"log"
 	"net"
 	"os"
+	"strconv"
 	"time"
 )
 
@@ -165,4 +167,36 @@ func (c Config) Validate() error {
 // meta returns the node metadata the config advertises.
 func (c Config) meta() NodeMeta {
 	return NodeMeta{Role: c.Role, CellID: c.CellID, HTTPAddr: c.HTTPAddr, GRPCAddr: c.GRPCAddr}
+}
+
+// SetAddrs fills BindAddr/BindPort from bind (host:port; port 0 picks one),
+// AdvertiseAddr/AdvertisePort from advertise (optional, host:port) and
+// SecretKey from secretKey (base64 of 16, 24 or 32 bytes; empty for an
+// unencrypted pool): the form the daemons' configurations take. Errors
+// name the setting.
+func (c *Config) SetAddrs(bind, advertise, secretKey string) error {
+	host, port, err := net.SplitHostPort(bind)
+	if err != nil {
+		return fmt.Errorf("gossip: bind %q: %v", bind, err)
+	}
+	if c.BindPort, err = strconv.Atoi(port); err != nil {
+		return fmt.Errorf("gossip: bind %q: bad port", bind)
+	}
+	c.BindAddr = host
+	if advertise != "" {
+		ah, ap, err := net.SplitHostPort(advertise)
+		if err != nil {
+			return fmt.Errorf("gossip: advertise %q: %v", advertise, err)
+		}
+		if c.AdvertisePort, err = strconv.Atoi(ap); err != nil {
+			return fmt.Errorf("gossip: advertise %q: bad port", advertise)
+		}
+		c.AdvertiseAddr = ah
+	}
+	if secretKey != "" {
+		if c.SecretKey, err = base64.StdEncoding.DecodeString(secretKey); err != nil {
+			return fmt.Errorf("gossip: secret key: not base64: %v", err)
+		}
+	}
+	return nil
 }

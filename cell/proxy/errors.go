@@ -86,3 +86,17 @@ func writeFailure(w http.ResponseWriter, err error) {
 	}
 	openai.WriteErrorBody(w, StatusOf(err), openai.NewErrorBody(typ, err.Error(), "", code))
 }
+
+// StatusClass names an HTTP status's class for metrics: "2xx", "4xx",
+// "5xx", or "none" when no response was received (0).
+func StatusClass(code int) string {
+	switch {
+	case code == 0:
+		return "none"
+	case code < 300:
+		return "2xx"
+	case code < 500:
+		return "4xx"
+	}
+	return "5xx"
+}
