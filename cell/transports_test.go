@@ -55,7 +55,13 @@ func TestCellOverZMQ(t *testing.T) {
 		}
 	}
 	waitFor(t, "5 blocks indexed", func() bool { return c.Index().Stats().Blocks == 5 })
-	_, metrics := get(t, base+"/metrics")
+	// Replay counters can lag the index by a moment (the end marker of a
+	// replay is read after its batches were applied): wait for them.
+	var metrics string
+	waitFor(t, "replay counters", func() bool {
+		_, metrics = get(t, base+"/metrics")
+		return strings.Contains(metrics, `cellrouter_transport_replays_total{cell="cell-0",outcome="succeeded",transport="zmq"} 2`)
+	})
 	for _, want := range []string{
 		// One catch-up replay at connect, one for the lost batch.
 		`cellrouter_transport_replays_total{cell="cell-0",outcome="succeeded",transport="zmq"} 2`,

@@ -1,6 +1,7 @@
 package zmqsub
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/cellrouter/cellrouter/cell/events/vllmwire"
@@ -84,9 +85,11 @@ func TestSubscriberRestart(t *testing.T) {
 			r.waitSubscribed()
 			publishAll(t, r.pub, ref, testPod, testModel, w.batches(20))
 			waitEqual(t, r.got, ref)
-			if got := r.sub.Counters().ReplaysSucceeded.Load(); got < 1 {
-				t.Errorf("got %d successful replays, want at least the catch-up (%s)", got, r)
-			}
+			// The index can be complete a moment before the replay's end
+			// marker is read and counted: wait for the counter.
+			waitFor(t, func() string {
+				return fmt.Sprintf("got %d successful replays, want at least the catch-up (%s)", r.sub.Counters().ReplaysSucceeded.Load(), r)
+			}, func() bool { return r.sub.Counters().ReplaysSucceeded.Load() >= 1 })
 		})
 	}
 }
