@@ -1,6 +1,9 @@
 package gossip
 
 import (
+	"fmt"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -106,18 +109,31 @@ func (n *Node) resyncLoop() {
 	}
 }
 
-// sendTo sends msg reliably to the live member called name.
+// sendTo sends msg reliably to the live member called name. The address
+// comes from the node's own member record (copied in memberlist's event
+// callbacks): the *memberlist.Node values Members returns are memberlist's
+// own, updated in place under its lock, so reading their fields here would
+// race with it.
 func (n *Node) sendTo(name string, msg []byte) error {
-	ml := n.ml.Load()
-	var to *memberlist.Node
-	for _, m := range ml.Members() {
-		if m.Name == name {
-			to = m
-			break
-		}
+	n.mu.Lock()
+	rec := n.members[name]
+	var addr string
+	alive := false
+	if rec != nil {
+		addr, alive = rec.m.Addr, rec.m.State == StateAlive
 	}
-	if to == nil {
+	n.mu.Unlock()
+	if !alive {
 		return ErrUnknownMember
 	}
-	return ml.SendReliable(to, msg)
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("gossip: member %s address %q: %w", name, addr, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return fmt.Errorf("gossip: member %s address %q: %w", name, addr, err)
+	}
+	to := &memberlist.Node{Name: name, Addr: net.ParseIP(host), Port: uint16(p)}
+	return n.ml.Load().SendReliable(to, msg)
 }

@@ -40,6 +40,8 @@ type Node struct {
 	mu      sync.Mutex
 	members map[string]*memberRecord
 
+	addr string // the bound host:port, set once at Start
+
 	pubMu sync.Mutex
 	pub   *Publisher // nil unless a cell
 	load  Load
@@ -103,6 +105,10 @@ func Start(cfg Config, obs Observer) (*Node, error) {
 		return nil, fmt.Errorf("gossip: start: %w", err)
 	}
 	n.ml.Store(ml)
+	// The bound address, read once: memberlist updates its node records in
+	// place under its own lock, so reading them later would race.
+	ln := ml.LocalNode()
+	n.addr = net.JoinHostPort(ln.Addr.String(), strconv.Itoa(int(ln.Port)))
 
 	n.wg.Add(4)
 	go func() { defer n.wg.Done(); n.events.run(obs, n.stop) }()
@@ -172,10 +178,7 @@ func (n *Node) Join(seeds []string) (int, error) {
 
 // Addr returns the host:port other nodes reach this one at (the bound port
 // when Config.BindPort was 0): what to give them as a seed.
-func (n *Node) Addr() string {
-	ln := n.ml.Load().LocalNode()
-	return net.JoinHostPort(ln.Addr.String(), strconv.Itoa(int(ln.Port)))
-}
+func (n *Node) Addr() string { return n.addr }
 
 // Name returns the node's name.
 func (n *Node) Name() string { return n.cfg.NodeName }
@@ -195,8 +198,11 @@ func (n *Node) LocalMember() Member {
 func (n *Node) Members() []Member {
 	live := make(map[string]State)
 	if ml := n.ml.Load(); ml != nil && !n.closed.Load() {
+		// Members lists the nodes memberlist does not consider dead; only
+		// their names are read (memberlist updates the other fields in place
+		// under its lock). Suspicion shows through the member records.
 		for _, m := range ml.Members() {
-			live[m.Name] = fromMemberlistState(m.State)
+			live[m.Name] = StateAlive
 		}
 	}
 	now := time.Now()
@@ -204,8 +210,8 @@ func (n *Node) Members() []Member {
 	out := make([]Member, 0, len(n.members))
 	for name, r := range n.members {
 		m := r.m
-		if st, ok := live[name]; ok && m.State <= StateSuspect {
-			m.State = st
+		if _, ok := live[name]; ok && m.State <= StateSuspect {
+			// Alive or suspect as the last event said.
 		} else if m.State <= StateSuspect {
 			m.State = StateDead // gone from memberlist; the leave event is on its way
 		} else if now.Sub(r.since) > n.cfg.DeadRetention {
@@ -217,16 +223,6 @@ func (n *Node) Members() []Member {
 	n.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
-}
-
-func fromMemberlistState(s memberlist.NodeStateType) State {
-	switch s {
-	case memberlist.StateAlive:
-		return StateAlive
-	case memberlist.StateSuspect:
-		return StateSuspect
-	}
-	return StateDead
 }
 
 // Publish makes s the cell's next summary generation with the given load,
