@@ -5,22 +5,20 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cellrouter/cellrouter/cell/pipeline"
+	"github.com/cellrouter/cellrouter/cell/telemetry"
 )
 
 // tracer is the cell's OpenTelemetry tracer: a no-op unless the daemon
 // installed a provider (telemetry.Setup).
-func tracer() trace.Tracer { return cellTracer }
+func tracer() trace.Tracer { return cellTracer.Get() }
 
-// cellTracer is looked up once: otel's global provider delegates to a
-// provider installed later (telemetry.Setup, or a test's), so caching the
-// tracer is safe and saves a registry lookup per span.
-var cellTracer = otel.Tracer("github.com/cellrouter/cellrouter/cell")
+// cellTracer follows the global provider (telemetry.Setup, or a test's).
+var cellTracer = telemetry.NewTracer("github.com/cellrouter/cellrouter/cell")
 
 // routeMetrics are the data plane's Prometheus metrics.
 type routeMetrics struct {

@@ -1,13 +1,11 @@
 package global
 
 import (
-	"go.opentelemetry.io/otel"
+	"github.com/cellrouter/cellrouter/cell/telemetry"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// globalTracer is looked up once: otel's global provider delegates to a
-// provider installed later, so caching the tracer is safe and saves a
-// registry lookup per span.
-var globalTracer = otel.Tracer("github.com/cellrouter/cellrouter/global")
+// globalTracer follows the global provider (telemetry.Setup, or a test's).
+var globalTracer = telemetry.NewTracer("github.com/cellrouter/cellrouter/global")
 
-func tracer() trace.Tracer { return globalTracer }
+func tracer() trace.Tracer { return globalTracer.Get() }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 func TestSetupWithoutEndpointInstallsNoExporter(t *testing.T) {
@@ -27,5 +28,19 @@ func TestSetupWithoutEndpointInstallsNoExporter(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://127.0.0.1:4317")
 	if !Enabled() {
 		t.Fatal("Enabled() false with a traces endpoint")
+	}
+}
+
+func TestTracerFollowsTheProvider(t *testing.T) {
+	tr := NewTracer("test")
+	first := tr.Get()
+	if tr.Get() != first {
+		t.Fatal("Get did not reuse the tracer of an unchanged provider")
+	}
+	old := otel.GetTracerProvider()
+	defer otel.SetTracerProvider(old)
+	otel.SetTracerProvider(sdktrace.NewTracerProvider())
+	if tr.Get() == first {
+		t.Fatal("Get kept the tracer of a replaced provider")
 	}
 }
