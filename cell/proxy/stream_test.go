@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // sseEvent formats one server-sent event.
@@ -75,8 +76,19 @@ func TestForwardStreamsChunkByChunk(t *testing.T) {
 			t.Fatalf("event %d: got %q, %v, want %q", i, got, err, want)
 		}
 		if i == 0 {
-			if events, _, _ := log.snapshot(); !reflect.DeepEqual(events, []string{"attempt a", "first a"}) {
-				t.Errorf("hooks after the first event: got %v, want attempt and first byte", events)
+			// OnFirstByte runs right after the first chunk is flushed, so
+			// the client may read the chunk a moment before the hook ran.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				events, _, _ := log.snapshot()
+				if reflect.DeepEqual(events, []string{"attempt a", "first a"}) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Errorf("hooks after the first event: got %v, want attempt and first byte", events)
+					break
+				}
+				time.Sleep(time.Millisecond)
 			}
 		}
 		acks <- struct{}{}

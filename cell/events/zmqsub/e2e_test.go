@@ -104,6 +104,15 @@ func (r *rig) startPub() {
 	}
 }
 
+// waitUnsubscribed waits until the publisher saw a stopped subscriber go
+// (dial mode): until then its old subscription can make waitSubscribed pass
+// before the new subscriber connected, and messages published meanwhile
+// are dropped by the PUB socket.
+func (r *rig) waitUnsubscribed() {
+	waitFor(r.t, func() string { return "publisher kept the stopped subscriber's subscription" },
+		func() bool { return !r.pub.Subscribed() })
+}
+
 // waitSubscribed waits until the publisher would deliver to the subscriber.
 func (r *rig) waitSubscribed() {
 	waitFor(r.t, func() string { return "publisher never saw the subscription" }, r.pub.Subscribed)

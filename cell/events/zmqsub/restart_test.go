@@ -55,6 +55,9 @@ func TestSubscriberRestart(t *testing.T) {
 
 			// The cell goes down; the engine goes on publishing.
 			r.stop()
+			if !tc.bind {
+				r.waitUnsubscribed()
+			}
 			publishAll(t, r.pub, ref, testPod, testModel, w.batches(50))
 
 			// A new cell starts with an empty index, on the same address in

@@ -160,6 +160,7 @@ func TestReplayTimeoutGivesUp(t *testing.T) {
 	// The rig dialed without a replay socket; restart the cell with the
 	// mute one.
 	r.stop()
+	r.waitUnsubscribed()
 	r.got = newCell(t)
 	r.scfg.Endpoints[0].Replay = muteEP
 	r.startSub()
