@@ -31,6 +31,7 @@ type router struct {
 
 	mu        sync.Mutex
 	cands     []pipeline.Candidate // static part, refreshed every CandidatesTTL
+	candsAt   map[string]int       // pod -> index of its first entry in cands; a pod's holders are adjacent
 	candsTime time.Time
 
 	ctxPool sync.Pool // *pipeline.Context
@@ -118,11 +119,14 @@ func role(r events.Role) pipeline.Role {
 func (rt *router) candidates() []pipeline.Candidate {
 	rt.mu.Lock()
 	if time.Since(rt.candsTime) > rt.cfg.CandidatesTTL || rt.cands == nil {
+		// A new map, not a cleared one: callers read the old one unlocked.
 		rt.cands = rt.cands[:0]
+		rt.candsAt = map[string]int{}
 		for _, p := range rt.reg.Snapshot() {
 			if p.Address == "" {
 				continue
 			}
+			rt.candsAt[p.ID] = len(rt.cands)
 			c := pipeline.Candidate{Pod: p.ID, Holder: p.ID, Address: p.Address, Role: role(p.Role),
 				Healthy: p.State != events.StateDead, Draining: rt.state.Draining(p.ID), TotalBlocks: rt.pods[p.ID].KVBlocks}
 			if len(p.Holders) == 0 {
@@ -138,13 +142,14 @@ func (rt *router) candidates() []pipeline.Candidate {
 	}
 	out := make([]pipeline.Candidate, len(rt.cands))
 	copy(out, rt.cands)
+	at := rt.candsAt
 	rt.mu.Unlock()
-	idx := make(map[string][]int, len(out))
-	for i := range out {
-		idx[out[i].Pod] = append(idx[out[i].Pod], i)
-	}
 	rt.tracker.Snapshot(func(pod string, u *load.Usage) {
-		for _, i := range idx[pod] {
+		first, ok := at[pod]
+		if !ok {
+			return
+		}
+		for i := first; i < len(out) && out[i].Pod == pod; i++ {
 			out[i].ActiveRequests, out[i].ActiveBlocks, out[i].PrefillBlocks = u.Requests, u.Blocks, u.PrefillBlocks
 			if len(u.Templates) > 0 {
 				out[i].RouteTemplates = make(map[string]int, len(u.Templates))

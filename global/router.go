@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zeebo/xxh3"
 	"go.opentelemetry.io/otel/attribute"
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
@@ -108,7 +109,7 @@ func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
 	views := rt.views()
 	chain := rt.chain(req)
 	_, span := tracer().Start(ctx, "global.summary_lookup")
-	cands, cold := Search(rt.cfg.Search, views, chain, fnv(req.Model+"\x00"+firstBytes(req.Prompt, 256)))
+	cands, cold := Search(rt.cfg.Search, views, chain, xxh3.HashString(req.Model+"\x00"+firstBytes(req.Prompt, 256)))
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("cellrouter.candidates", len(cands)), attribute.Bool("cellrouter.cold", cold),
 			attribute.Int("cellrouter.cells", len(views)))

@@ -1,6 +1,8 @@
 package global
 
 import (
+	"github.com/zeebo/xxh3"
+
 	"github.com/cellrouter/cellrouter/cell/blockhash"
 )
 
@@ -124,12 +126,12 @@ func loadOf(v *CellView) float64 {
 // weight for key, the less loaded first.
 func twoChoices(views []CellView, key uint64) []Candidate {
 	first, second := -1, -1
-	var w1, w2 uint64
+	var w1, w2 blockhash.Hash
 	for i := range views {
 		if !views[i].usable() {
 			continue
 		}
-		w := mix(key, fnv(views[i].ID))
+		w := blockhash.Mix(blockhash.Hash(key), xxh3.HashString(views[i].ID))
 		switch {
 		case first < 0 || w > w1:
 			second, w2 = first, w1
@@ -149,21 +151,4 @@ func twoChoices(views []CellView, key uint64) []Candidate {
 		}
 	}
 	return out
-}
-
-func mix(a, b uint64) uint64 {
-	x := a ^ (b * 0x9E3779B97F4A7C15)
-	x ^= x >> 31
-	x *= 0xBF58476D1CE4E5B9
-	x ^= x >> 29
-	return x
-}
-
-func fnv(s string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	return h
 }

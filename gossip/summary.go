@@ -113,7 +113,13 @@ func (s *Summary) Equal(o *Summary) bool {
 }
 
 // add inserts h.
-func (s *Summary) add(h blockhash.Hash) {
+func (s *Summary) add(h blockhash.Hash) { s.visit(h, true) }
+
+// visit walks h's K bit positions in its block. With set it sets each bit
+// and returns true; without, it returns whether every bit is already set,
+// stopping at the first clear one. Insertion and test share this one walk so
+// they can never disagree on where h's bits are.
+func (s *Summary) visit(h blockhash.Hash, set bool) bool {
 	base, x := s.block(h)
 	w := s.w[base : base+blockWords]
 	for i := range s.params.K {
@@ -122,8 +128,14 @@ func (s *Summary) add(h blockhash.Hash) {
 		}
 		p := x & (BlockBits - 1)
 		x >>= 9
-		w[p>>6] |= 1 << (p & 63)
+		bit := uint64(1) << (p & 63)
+		if set {
+			w[p>>6] |= bit
+		} else if w[p>>6]&bit == 0 {
+			return false
+		}
 	}
+	return true
 }
 
 // BlockBits is the size of a filter block: all the bits of one key lie in
@@ -152,21 +164,7 @@ func remix(x uint64) uint64 {
 
 // MayContain reports whether h may have been inserted (false means surely
 // not).
-func (s *Summary) MayContain(h blockhash.Hash) bool {
-	base, x := s.block(h)
-	w := s.w[base : base+blockWords]
-	for i := range s.params.K {
-		if i > 0 && i%bitsPerDraw == 0 {
-			x = remix(x)
-		}
-		p := x & (BlockBits - 1)
-		x >>= 9
-		if w[p>>6]&(1<<(p&63)) == 0 {
-			return false
-		}
-	}
-	return true
-}
+func (s *Summary) MayContain(h blockhash.Hash) bool { return s.visit(h, false) }
 
 // Depth estimates how many leading blocks of chain (chain[i] is the chained
 // hash at depth i+1) the cell holds: the deepest sampled depth whose hash

@@ -5,6 +5,9 @@ import (
 	"sort"
 	"sync/atomic"
 
+	"github.com/zeebo/xxh3"
+
+	"github.com/cellrouter/cellrouter/cell/blockhash"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 )
 
@@ -27,7 +30,7 @@ func byScore(rc *pipeline.Context, scores []float64, order []int) []int {
 	}
 	// tie is a candidate's random tie-break key: one random draw per
 	// decision mixed with the position, computed only for equal scores.
-	tie := func(k int) uint64 { return mix(seed, uint64(k)) }
+	tie := func(k int) uint64 { return uint64(blockhash.Mix(blockhash.Hash(seed), uint64(k))) }
 	better := func(a, b entry) bool {
 		if a.s != b.s {
 			return a.s > b.s
@@ -207,14 +210,6 @@ func (*ConsistentHash) Type() string               { return "consistent-hash" }
 func (*ConsistentHash) Reads() []pipeline.SlotRef  { return pipeline.Refs(pipeline.HashKey.Ref()) }
 func (*ConsistentHash) Writes() []pipeline.SlotRef { return noSlots }
 
-func mix(a, b uint64) uint64 {
-	x := a ^ (b * 0x9E3779B97F4A7C15)
-	x ^= x >> 31
-	x *= 0xBF58476D1CE4E5B9
-	x ^= x >> 29
-	return x
-}
-
 // Pick implements pipeline.Picker.
 func (p *ConsistentHash) Pick(rc *pipeline.Context, scores []float64, order []int) []int {
 	key, _ := pipeline.HashKey.Get(rc)
@@ -227,7 +222,7 @@ func (p *ConsistentHash) Pick(rc *pipeline.Context, scores []float64, order []in
 	weights := make([]uint64, len(act))
 	order = order[:0]
 	for k, i := range act {
-		weights[k] = mix(key, stringHash(rc.Candidates[i].Pod))
+		weights[k] = uint64(blockhash.Mix(blockhash.Hash(key), xxh3.HashString(rc.Candidates[i].Pod)))
 		order = append(order, k)
 	}
 	sort.Slice(order, func(a, b int) bool { return weights[order[a]] > weights[order[b]] })
@@ -243,13 +238,4 @@ func (p *ConsistentHash) Pick(rc *pipeline.Context, scores []float64, order []in
 	}
 	order = append(append(order[:0], under...), over...)
 	return order[:min(len(order), Fallbacks)]
-}
-
-func stringHash(s string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	return h
 }
