@@ -127,14 +127,15 @@ func (rt *router) candidates() []pipeline.Candidate {
 				continue
 			}
 			rt.candsAt[p.ID] = len(rt.cands)
-			c := pipeline.Candidate{Pod: p.ID, Holder: p.ID, Address: p.Address, Role: role(p.Role),
+			c := pipeline.Candidate{Target: &pipeline.Target{Pod: p.ID, Holder: p.ID, Address: p.Address}, Role: role(p.Role),
 				Healthy: p.State != events.StateDead, Draining: rt.state.Draining(p.ID), TotalBlocks: rt.pods[p.ID].KVBlocks}
 			if len(p.Holders) == 0 {
 				rt.cands = append(rt.cands, c)
 				continue
 			}
 			for _, h := range p.Holders {
-				c.Holder, c.Slot, c.HasSlot = h.ID, h.Slot, true
+				c.Target = &pipeline.Target{Pod: p.ID, Holder: h.ID, Address: p.Address}
+				c.Slot, c.HasSlot = h.Slot, true
 				rt.cands = append(rt.cands, c)
 			}
 		}

@@ -29,9 +29,10 @@ type Context struct {
 	match  *index.MatchResult // reusable answer buffer of the prefix match
 	hashes []blockhash.Hash   // reusable block hash buffer
 
-	values   []any
-	active   []int // surviving candidate indices, after Filter
-	spare    []int // the other buffer of the filter pass
+	all      []int       // 0..len(Candidates)-1, kept across decisions
+	values   []slotValue // by slot id
+	active   []int       // surviving candidate indices, after Filter
+	spare    []int       // the other buffer of the filter pass
 	rejected []Rejection
 	scores   []float64 // per active candidate, weighted sum of scorers
 	order    []int
@@ -52,11 +53,23 @@ func NewContext(req *Request, cands []Candidate, rng *rand.Rand) *Context {
 
 // Reset clears the context for another decision, keeping its buffers.
 func (rc *Context) Reset(req *Request, cands []Candidate) {
-	clear(rc.values)
-	rc.values = rc.values[:0]
+	for i := range rc.values {
+		if v := &rc.values[i]; v.set {
+			v.box.zero()
+			v.set = false
+		}
+	}
 	rc.Req, rc.Candidates, rc.Ctx = req, cands, nil
 	rc.active, rc.rejected, rc.scores = rc.active[:0], rc.rejected[:0], rc.scores[:0]
 	rc.failOpen = false
+}
+
+// everyone returns the indices of all candidates, built once per size.
+func (rc *Context) everyone() []int {
+	for i := len(rc.all); i < len(rc.Candidates); i++ {
+		rc.all = append(rc.all, i)
+	}
+	return rc.all[:len(rc.Candidates)]
 }
 
 // Active returns the indices of the candidates that passed the filters so

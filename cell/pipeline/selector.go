@@ -112,9 +112,20 @@ func (s *Selector) Choose(rc *Context) (Decision, error) {
 	total, tmp := rc.scores[:n], rc.scores[n:2*n]
 	clear(total)
 	for i, sc := range s.p.scorers {
+		w := s.p.weights[i]
+		if i == 0 {
+			// The first scorer writes the total itself: with one scorer
+			// (the default profile) that saves two passes over the pods.
+			sc.Score(rc, total)
+			if w != 1 {
+				for k := range total {
+					total[k] *= w
+				}
+			}
+			continue
+		}
 		clear(tmp)
 		sc.Score(rc, tmp)
-		w := s.p.weights[i]
 		for k := range total {
 			total[k] += w * tmp[k]
 		}
@@ -141,10 +152,7 @@ func (s *Selector) Choose(rc *Context) (Decision, error) {
 func (s *Selector) filter(rc *Context, hardOnly bool) {
 	rc.Phase = s.p.Role
 	rc.rejected = rc.rejected[:0]
-	in := rc.active[:0]
-	for i := range rc.Candidates {
-		in = append(in, i)
-	}
+	in := append(rc.active[:0], rc.everyone()...)
 	out := rc.spare[:0]
 	for _, f := range s.p.filters {
 		if hardOnly && !f.Hard() {

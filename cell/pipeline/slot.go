@@ -48,22 +48,42 @@ func (s Slot[T]) Ref() SlotRef { return s.ref }
 
 // Get returns the slot's value in rc, and false if no plug-in set it.
 func (s Slot[T]) Get(rc *Context) (T, bool) {
-	if s.ref.id < len(rc.values) {
-		if v, ok := rc.values[s.ref.id].(T); ok {
-			return v, true
-		}
+	if id := s.ref.id; id < len(rc.values) && rc.values[id].set {
+		return rc.values[id].box.(*slotBox[T]).v, true
 	}
 	var zero T
 	return zero, false
 }
 
-// Set stores v in rc. Values are boxed in an interface: use pointer or
-// slice types for anything large, so setting a slot does not copy it.
+// Set stores v in rc. A context keeps one box per slot across decisions,
+// so setting a slot does not allocate once the context has been used
+// (boxing a slice in an interface would, on every decision); Reset zeroes
+// the boxes, so a pooled context holds no request's data.
 func (s Slot[T]) Set(rc *Context, v T) {
-	for len(rc.values) <= s.ref.id {
-		rc.values = append(rc.values, nil)
+	id := s.ref.id
+	for len(rc.values) <= id {
+		rc.values = append(rc.values, slotValue{})
 	}
-	rc.values[s.ref.id] = v
+	sv := &rc.values[id]
+	if sv.box == nil {
+		sv.box = new(slotBox[T])
+	}
+	sv.box.(*slotBox[T]).v = v
+	sv.set = true
+}
+
+// slotValue is a context's storage of one slot.
+type slotValue struct {
+	box interface{ zero() } // a *slotBox[T] of the slot's type
+	set bool
+}
+
+// slotBox holds a slot's value.
+type slotBox[T any] struct{ v T }
+
+func (b *slotBox[T]) zero() {
+	var z T
+	b.v = z
 }
 
 // Refs is a helper for plug-ins' Reads and Writes methods.

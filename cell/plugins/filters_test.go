@@ -130,3 +130,25 @@ func TestSelectorPerCandidateFilterPath(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkKeepAll times each in-tree batch filter over 256 healthy pods,
+// the filter stage's share of a decision.
+func BenchmarkKeepAll(b *testing.B) {
+	f := newFleet(b, 256)
+	rc := pipeline.NewContext(&pipeline.Request{}, f.cands, nil)
+	in := make([]int, len(f.cands))
+	for i := range in {
+		in[i] = i
+	}
+	out := make([]int, 0, len(in))
+	for _, flt := range []pipeline.BatchFilter{Healthy{}, RoleFilter{}, &Concurrency{MaxRequests: 8}, &Busy{Threshold: 0.9}} {
+		b.Run(flt.Type(), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if out = flt.KeepAll(rc, in, out[:0]); len(out) != len(in) {
+					b.Fatalf("%s kept %d of %d", flt.Type(), len(out), len(in))
+				}
+			}
+		})
+	}
+}

@@ -40,6 +40,9 @@ func byScore(rc *pipeline.Context, scores []float64, order []int) []int {
 	var top [Fallbacks]entry
 	n := 0
 	for k, sc := range scores {
+		if n == Fallbacks && sc < top[n-1].s {
+			continue // the common case, decided without the tie key
+		}
 		e := entry{k, sc}
 		if n == Fallbacks && !better(e, top[n-1]) {
 			continue
@@ -48,7 +51,7 @@ func byScore(rc *pipeline.Context, scores []float64, order []int) []int {
 			n++
 		}
 		i := n - 1
-		for i > 0 && better(e, top[i-1]) {
+		for i > 0 && (sc > top[i-1].s || sc == top[i-1].s && better(e, top[i-1])) {
 			top[i] = top[i-1]
 			i--
 		}

@@ -43,13 +43,14 @@ func (s *KVCost) Score(rc *pipeline.Context, out []float64) {
 			g.Pods.ForEach(func(s index.Slot) { depth[s] = int32(g.Depth) })
 		}
 	}
+	cands := rc.Candidates
 	for k, i := range rc.Active() {
-		c := &rc.Candidates[i]
-		d := 0
+		c := &cands[i]
+		d := int32(0)
 		if c.HasSlot {
-			d = int(depth[c.Slot])
+			d = depth[c.Slot]
 		}
-		out[k] = -(w*float64(total-d) + float64(c.ActiveBlocks))
+		out[k] = -(w*float64(int32(total)-d) + float64(c.ActiveBlocks))
 	}
 }
 

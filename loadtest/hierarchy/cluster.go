@@ -70,7 +70,7 @@ func newCluster(id string, pods []int, cfg Config, h blockhash.Hasher, trackHeld
 		}
 		c.caches = append(c.caches, engine.NewCache(cfg.BlocksPerPod))
 		c.cands = append(c.cands, pipeline.Candidate{
-			Pod: name, Holder: name, Address: name + ":8000", Slot: slot, HasSlot: true, Healthy: true,
+			Target: &pipeline.Target{Pod: name, Holder: name, Address: name + ":8000"}, Slot: slot, HasSlot: true, Healthy: true,
 			TotalBlocks: cfg.BlocksPerPod,
 		})
 	}
