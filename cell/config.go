@@ -64,6 +64,12 @@ type IndexConfig struct {
 	MaxBlocks int `yaml:"max_blocks"`
 	// SweepWorkers bounds the shards swept in parallel after a pod dies.
 	SweepWorkers int `yaml:"sweep_workers"`
+	// ExpectedBlocks pre-sizes the index tables (index.Config
+	// ExpectedBlocks): 0 means the sum of the pods' kv_blocks (no more
+	// distinct blocks can be cached at once), capped at max_blocks; -1 means
+	// no pre-sizing (tables grow from empty); a positive value is used as
+	// given and must not exceed max_blocks.
+	ExpectedBlocks int `yaml:"expected_blocks"`
 }
 
 // EventsConfig configures the event applier (see events.Config).
@@ -204,6 +210,9 @@ func (c Config) Validate() error {
 			return bad(a.field, fmt.Sprintf("%q", a.v), "want host:port")
 		}
 	}
+	if c.Index.ExpectedBlocks < -1 {
+		return bad("index.expected_blocks", c.Index.ExpectedBlocks, "must be -1 (none), 0 (the pods' kv_blocks) or positive")
+	}
 	if err := c.indexConfig().Validate(); err != nil {
 		return fmt.Errorf("%w: index: %v", ErrConfig, err)
 	}
@@ -255,7 +264,17 @@ func (c Config) Validate() error {
 }
 
 func (c Config) indexConfig() index.Config {
-	return index.Config{MaxBlocks: c.Index.MaxBlocks, SweepWorkers: c.Index.SweepWorkers}
+	ic := index.Config{MaxBlocks: c.Index.MaxBlocks, SweepWorkers: c.Index.SweepWorkers, ExpectedBlocks: c.Index.ExpectedBlocks}
+	switch {
+	case ic.ExpectedBlocks == -1:
+		ic.ExpectedBlocks = 0
+	case ic.ExpectedBlocks == 0:
+		for _, p := range c.Pods {
+			ic.ExpectedBlocks += p.KVBlocks
+		}
+		ic.ExpectedBlocks = min(ic.ExpectedBlocks, ic.MaxBlocks)
+	}
+	return ic
 }
 
 func (c Config) eventsConfig() events.Config {

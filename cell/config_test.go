@@ -34,6 +34,30 @@ func TestExampleConfigParses(t *testing.T) {
 	}
 }
 
+// TestIndexExpectedBlocks checks how the index is sized: by default for the
+// pods' KV caches (capped at max_blocks), not at all with -1, as given
+// otherwise.
+func TestIndexExpectedBlocks(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		want int
+	}{
+		{"pods: [{id: a, kv_blocks: 1000}, {id: b, kv_blocks: 500}, {id: c}]\n", 1500},
+		{"index: {max_blocks: 1200}\npods: [{id: a, kv_blocks: 1000}, {id: b, kv_blocks: 500}]\n", 1200},
+		{"index: {expected_blocks: -1}\npods: [{id: a, kv_blocks: 1000}]\n", 0},
+		{"index: {expected_blocks: 4096}\npods: [{id: a, kv_blocks: 1000}]\n", 4096},
+		{"", 0},
+	} {
+		cfg, err := ParseConfig([]byte(tt.yaml))
+		if err != nil {
+			t.Fatalf("%q: %v", tt.yaml, err)
+		}
+		if got := cfg.indexConfig().ExpectedBlocks; got != tt.want {
+			t.Errorf("%q: expected blocks %d, want %d", tt.yaml, got, tt.want)
+		}
+	}
+}
+
 func TestEmptyConfigIsDefault(t *testing.T) {
 	cfg, err := ParseConfig(nil)
 	if err != nil {
@@ -53,6 +77,8 @@ func TestConfigErrors(t *testing.T) {
 		{"bad http addr", "http_addr: nope\n", "http_addr"},
 		{"bad block size", "events: {block_size: 0}\n", "BlockSize"},
 		{"zero max blocks", "index: {max_blocks: 0}\n", "MaxBlocks"},
+		{"bad expected blocks", "index: {expected_blocks: -2}\n", "expected_blocks"},
+		{"expected blocks over the cap", "index: {max_blocks: 10, expected_blocks: 11}\n", "ExpectedBlocks"},
 		{"bad role", "pods: [{id: a, role: chef}]\n", "Role"},
 		{"duplicate pod", "pods: [{id: a}, {id: a}]\n", "duplicate"},
 		{"bad pod address", "pods: [{id: a, address: 'x'}]\n", "pods[0].address"},

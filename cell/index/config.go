@@ -20,6 +20,16 @@ type Config struct {
 	// SweepWorkers bounds how many goroutines sweep shards in parallel after
 	// pods die or are cleared. Each holds one shard lock at a time.
 	SweepWorkers int
+	// ExpectedBlocks sizes the tables up front for this many distinct
+	// blocks (0: start small). Each shard's table then holds its share below
+	// the growth load from the start and never shrinks below that size, so
+	// no write pays for rehashing while the pods' caches fill. The sum of the
+	// pods' KV cache sizes is the natural value: no more distinct blocks can
+	// be held at once. It costs memory before the blocks arrive, about 32
+	// bytes per expected block (16-byte slots, at most half full after
+	// rounding to a power of two); the trace-replay benchmark measures the
+	// gain (loadtest index --expected-blocks).
+	ExpectedBlocks int
 }
 
 // DefaultConfig returns the configuration celld starts from: room for 32M
@@ -38,6 +48,9 @@ var ErrInvalidConfig = errors.New("index: invalid config")
 func (c Config) Validate() error {
 	if c.MaxBlocks < 1 {
 		return fmt.Errorf("%w: MaxBlocks must be at least 1, got %d", ErrInvalidConfig, c.MaxBlocks)
+	}
+	if c.ExpectedBlocks < 0 || c.ExpectedBlocks > c.MaxBlocks {
+		return fmt.Errorf("%w: ExpectedBlocks must be in [0, MaxBlocks = %d], got %d", ErrInvalidConfig, c.MaxBlocks, c.ExpectedBlocks)
 	}
 	if c.SweepWorkers < 1 || c.SweepWorkers > numShards {
 		return fmt.Errorf("%w: SweepWorkers must be in [1, %d], got %d", ErrInvalidConfig, numShards, c.SweepWorkers)

@@ -33,6 +33,15 @@
 // (between 3/8 and 3/4), instead of the ~100 bytes a Go map from hash to a
 // four-word bitmap costs.
 //
+// Tables double when 3/4 full. Doubling rehashes the whole shard, one
+// random write per block, which is as much again as the stores that filled
+// it: on the trace replay an index growing from empty spends about 40% of
+// its write throughput on it. Config.ExpectedBlocks (celld: the sum of the
+// pods' kv_blocks) sizes the tables for the fleet's capacity at start
+// instead and keeps them from shrinking below that, for about 32 bytes per
+// expected block reserved up front (loadtest index --expected-blocks -1
+// shows the difference).
+//
 // # Concurrency
 //
 // Departure from the design page: each shard has its own lock for writers,

@@ -26,8 +26,9 @@ func New(cfg Config) (*Index, error) {
 		return nil, err
 	}
 	ix := &Index{cfg: cfg}
+	minSize := reservedSlots(cfg.ExpectedBlocks)
 	for i := range ix.shards {
-		ix.shards[i].init()
+		ix.shards[i].init(minSize)
 	}
 	ix.pods.init()
 	ix.scratch.New = func() any { return new(applyScratch) }

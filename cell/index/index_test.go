@@ -35,6 +35,9 @@ func TestConfigValidate(t *testing.T) {
 		{"zero max blocks", func(c *Config) { c.MaxBlocks = 0 }, false},
 		{"zero sweepers", func(c *Config) { c.SweepWorkers = 0 }, false},
 		{"too many sweepers", func(c *Config) { c.SweepWorkers = 257 }, false},
+		{"expected blocks", func(c *Config) { c.ExpectedBlocks = 1 << 20 }, true},
+		{"negative expected blocks", func(c *Config) { c.ExpectedBlocks = -1 }, false},
+		{"expected blocks over the cap", func(c *Config) { c.MaxBlocks, c.ExpectedBlocks = 100, 101 }, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

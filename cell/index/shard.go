@@ -52,12 +52,23 @@ type shard struct {
 	overUsed int      // overflow entries handed out, free ones included
 	capDrops uint64   // stores refused because the index was full
 	stale    uint64   // ops for slots that were not alive
+	minSize  int      // the table never shrinks below this (Config.ExpectedBlocks)
 
 	_ [64]byte // keep neighbouring shards off this shard's cache lines
 }
 
-func (s *shard) init() {
-	s.tab.Store(newTable(minTableSize))
+// reservedSlots is the table size of each shard for expected blocks in
+// the whole index: room for the shard's share below the growth load (the
+// shares of Fibonacci-hashed shards differ by a few percent; rounding up to
+// a power of two leaves more slack than that).
+func reservedSlots(expected int) int {
+	per := (expected + numShards - 1) / numShards
+	return max(minTableSize, per*growDen/growNum+1)
+}
+
+func (s *shard) init(minSize int) {
+	s.minSize = tableSize(minSize)
+	s.tab.Store(newTable(s.minSize))
 	empty := make([]ovBitmap, 0)
 	s.over.Store(&empty)
 }
@@ -188,7 +199,7 @@ func (s *shard) remove(key uint64, sl Slot) int {
 	}
 	t.deleteAt(i)
 	s.count--
-	if t.size() > minTableSize && s.count*8 < t.size() {
+	if t.size() > s.minSize && s.count*8 < t.size() {
 		s.resize(t.size() / 2)
 	}
 	return -1
@@ -270,7 +281,7 @@ func (s *shard) sweep(dead HostBitmap) int {
 		}
 	}
 	deleted := s.count - len(keep)
-	size := minTableSize
+	size := s.minSize
 	for len(keep)*growDen > size*growNum {
 		size *= 2
 	}

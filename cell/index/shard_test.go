@@ -7,12 +7,15 @@ import (
 
 // TestShardMatchesMap drives one shard's table (growth, shrinking,
 // backward-shift deletion across the array's wrap-around, inline and
-// overflow holder words) against a map from key to holder bitmap.
+// overflow holder words) against a map from key to holder bitmap, both
+// from the smallest table and from a reserved size it must never go below
+// (Config.ExpectedBlocks).
 func TestShardMatchesMap(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
+		reserved := []int{0, 512}[seed%2]
 		var s shard
-		s.init()
+		s.init(reserved)
 		ref := map[uint64]HostBitmap{}
 		// A small key space makes probe runs long and wrap often.
 		keys := make([]uint64, 300)
@@ -46,6 +49,9 @@ func TestShardMatchesMap(t *testing.T) {
 				if s.count != len(ref) {
 					t.Fatalf("seed %d step %d: count = %d, want %d", seed, step, s.count, len(ref))
 				}
+				if sz := s.tab.Load().size(); sz < reserved {
+					t.Fatalf("seed %d step %d: table shrank to %d below the reserved %d", seed, step, sz, reserved)
+				}
 			}
 		}
 		// Sweeping two slots out equals removing them from every entry.
@@ -64,6 +70,9 @@ func TestShardMatchesMap(t *testing.T) {
 			if got, want := s.holders(k), ref[k]; got != want {
 				t.Fatalf("seed %d after sweep: holders(%x) = %v, want %v", seed, k, got, want)
 			}
+		}
+		if sz := s.tab.Load().size(); sz < reserved {
+			t.Fatalf("seed %d: sweep shrank the table to %d below the reserved %d", seed, sz, reserved)
 		}
 	}
 }

@@ -33,12 +33,19 @@ const (
 	growNum, growDen = 3, 4
 )
 
-func newTable(size int) *table {
-	if size < minTableSize {
-		size = minTableSize
+// tableSize rounds a wanted table size up to a valid one: a power of two,
+// at least minTableSize.
+func tableSize(size int) int {
+	n := minTableSize
+	for n < size {
+		n *= 2
 	}
+	return n
+}
+
+func newTable(size int) *table {
 	logSize := uint(0)
-	for 1<<logSize < size {
+	for 1<<logSize < tableSize(size) {
 		logSize++
 	}
 	return &table{

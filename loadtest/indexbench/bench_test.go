@@ -23,7 +23,7 @@ func BenchmarkMatch(b *testing.B) {
 	ops := w.FinalOps()
 	for _, f := range []Factory{CellIndex, NaiveIndex} {
 		b.Run(f.Name, func(b *testing.B) {
-			ix, err := f.New(w.Workers)
+			ix, err := f.New(w.Workers, 0)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -65,7 +65,7 @@ func BenchmarkApplyStored(b *testing.B) {
 					if ix != nil {
 						ix.Close()
 					}
-					ix, err = f.New(w.Workers)
+					ix, err = f.New(w.Workers, 0)
 					if err != nil {
 						b.Fatal(err)
 					}

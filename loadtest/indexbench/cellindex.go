@@ -17,10 +17,13 @@ var (
 	_ accounter = (*cellIndexer)(nil)
 )
 
-// newCellIndexer builds an index with the default configuration and
-// registers pods "worker-000".. as slots 0..pods-1.
-func newCellIndexer(pods int) (Indexer, error) {
-	ix, err := index.New(index.DefaultConfig())
+// newCellIndexer builds an index with the default configuration, its
+// tables sized for expected blocks, and registers pods "worker-000".. as
+// slots 0..pods-1.
+func newCellIndexer(pods, expected int) (Indexer, error) {
+	cfg := index.DefaultConfig()
+	cfg.ExpectedBlocks = min(expected, cfg.MaxBlocks)
+	ix, err := index.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("indexbench: %w", err)
 	}

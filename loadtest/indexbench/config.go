@@ -28,6 +28,13 @@ type Config struct {
 	BlockSize int
 	// BlocksPerWorker is each worker's KV cache budget in blocks.
 	BlocksPerWorker int
+	// ExpectedBlocks is the capacity hint both indexers get when they are
+	// built: cell/index pre-sizes its tables for it (index.Config
+	// ExpectedBlocks) and the naive map is made with it. 0 means the fleet's
+	// capacity, Workers * BlocksPerWorker, which is how celld sizes its index
+	// from its pods' kv_blocks; a negative value gives no hint (tables grow
+	// from empty).
+	ExpectedBlocks int
 	// Window is the longest wall time one sweep step replays.
 	Window time.Duration
 	// Steps is the most sweep steps per indexer, not counting the pilot.
@@ -130,6 +137,17 @@ func (c Config) Validate() error {
 		return fmt.Errorf("indexbench: MaxBacklog must be in [0, 1), got %v", c.MaxBacklog)
 	}
 	return nil
+}
+
+// expectedBlocks returns the effective capacity hint (see ExpectedBlocks).
+func (c Config) expectedBlocks() int {
+	switch {
+	case c.ExpectedBlocks < 0:
+		return 0
+	case c.ExpectedBlocks == 0:
+		return c.Workers * c.BlocksPerWorker
+	}
+	return c.ExpectedBlocks
 }
 
 // appliers returns the effective number of applier goroutines.

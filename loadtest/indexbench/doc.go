@@ -25,8 +25,12 @@
 //     steps (Config.StepsPerDecade per decade), from Config.StartFactor times
 //     the rate an unpaced pilot run reached, until a step passes; then
 //     Config.Refine more steps bisect between that rate and the failing one
-//     above it. Each step starts from a fresh, empty index, so the tables
-//     grow during the step as they would after a restart.
+//     above it. Each step starts from a fresh, empty index built with the
+//     capacity hint Config.ExpectedBlocks (by default the fleet's capacity,
+//     Workers * BlocksPerWorker, as celld sizes its index from its pods'
+//     kv_blocks): cell/index pre-sizes its tables for it and the naive map
+//     is made with it. With --expected-blocks -1 the tables grow during
+//     the step instead, as an index without the hint would after a restart.
 //  5. A step passes when achieved >= Config.MinRatio (95%) of offered. The
 //     threshold is the highest offered rate that passes. The run is valid when
 //     no more than Config.MaxBacklog (5%) of the step's block-ops were still
@@ -66,7 +70,9 @@
 // bytes_per_block is the growth of the live heap (runtime.ReadMemStats after
 // runtime.GC) caused by creating a fresh index and loading the final state
 // of the replay (every worker's cached blocks at the end, parents first),
-// divided by the number of distinct block hashes in that state.
+// divided by the number of distinct block hashes in that state. It includes
+// what the capacity hint reserved up front: tables sized for the fleet's
+// capacity but holding the smaller final state count in full.
 //
 // # Baseline
 //

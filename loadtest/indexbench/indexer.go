@@ -33,16 +33,16 @@ type accounter interface {
 }
 
 // Factory builds an empty indexer with pods 0..pods-1 registered and alive
-// as slots 0..pods-1.
+// as slots 0..pods-1, sized for about expected distinct blocks (0: no hint).
 type Factory struct {
 	// Name identifies the indexer in reports.
 	Name string
 	// New builds the indexer.
-	New func(pods int) (Indexer, error)
+	New func(pods, expected int) (Indexer, error)
 }
 
 // CellIndex is the Factory of the real cell/index.Index.
 var CellIndex = Factory{Name: "cell/index", New: newCellIndexer}
 
 // NaiveIndex is the Factory of the naive baseline.
-var NaiveIndex = Factory{Name: "naive", New: func(pods int) (Indexer, error) { return NewNaive(pods), nil }}
+var NaiveIndex = Factory{Name: "naive", New: func(pods, expected int) (Indexer, error) { return NewNaive(pods, expected), nil }}

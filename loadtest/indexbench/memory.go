@@ -30,7 +30,7 @@ const idleSamples = 1000
 // measures the live heap it grew by, then runs a sample of the queries once
 // to warm up and once more, alone, timing each Match and counting
 // allocations.
-func measureStatic(f Factory, w *Workload, ops []index.Op) (staticFigures, error) {
+func measureStatic(f Factory, w *Workload, ops []index.Op, expected int) (staticFigures, error) {
 	var fig staticFigures
 	stride := max(1, len(w.Chains)/idleSamples)
 	sample := make([][]blockhash.Hash, 0, len(w.Chains)/stride+1)
@@ -42,7 +42,7 @@ func measureStatic(f Factory, w *Workload, ops []index.Op) (staticFigures, error
 	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
-	ix, err := f.New(w.Workers)
+	ix, err := f.New(w.Workers, expected)
 	if err != nil {
 		return fig, err
 	}

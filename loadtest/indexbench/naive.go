@@ -20,9 +20,10 @@ type Naive struct {
 
 var _ Indexer = (*Naive)(nil)
 
-// NewNaive returns an empty naive index with pods 0..pods-1 alive.
-func NewNaive(pods int) *Naive {
-	return &Naive{pods: pods, blocks: make(map[blockhash.Hash][]index.Slot)}
+// NewNaive returns an empty naive index with pods 0..pods-1 alive, its map
+// made for expected blocks.
+func NewNaive(pods, expected int) *Naive {
+	return &Naive{pods: pods, blocks: make(map[blockhash.Hash][]index.Slot, expected)}
 }
 
 // Apply applies ops in order under the lock.

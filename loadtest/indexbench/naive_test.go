@@ -12,7 +12,7 @@ func indexers(t *testing.T) map[string]Indexer {
 	t.Helper()
 	out := map[string]Indexer{}
 	for _, f := range []Factory{CellIndex, NaiveIndex} {
-		ix, err := f.New(4)
+		ix, err := f.New(4, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

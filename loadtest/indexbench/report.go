@@ -67,6 +67,7 @@ type Report struct {
 	Seed            uint64  `json:"seed"`
 	BlockSize       int     `json:"block_size"`
 	BlocksPerWorker int     `json:"blocks_per_worker"`
+	ExpectedBlocks  int     `json:"expected_blocks"`
 	GoMaxProcs      int     `json:"go_max_procs"`
 	Appliers        int     `json:"appliers"`
 	Queriers        int     `json:"queriers"`

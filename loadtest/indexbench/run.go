@@ -80,6 +80,7 @@ func newReport(cfg Config, w *Workload) Report {
 		Seed:            cfg.Seed,
 		BlockSize:       cfg.BlockSize,
 		BlocksPerWorker: cfg.BlocksPerWorker,
+		ExpectedBlocks:  cfg.expectedBlocks(),
 		GoMaxProcs:      runtime.GOMAXPROCS(0),
 		Appliers:        len(w.streams),
 		Queriers:        cfg.Queriers,
@@ -109,7 +110,7 @@ func newReport(cfg Config, w *Workload) Report {
 // state, then the pilot and the sweep.
 func benchIndexer(ctx context.Context, f Factory, w *Workload, cfg Config) (Result, error) {
 	res := Result{Indexer: f.Name}
-	fig, err := measureStatic(f, w, w.FinalOps())
+	fig, err := measureStatic(f, w, w.FinalOps(), cfg.expectedBlocks())
 	if err != nil {
 		return res, err
 	}

@@ -144,7 +144,7 @@ func wait(d int64) {
 
 // runStep replays plan p into a fresh indexer from f.
 func runStep(ctx context.Context, f Factory, w *Workload, p plan, cfg Config) (Step, error) {
-	ix, err := f.New(w.Workers)
+	ix, err := f.New(w.Workers, cfg.expectedBlocks())
 	if err != nil {
 		return Step{}, err
 	}

@@ -22,7 +22,7 @@ func (nopMatcher) Depth(index.Slot) int   { return 0 }
 
 type nopMatcher struct{}
 
-var nopFactory = Factory{Name: "nop", New: func(int) (Indexer, error) { return nopIndexer{}, nil }}
+var nopFactory = Factory{Name: "nop", New: func(int, int) (Indexer, error) { return nopIndexer{}, nil }}
 
 func TestStepHarnessDoesNotAllocate(t *testing.T) {
 	recs, err := trace.ReadFile(smallTrace, 0)

@@ -19,7 +19,7 @@ func Verify(w *Workload, factories ...Factory) error {
 	ixs := make([]Indexer, len(factories))
 	ms := make([]Matcher, len(factories))
 	for i, f := range factories {
-		ix, err := f.New(w.Workers)
+		ix, err := f.New(w.Workers, 0)
 		if err != nil {
 			return err
 		}
