@@ -41,6 +41,10 @@ type Publisher struct {
 	scratch []byte
 	closed  bool
 
+	// seen is set whenever Subscribed finds a subscription, so that the
+	// dial supervisor knows of one it did not sample itself.
+	seen atomic.Bool
+
 	counters Counters
 }
 
@@ -58,6 +62,9 @@ type Counters struct {
 	ReplayedBatches atomic.Uint64
 	// BadRequests counts malformed replay requests, ignored.
 	BadRequests atomic.Uint64
+	// Redials counts Connect-mode PUB sockets replaced by a fresh dial
+	// (a subscriber lost, or none ever subscribed).
+	Redials atomic.Uint64
 }
 
 // New starts a Publisher: it binds (or, with Config.Connect, dials) the PUB
@@ -161,30 +168,35 @@ func (p *Publisher) dialPub(zlog *log.Logger, timeout time.Duration) (zmq4.Socke
 // can reach the dying listener of the old subscriber and stay attached to
 // it; this waits reconnectDelay first, as libzmq's reconnect interval does.
 // A subscriber is taken as gone when the socket had a subscription and has
-// had none for lostAfter consecutive checks.
+// had none for lostAfter consecutive checks. A socket that has had no
+// subscription at all for silentAfter checks since it was dialed is
+// redialed too: its peer may be such a dying listener, or the subscription
+// may have come and gone between two checks.
 func (p *Publisher) superviseDial(zlog *log.Logger) {
 	const (
 		check          = 25 * time.Millisecond
 		lostAfter      = 3
+		silentAfter    = 80 // 2 s
 		reconnectDelay = 100 * time.Millisecond
 	)
 	t := time.NewTicker(check)
 	defer t.Stop()
-	had, missing := false, 0
+	had, missing, silent := false, 0, 0
 	for {
 		select {
 		case <-p.ctx.Done():
 			return
 		case <-t.C:
 		}
-		if p.Subscribed() {
-			had, missing = true, 0
+		if p.Subscribed() || p.seen.Swap(false) {
+			had, missing, silent = true, 0, 0
 			continue
 		}
-		if !had {
-			continue
-		}
-		if missing++; missing < lostAfter {
+		if had {
+			if missing++; missing < lostAfter {
+				continue
+			}
+		} else if silent++; silent < silentAfter {
 			continue
 		}
 		if !sleepCtx(p.ctx, reconnectDelay) {
@@ -199,7 +211,9 @@ func (p *Publisher) superviseDial(zlog *log.Logger) {
 		p.pub = pub
 		p.mu.Unlock()
 		old.Close()
-		had, missing = false, 0
+		p.seen.Store(false)
+		p.counters.Redials.Add(1)
+		had, missing, silent = false, 0, 0
 	}
 }
 
@@ -259,6 +273,7 @@ func (p *Publisher) Subscribed() bool {
 	}
 	for _, f := range t.Topics() {
 		if len(f) <= len(p.topic) && string(p.topic[:len(f)]) == f {
+			p.seen.Store(true)
 			return true
 		}
 	}

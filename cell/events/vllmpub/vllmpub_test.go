@@ -253,3 +253,66 @@ func BenchmarkPublishPayload(b *testing.B) {
 		}
 	}
 }
+
+// TestConnectRedialsSilentPeer covers the supervisor of a Connect-mode
+// publisher whose peer accepted the connection but never subscribed (a
+// dying listener, or a subscription that came and went between two
+// checks): the socket is redialed, and a subscriber that binds the address
+// afterwards gets the batches.
+func TestConnectRedialsSilentPeer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	silent := zmq4.NewSub(ctx) // binds, never subscribes
+	if err := silent.Listen("tcp://127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	addr := "tcp://" + silent.Addr().String()
+
+	cfg := DefaultConfig("10.0.0.1:8000", "m")
+	cfg.Logger = quiet
+	cfg.Endpoint, cfg.Connect, cfg.ReplayEndpoint = addr, true, ""
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for p.Counters().Redials.Load() == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("a socket with no subscription was never redialed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	silent.Close()
+	sub := zmq4.NewSub(ctx)
+	defer sub.Close()
+	if err := sub.SetOption(zmq4.OptionSubscribe, "kv@"); err != nil {
+		t.Fatal(err)
+	}
+	for sub.Listen(addr) != nil { // the old listener's port may linger
+		if ctx.Err() != nil {
+			t.Fatal("could not bind the subscriber again")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for !p.Subscribed() {
+		if ctx.Err() != nil {
+			t.Fatalf("never subscribed after %d redials", p.Counters().Redials.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := p.Publish(&events.Batch{Events: []events.Event{{Kind: events.KindAllBlocksCleared}}}); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := sub.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b events.Batch
+	if err := vllmwire.DecodeMessage(msg.Frames, &b, vllmwire.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if b.Pod != cfg.Pod {
+		t.Fatalf("got a batch of pod %q, want %q", b.Pod, cfg.Pod)
+	}
+}
