@@ -165,14 +165,7 @@ func TestPublishAndReplayOnTheWire(t *testing.T) {
 	}
 	// Live: every seq but the skipped one, in order.
 	for _, want := range []uint64{0, 2, 3, 4, 5} {
-		msg, err := sub.Recv()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b events.Batch
-		if err := vllmwire.DecodeMessage(msg.Frames, &b, vllmwire.Limits{}); err != nil {
-			t.Fatal(err)
-		}
+		b := recvBatch(t, sub)
 		if b.Seq != want || b.Pod != cfg.Pod || b.Model != "m" || b.DPRank != 2 || b.TS != float64(want) {
 			t.Fatalf("got batch seq %d pod %q model %q rank %d ts %v, want seq %d", b.Seq, b.Pod, b.Model, b.DPRank, b.TS, want)
 		}
@@ -304,6 +297,14 @@ func TestConnectRedialsSilentPeer(t *testing.T) {
 	if _, err := p.Publish(&events.Batch{Events: []events.Event{{Kind: events.KindAllBlocksCleared}}}); err != nil {
 		t.Fatal(err)
 	}
+	if b := recvBatch(t, sub); b.Pod != cfg.Pod {
+		t.Fatalf("got a batch of pod %q, want %q", b.Pod, cfg.Pod)
+	}
+}
+
+// recvBatch receives one message on sub and decodes it.
+func recvBatch(t *testing.T, sub zmq4.Socket) events.Batch {
+	t.Helper()
 	msg, err := sub.Recv()
 	if err != nil {
 		t.Fatal(err)
@@ -312,7 +313,5 @@ func TestConnectRedialsSilentPeer(t *testing.T) {
 	if err := vllmwire.DecodeMessage(msg.Frames, &b, vllmwire.Limits{}); err != nil {
 		t.Fatal(err)
 	}
-	if b.Pod != cfg.Pod {
-		t.Fatalf("got a batch of pod %q, want %q", b.Pod, cfg.Pod)
-	}
+	return b
 }
