@@ -7,6 +7,8 @@ import (
 	"maps"
 	"testing"
 	"time"
+
+	"github.com/cellrouter/cellrouter/cell/pipeline"
 )
 
 // BenchmarkCandidates measures the per-request candidate build over a full
@@ -24,13 +26,14 @@ func BenchmarkCandidates(b *testing.B) {
 	for i := 0; i < 256; i += 4 {
 		c.router.tracker.Start(fmt.Sprintf("pod-%03d", i), 100, 20, "")
 	}
-	if n := len(c.router.candidates()); n != 256 {
+	if n := len(c.router.candidates(nil)); n != 256 {
 		b.Fatalf("%d candidates, want 256", n)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	var buf []pipeline.Candidate
 	for i := 0; i < b.N; i++ {
-		c.router.candidates()
+		buf = c.router.candidates(buf) // as decide reuses its scratch's
 	}
 }
 
@@ -54,7 +57,7 @@ func TestCandidatesCarryLoadToEveryHolder(t *testing.T) {
 	c.router.invalidate()
 	c.router.tracker.Start("b", 100, 20, "")
 	got := map[string]int{}
-	for _, cand := range c.router.candidates() {
+	for _, cand := range c.router.candidates(nil) {
 		got[cand.Holder] = cand.ActiveRequests
 	}
 	want := map[string]int{"a": 0, "b-rank0": 1, "b-rank1": 1, "c": 0}

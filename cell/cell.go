@@ -88,7 +88,7 @@ func New(cfg Config, log *slog.Logger) (*Cell, error) {
 	c.state = newStateServer(cfg.CellID, c.ix, c.reg, c.applier)
 	c.promReg = prometheus.NewRegistry()
 	c.rm = newRouteMetrics(cfg.CellID, c.promReg)
-	tok, err := newTokenizer(cfg, func() []pipeline.Candidate { return c.router.candidates() })
+	tok, err := newTokenizer(cfg, func() []pipeline.Candidate { return c.router.candidates(nil) })
 	if err != nil {
 		c.ix.Close()
 		return nil, fmt.Errorf("%w: routing.tokenizer_json: %v", ErrConfig, err)

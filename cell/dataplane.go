@@ -305,7 +305,7 @@ func (c *Cell) cacheHint(cand *pipeline.Candidate, m *index.MatchResult, hashes 
 // serveModels relays GET /v1/models from a healthy pod.
 func (c *Cell) serveModels(w http.ResponseWriter, r *http.Request) {
 	var targets []proxy.Target
-	for _, cand := range c.router.candidates() {
+	for _, cand := range c.router.candidates(nil) {
 		if cand.Healthy && !cand.Draining {
 			targets = append(targets, proxy.Target{Pod: cand.Pod, Address: cand.Address})
 		}

@@ -34,7 +34,7 @@ type router struct {
 	candsAt   map[string]int       // pod -> index of its first entry in cands; a pod's holders are adjacent
 	candsTime time.Time
 
-	ctxPool sync.Pool // *pipeline.Context
+	ctxPool sync.Pool // *scratch
 	seed    uint64
 }
 
@@ -113,10 +113,11 @@ func role(r events.Role) pipeline.Role {
 	return pipeline.RoleBoth
 }
 
-// candidates returns the cell's routing targets with fresh loads. Pods are
-// the registry's pods with an address (a pod known only from its events
-// cannot be sent requests); each index holder of a pod is a target.
-func (rt *router) candidates() []pipeline.Candidate {
+// candidates returns the cell's routing targets with fresh loads, in dst's
+// storage when it is large enough. Pods are the registry's pods with an
+// address (a pod known only from its events cannot be sent requests); each
+// index holder of a pod is a target.
+func (rt *router) candidates(dst []pipeline.Candidate) []pipeline.Candidate {
 	rt.mu.Lock()
 	if time.Since(rt.candsTime) > rt.cfg.CandidatesTTL || rt.cands == nil {
 		// A new map, not a cleared one: callers read the old one unlocked.
@@ -141,8 +142,7 @@ func (rt *router) candidates() []pipeline.Candidate {
 		}
 		rt.candsTime = time.Now()
 	}
-	out := make([]pipeline.Candidate, len(rt.cands))
-	copy(out, rt.cands)
+	out := append(dst[:0], rt.cands...)
 	at := rt.candsAt
 	rt.mu.Unlock()
 	rt.tracker.Snapshot(func(pod string, u *load.Usage) {
@@ -176,12 +176,22 @@ type decision struct {
 	plan pipeline.Plan
 	rc   *pipeline.Context
 	took time.Duration
+	sc   *scratch
+}
+
+// scratch is what one decision reuses from the last: the routing context
+// and the candidate list (256 candidates are 14 KB, which a fresh slice
+// per request would allocate and the GC would scan).
+type scratch struct {
+	rc    *pipeline.Context
+	cands []pipeline.Candidate
 }
 
 func (rt *router) release(d *decision) {
-	if d.rc != nil {
-		rt.ctxPool.Put(d.rc)
-		d.rc = nil
+	if d.sc != nil {
+		d.sc.rc.Reset(nil, nil)
+		rt.ctxPool.Put(d.sc)
+		d.sc, d.rc = nil, nil
 	}
 }
 
@@ -189,14 +199,16 @@ func (rt *router) release(d *decision) {
 // what it actually sends.
 func (rt *router) decide(ctx context.Context, req *pipeline.Request) (*decision, error) {
 	start := time.Now()
-	rc, _ := rt.ctxPool.Get().(*pipeline.Context)
-	if rc == nil {
-		rc = pipeline.NewContext(req, nil, nil)
+	sc, _ := rt.ctxPool.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{rc: pipeline.NewContext(req, nil, nil)}
 	}
-	rc.Reset(req, rt.candidates())
+	sc.cands = rt.candidates(sc.cands)
+	rc := sc.rc
+	rc.Reset(req, sc.cands)
 	rc.Rand = rand.New(rand.NewPCG(rt.seed, uint64(start.UnixNano())))
 	plan, err := rt.workflow.Plan(ctx, rc)
-	d := &decision{plan: plan, rc: rc, took: time.Since(start)}
+	d := &decision{plan: plan, rc: rc, took: time.Since(start), sc: sc}
 	if err != nil {
 		rt.release(d)
 		return nil, err
