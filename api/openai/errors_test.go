@@ -60,12 +60,17 @@ func TestReadBody(t *testing.T) {
 		{"too large by Content-Length", strings.Repeat("a", 101), 100, false, ErrBodyTooLarge},
 		{"too large while reading", strings.Repeat("a", 101), 100, true, ErrBodyTooLarge},
 		{"exactly the limit", strings.Repeat("a", 100), 100, true, nil},
+		{"exactly the limit by Content-Length", strings.Repeat("a", 100), 100, false, nil},
+		{"shorter than its Content-Length", `{"prompt":`, 100, false, ErrInvalidRequest},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodPost, "/v1/completions", strings.NewReader(tt.body))
 			if tt.unknown {
 				r.ContentLength = -1
+			}
+			if tt.wantErr == ErrInvalidRequest {
+				r.ContentLength = int64(len(tt.body)) + 10 // the client hung up early
 			}
 			got, err := ReadBody(httptest.NewRecorder(), r, tt.limit)
 			if !errors.Is(err, tt.wantErr) {
@@ -74,9 +79,13 @@ func TestReadBody(t *testing.T) {
 			if err == nil && string(got) != tt.body {
 				t.Errorf("ReadBody: got %q, want %q", got, tt.body)
 			}
+			want := http.StatusRequestEntityTooLarge
+			if tt.wantErr == ErrInvalidRequest {
+				want = http.StatusBadRequest
+			}
 			var re *RequestError
-			if err != nil && (!errors.As(err, &re) || re.Status() != http.StatusRequestEntityTooLarge) {
-				t.Errorf("ReadBody: got %v, want a *RequestError with status 413", err)
+			if err != nil && (!errors.As(err, &re) || re.Status() != want) {
+				t.Errorf("ReadBody: got %v, want a *RequestError with status %d", err, want)
 			}
 		})
 	}

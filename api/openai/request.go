@@ -332,20 +332,30 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		return nil, &RequestError{Msg: "body of " + strconv.FormatInt(r.ContentLength, 10) + " bytes exceeds the limit of " + strconv.FormatInt(limit, 10), Err: ErrBodyTooLarge}
 	}
 	rd := http.MaxBytesReader(w, r.Body, limit)
-	size := 512
 	if r.ContentLength > 0 {
-		size = int(r.ContentLength) + 1 // +1 so ReadAll sees EOF without growing
+		// One allocation of the announced size: net/http stops the body
+		// there, so nothing more can follow.
+		body := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(rd, body); err != nil {
+			return nil, bodyError(err, limit)
+		}
+		return body, nil
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, size))
+	buf := bytes.NewBuffer(make([]byte, 0, 512))
 	if _, err := buf.ReadFrom(rd); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, &RequestError{Msg: "body exceeds the limit of " + strconv.FormatInt(limit, 10) + " bytes", Err: ErrBodyTooLarge}
-		}
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, invalid("", "body ended early")
-		}
-		return nil, fmt.Errorf("openai: read body: %w", err)
+		return nil, bodyError(err, limit)
 	}
 	return buf.Bytes(), nil
+}
+
+// bodyError turns a failed body read into the error ReadBody returns.
+func bodyError(err error, limit int64) error {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return &RequestError{Msg: "body exceeds the limit of " + strconv.FormatInt(limit, 10) + " bytes", Err: ErrBodyTooLarge}
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return invalid("", "body ended early")
+	}
+	return fmt.Errorf("openai: read body: %w", err)
 }
