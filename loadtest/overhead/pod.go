@@ -1,11 +1,11 @@
 package overhead
 
 import (
+	"bytes"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"strings"
+	"sync"
 )
 
 // pod is the instant OpenAI-compatible pod both sides call.
@@ -30,12 +30,19 @@ func (p *pod) addr() string { return p.lis.Addr().String() }
 
 func (p *pod) close() { p.srv.Close() }
 
+var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 func (p *pod) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/health" {
 		return
 	}
-	body, _ := io.ReadAll(r.Body)
-	if strings.Contains(string(body), `"stream":true`) {
+	// The pod reads into a pooled buffer: its garbage would otherwise make
+	// the process collect more often, stretching both sides' tails.
+	buf := bodyPool.Get().(*bytes.Buffer)
+	defer bodyPool.Put(buf)
+	buf.Reset()
+	_, _ = buf.ReadFrom(r.Body)
+	if bytes.Contains(buf.Bytes(), []byte(`"stream":true`)) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		fl := w.(http.Flusher)
 		for i := 0; i < p.chunks; i++ {
