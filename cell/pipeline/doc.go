@@ -28,6 +28,14 @@
 // random source, and changes nothing else, which is what lets the global
 // tier probe a cell's decision without side effects.
 //
+// Departure from the layout: the Executor, which carries a Plan out,
+// is not in this package but in the cell (Cell.execute over cell/proxy:
+// Forward for one dispatch, ForwardDisaggregated for prefill then decode,
+// with load tracking, retries, metrics and tracing as hooks). Executing
+// needs the HTTP proxy and the cell's state; keeping this package to pure
+// decisions is what lets the query-only API, the global tier's probes and
+// the decision tests run it without any I/O.
+//
 // Filters are hard (alive, role) or soft (load thresholds). When every pod
 // is filtered, the decision fails open: it ignores the soft filters and
 // says so in Decision.FailedOpen, so an overloaded cell degrades to
