@@ -2,7 +2,6 @@ package cell
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -28,6 +27,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 	"github.com/cellrouter/cellrouter/cell/proxy"
+	"github.com/cellrouter/cellrouter/cell/servers"
 )
 
 // transport is an event source the cell runs: one of the plug-ins behind
@@ -203,8 +203,8 @@ func (c *Cell) Run(ctx context.Context) error {
 		}
 	}
 	wg.Add(2)
-	go func() { defer wg.Done(); fail(serveGRPC(c.grpcSrv, c.grpcLis)) }()
-	go func() { defer wg.Done(); fail(serveHTTP(c.httpSrv, c.httpLis)) }()
+	go func() { defer wg.Done(); fail(servers.ServeGRPC("cell", c.grpcSrv, c.grpcLis)) }()
+	go func() { defer wg.Done(); fail(servers.ServeHTTP("cell", c.httpSrv, c.httpLis)) }()
 	for _, t := range c.transports {
 		wg.Add(1)
 		go func(t transport) {
@@ -236,35 +236,10 @@ func (c *Cell) Run(ctx context.Context) error {
 	c.log.Info("celld serving", "http", c.HTTPAddr(), "grpc", c.GRPCAddr(), "transports", len(c.transports))
 
 	<-ctx.Done()
-	shutdown, stop := context.WithTimeout(context.Background(), c.cfg.ShutdownTimeout)
-	defer stop()
-	if err := c.httpSrv.Shutdown(shutdown); err != nil {
-		c.httpSrv.Close()
-	}
-	stopped := make(chan struct{})
-	go func() { c.grpcSrv.GracefulStop(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-shutdown.Done():
-		c.grpcSrv.Stop()
-	}
+	servers.Stop(c.httpSrv, c.grpcSrv, c.cfg.ShutdownTimeout)
 	wg.Wait()
 	close(errc)
 	return <-errc // nil when nothing failed
-}
-
-func serveGRPC(s *grpc.Server, l net.Listener) error {
-	if err := s.Serve(l); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-		return fmt.Errorf("cell: grpc server: %w", err)
-	}
-	return nil
-}
-
-func serveHTTP(s *http.Server, l net.Listener) error {
-	if err := s.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("cell: http server: %w", err)
-	}
-	return nil
 }
 
 // Run builds a cell from cfg and serves until ctx ends.

@@ -2,7 +2,6 @@ package global
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -20,6 +19,7 @@ import (
 	globalv1 "github.com/cellrouter/cellrouter/api/global/v1"
 	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/cell/proxy"
+	"github.com/cellrouter/cellrouter/cell/servers"
 )
 
 // Global is a running global router's parts: New builds them and opens the
@@ -124,36 +124,19 @@ func (g *Global) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 2)
+	fail := func(err error) {
+		if err != nil {
+			errc <- err
+			cancel()
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		if err := g.grpcSrv.Serve(g.grpcLis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-			errc <- err
-			cancel()
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		if err := g.httpSrv.Serve(g.httpLis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errc <- err
-			cancel()
-		}
-	}()
+	go func() { defer wg.Done(); fail(servers.ServeGRPC("global", g.grpcSrv, g.grpcLis)) }()
+	go func() { defer wg.Done(); fail(servers.ServeHTTP("global", g.httpSrv, g.httpLis)) }()
 	g.log.Info("globald serving", "http", g.HTTPAddr(), "grpc", g.GRPCAddr())
 	<-ctx.Done()
-	sctx, stop := context.WithTimeout(context.Background(), g.cfg.ShutdownTimeout)
-	defer stop()
-	if err := g.httpSrv.Shutdown(sctx); err != nil {
-		g.httpSrv.Close()
-	}
-	done := make(chan struct{})
-	go func() { g.grpcSrv.GracefulStop(); close(done) }()
-	select {
-	case <-done:
-	case <-sctx.Done():
-		g.grpcSrv.Stop()
-	}
+	servers.Stop(g.httpSrv, g.grpcSrv, g.cfg.ShutdownTimeout)
 	wg.Wait()
 	close(errc)
 	return <-errc
