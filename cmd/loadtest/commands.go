@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -66,4 +67,33 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "run \"loadtest <command> -h\" for a command's flags")
+}
+
+// parseFlags parses a subcommand's args into fs. help is true when they
+// asked for --help (fs has printed its usage): the subcommand then stops
+// without an error. Positional arguments are an error.
+func parseFlags(name string, fs *flag.FlagSet, args []string) (help bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return true, nil
+		}
+		return false, err
+	}
+	if fs.NArg() > 0 {
+		return false, fmt.Errorf("%s: unexpected argument %q", name, fs.Arg(0))
+	}
+	return false, nil
+}
+
+// explicitly returns a function that runs set only when the flag name was
+// given on the command line, so that flags override a preset (--quick)
+// without resetting what the preset chose.
+func explicitly(fs *flag.FlagSet) func(name string, set func()) {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	return func(name string, set func()) {
+		if given[name] {
+			set()
+		}
+	}
 }

@@ -47,13 +47,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *quick {
 		cfg = compare.QuickConfig()
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	apply := func(name string, fn func()) {
-		if set[name] {
-			fn()
-		}
-	}
+	apply := explicitly(fs)
 	apply("trace", func() { cfg.TracePath = *tracePath })
 	apply("sample", func() { cfg.Sample = *sample })
 	apply("max-requests", func() { cfg.MaxRequests = *maxReq })

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -42,14 +41,8 @@ func runEnginesim(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	noEvents := fs.Bool("no-events", false, "publish no KV events")
 	asJSON := fs.Bool("json", false, "print the pods as one JSON array")
 	verbose := fs.Bool("v", false, "log the pods' diagnostics to stderr")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags("enginesim", fs, args); help || err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("enginesim: unexpected argument %q", fs.Arg(0))
 	}
 	pc := d
 	pc.Model, pc.BlockSize, pc.Blocks, pc.MaxModelLen = *model, *blockSize, *blocks, *maxModelLen

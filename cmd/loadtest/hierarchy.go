@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -38,26 +37,14 @@ func runHierarchy(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	temp := fs.Float64("temperature", d.Temperature, "softmax temperature of the cells' picker (0 = lowest cost)")
 	busy := fs.Float64("busy-threshold", d.BusyThreshold, "active/total blocks above which a pod is filtered as busy")
 	decode := fs.Float64("decode-ms-per-token", d.DecodeMsPerToken, "load model: ms of trace time a request holds its pod per output token")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags("hierarchy", fs, args); help || err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("hierarchy: unexpected argument %q", fs.Arg(0))
 	}
 	cfg := d
 	if *quick {
 		cfg = hierarchy.QuickConfig()
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	apply := func(name string, f func()) {
-		if set[name] {
-			f()
-		}
-	}
+	apply := explicitly(fs)
 	apply("trace", func() { cfg.TracePath = *tracePath })
 	apply("max-requests", func() { cfg.MaxRequests = *maxReq })
 	apply("cells", func() { cfg.Cells = *cells })

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,26 +39,14 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxBacklog := fs.Float64("max-backlog", d.MaxBacklog, "largest queued fraction at the end of the window for a valid run")
 	verify := fs.Bool("verify", d.Verify, "check every query against the engine model and between indexers before timing")
 	baseline := fs.Bool("baseline", d.Baseline, "also benchmark the naive baseline indexer")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags("index", fs, args); help || err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("index: unexpected argument %q", fs.Arg(0))
 	}
 	cfg := d
 	if *quick {
 		cfg = indexbench.QuickConfig()
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	apply := func(name string, f func()) {
-		if set[name] {
-			f()
-		}
-	}
+	apply := explicitly(fs)
 	apply("trace", func() { cfg.TracePath = *tracePath })
 	apply("max-requests", func() { cfg.MaxRequests = *maxReq })
 	apply("workers", func() { cfg.Workers = *workers })

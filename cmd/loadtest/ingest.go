@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -40,26 +39,14 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	verify := fs.Bool("verify", d.Verify, "compare each run's index with a direct apply of the same payloads")
 	timeout := fs.Duration("timeout", d.Timeout, "longest wait for the last batch of one run")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if help, err := parseFlags("ingest", fs, args); help || err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("ingest: unexpected argument %q", fs.Arg(0))
 	}
 	cfg := d
 	if *quick {
 		cfg = ingestbench.QuickConfig()
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	apply := func(name string, f func()) {
-		if set[name] {
-			f()
-		}
-	}
+	apply := explicitly(fs)
 	apply("trace", func() { cfg.TracePath = *tracePath })
 	apply("max-requests", func() { cfg.MaxRequests = *maxReq })
 	apply("seed", func() { cfg.Seed = *seed })
