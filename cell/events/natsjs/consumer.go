@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cellrouter/cellrouter/cell/events"
+	"github.com/cellrouter/cellrouter/cell/events/internal/pause"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -104,12 +105,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 		c.counters.AttachErrors.Add(1)
 		c.rl.warn("natsjs: consumer detached; retrying", "stream", c.cfg.Stream,
 			"durable", c.cfg.Durable, "retry_in", c.cfg.RetryBackoff, "err", err)
-		t := time.NewTimer(c.cfg.RetryBackoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !pause.Sleep(ctx, c.cfg.RetryBackoff) {
 			return nil
-		case <-t.C:
 		}
 	}
 }

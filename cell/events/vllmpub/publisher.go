@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cellrouter/cellrouter/cell/events"
+	"github.com/cellrouter/cellrouter/cell/events/internal/pause"
 	"github.com/cellrouter/cellrouter/cell/events/vllmwire"
 	"github.com/go-zeromq/zmq4"
 )
@@ -199,7 +200,7 @@ func (p *Publisher) superviseDial(zlog *log.Logger) {
 		} else if silent++; silent < silentAfter {
 			continue
 		}
-		if !sleepCtx(p.ctx, reconnectDelay) {
+		if !pause.Sleep(p.ctx, reconnectDelay) {
 			return
 		}
 		pub, err := p.dialPub(zlog, 0)
@@ -214,18 +215,6 @@ func (p *Publisher) superviseDial(zlog *log.Logger) {
 		p.seen.Store(false)
 		p.counters.Redials.Add(1)
 		had, missing, silent = false, 0, 0
-	}
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -3,9 +3,9 @@ package zmqsub
 import (
 	"context"
 	"sync/atomic"
-	"time"
 
 	"github.com/cellrouter/cellrouter/cell/events"
+	"github.com/cellrouter/cellrouter/cell/events/internal/pause"
 	"github.com/cellrouter/cellrouter/cell/events/vllmwire"
 	"github.com/go-zeromq/zmq4"
 )
@@ -82,7 +82,7 @@ func (l *loop) runDial(ctx context.Context) {
 				first = false
 				l.s.firstAttemptDone()
 			}
-			if !sleepCtx(ctx, backoff) {
+			if !pause.Sleep(ctx, backoff) {
 				return
 			}
 			backoff = min(2*backoff, cfg.ReconnectMax)
@@ -125,16 +125,4 @@ func (l *loop) recv(ctx context.Context, sock zmq4.Socket) error {
 	}
 	l.handle(ctx, &l.live)
 	return nil
-}
-
-// sleepCtx waits d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
