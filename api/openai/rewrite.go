@@ -142,9 +142,10 @@ func topLevelFields(body []byte) ([]field, int, error) {
 		return nil, i, nil
 	}
 	for {
-		// body is valid JSON, so a key string starts here.
+		// body is valid JSON, so a key string starts here, and the
+		// checked scanners of walk.go cannot fail.
 		start := i
-		end := skipString(body, i)
+		end := scanString(body, i)
 		key := string(body[start+1 : end-1])
 		if bytes.IndexByte(body[start:end], '\\') >= 0 {
 			if err := json.Unmarshal(body[start:end], &key); err != nil {
@@ -154,66 +155,13 @@ func topLevelFields(body []byte) ([]field, int, error) {
 		i = skipSpace(body, end)
 		i = skipSpace(body, i+1) // past ':'
 		valStart := i
-		i = skipValue(body, i)
+		i = skipValueChecked(body, i)
 		fields = append(fields, field{key: key, start: start, end: i, valStart: valStart})
 		i = skipSpace(body, i)
 		if body[i] == '}' {
 			return fields, i, nil
 		}
 		i = skipSpace(body, i+1) // past ','
-	}
-}
-
-// skipString returns the index after the string starting at b[i] == '"'.
-// b is valid JSON.
-func skipString(b []byte, i int) int {
-	i++
-	for i < len(b) {
-		switch b[i] {
-		case '\\':
-			i += 2
-		case '"':
-			return i + 1
-		default:
-			i++
-		}
-	}
-	return i
-}
-
-// skipValue returns the index after the JSON value starting at b[i]. b is
-// valid JSON.
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		return skipString(b, i)
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				i = skipString(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return i
-	default:
-		for i < len(b) {
-			switch b[i] {
-			case ',', '}', ']', ' ', '\t', '\r', '\n':
-				return i
-			}
-			i++
-		}
-		return i
 	}
 }
 
