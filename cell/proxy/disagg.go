@@ -114,13 +114,7 @@ func (p *Proxy) prefillLeg(ctx context.Context, w http.ResponseWriter, r *http.R
 			break
 		}
 	}
-	lastErr = p.finalError(ctx, r, lastErr)
-	writeFailure(w, lastErr)
-	lastRes.Err = lastErr
-	lastRes.Status = 0
-	if !errors.Is(lastErr, ErrCanceled) {
-		lastRes.Status = StatusOf(lastErr)
-	}
+	lastRes, lastErr = p.giveUp(ctx, w, r, lastRes, lastErr)
 	p.endPrefill(last, lastRes, h, true)
 	return nil, lastErr
 }

@@ -67,17 +67,24 @@ func (p *Proxy) serve(ctx context.Context, w http.ResponseWriter, r *http.Reques
 			break
 		}
 	}
-	lastErr = p.finalError(ctx, r, lastErr)
-	writeFailure(w, lastErr)
-	lastRes.Err = lastErr
-	lastRes.Status = 0
-	if !errors.Is(lastErr, ErrCanceled) {
-		lastRes.Status = StatusOf(lastErr)
-	}
+	lastRes, lastErr = p.giveUp(ctx, w, r, lastRes, lastErr)
 	if h.OnDone != nil {
 		h.OnDone(last, lastRes)
 	}
 	return lastErr
+}
+
+// giveUp answers the client after a leg ran out of attempts, with the
+// leg's final error (see finalError), and returns that error and the last
+// attempt's result as the end hooks get them.
+func (p *Proxy) giveUp(ctx context.Context, w http.ResponseWriter, r *http.Request, res Result, err error) (Result, error) {
+	err = p.finalError(ctx, r, err)
+	writeFailure(w, err)
+	res.Err, res.Status = err, 0
+	if !errors.Is(err, ErrCanceled) {
+		res.Status = StatusOf(err)
+	}
+	return res, err
 }
 
 // finalError classifies the error that ended a leg before any byte reached
