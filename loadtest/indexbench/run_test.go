@@ -180,3 +180,31 @@ func checkResult(t *testing.T, res *Result, rep Report) {
 		t.Errorf("%s: got %v allocations per Match, want 0", res.Indexer, res.MatchAllocsPerOp)
 	}
 }
+
+// TestExpectedBlocks checks the capacity hint the indexers are built with:
+// the fleet's capacity by default, none when negative, and a given value as
+// is; and that the cell index reserves table memory for it.
+func TestExpectedBlocks(t *testing.T) {
+	c := DefaultConfig()
+	c.Workers, c.BlocksPerWorker = 8, 1000
+	for _, tt := range []struct{ set, want int }{{0, 8000}, {-1, 0}, {5000, 5000}} {
+		c.ExpectedBlocks = tt.set
+		if got := c.expectedBlocks(); got != tt.want {
+			t.Errorf("ExpectedBlocks %d: hint %d, want %d", tt.set, got, tt.want)
+		}
+	}
+	small, err := CellIndex.New(4, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer small.Close()
+	big, err := CellIndex.New(4, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.Close()
+	s, b := small.(accounter).AccountedBytes(), big.(accounter).AccountedBytes()
+	if b < 16<<20 || b <= s {
+		t.Errorf("table bytes: %d with a hint of 1M blocks, %d without; want at least 16 MiB reserved", b, s)
+	}
+}
