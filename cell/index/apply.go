@@ -60,6 +60,7 @@ type applyScratch struct {
 	order  []int32
 	starts [numShards + 1]int32
 	ops    []Op
+	held   map[slotHash]bool // applyTiers' view of holder bits within a batch
 }
 
 // Apply applies ops as one batch: grouped by shard, one lock per shard, the

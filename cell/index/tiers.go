@@ -38,24 +38,34 @@ func (ix *Index) applyTiers(ops []Op, sc *applyScratch, res *ApplyResult) []Op {
 		return ops
 	}
 	out := sc.ops[:0]
+	if sc.held == nil {
+		sc.held = make(map[slotHash]bool)
+	}
+	clear(sc.held)
 	for i := range ops {
 		op := ops[i]
 		tm := &ix.tiers[op.Slot]
-		if op.Tier == TierGPU && tm.n.Load() == 0 {
+		if (op.Tier == TierGPU && tm.n.Load() == 0) || tm.update(ix, op, sc.held) {
 			out = append(out, op)
-			continue
-		}
-		if tm.update(ix, op) {
-			out = append(out, op)
+			// The holder bit this op will set or clear, for later ops of the
+			// batch on the same block: the index is written only after.
+			sc.held[slotHash{op.Slot, op.Hash}] = op.Kind == OpStore
 		}
 	}
 	sc.ops = out
 	return out
 }
 
+// slotHash names one pod's copy of one block.
+type slotHash struct {
+	slot Slot
+	hash BlockHash
+}
+
 // update records op's tier change and reports whether the op must still
-// change the pod's holder bit.
-func (tm *tierMap) update(ix *Index, op Op) bool {
+// change the pod's holder bit. held has the holder bits earlier ops of the
+// same batch will leave, which the index does not show yet.
+func (tm *tierMap) update(ix *Index, op Op, held map[slotHash]bool) bool {
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
 	if !ix.isAlive(op.Slot) {
@@ -69,7 +79,11 @@ func (tm *tierMap) update(ix *Index, op Op) bool {
 				return true
 			}
 			// Holding it already means it is on the GPU; else this tier alone.
-			if ix.holds(op.Slot, op.Hash) {
+			holds, pending := held[slotHash{op.Slot, op.Hash}]
+			if !pending {
+				holds = ix.holds(op.Slot, op.Hash)
+			}
+			if holds {
 				cur = gpuOnly
 			}
 		}
