@@ -139,3 +139,22 @@ func appendString(b []byte, s string) []byte {
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(s)))
 	return append(b, s...)
 }
+
+// Identity returns the Keys of a request (or of an engine's blocks) served
+// under model, with LoRA adapter lora ("" for the base model) and cache salt
+// salt ("" for none): the one place both the request side and the event side
+// build cache identity from, so the two always agree.
+//
+// An adapter's name stands for the model: OpenAI clients name a vLLM LoRA
+// adapter in the request's "model" field (the name it was loaded under), and
+// the engine reports that same name as the blocks' lora_name beside the base
+// model. Keying adapter blocks by the adapter's name alone makes the two
+// sides meet; blocks of an adapter never share a prefix with the base
+// model's (the engine mixes the adapter into every block hash), and they do
+// not here either.
+func Identity(model, lora, salt string) Keys {
+	if lora != "" {
+		model = lora
+	}
+	return Keys{Model: model, CacheSalt: salt}
+}

@@ -184,3 +184,29 @@ func TestSeedInjectiveOnRandomKeys(t *testing.T) {
 		t.Errorf("Seed(big keys): got %#x want %#x", got, want)
 	}
 }
+
+func TestIdentity(t *testing.T) {
+	tests := []struct {
+		name              string
+		model, lora, salt string
+		want              Keys
+	}{
+		{"base model", "m", "", "", Keys{Model: "m"}},
+		{"salted", "m", "", "s", Keys{Model: "m", CacheSalt: "s"}},
+		{"adapter stands for the model", "m", "ad", "", Keys{Model: "ad"}},
+		{"adapter and salt", "m", "ad", "s", Keys{Model: "ad", CacheSalt: "s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Identity(tt.model, tt.lora, tt.salt)
+			if Seed(got) != Seed(tt.want) || got.Model != tt.want.Model || got.LoRA != "" || got.CacheSalt != tt.want.CacheSalt {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	// A request naming an adapter as its model meets the engine's blocks
+	// stored under the base model with that adapter.
+	if Seed(Identity("ad", "", "")) != Seed(Identity("base", "ad", "")) {
+		t.Error("request for adapter ad and blocks of base+ad have different seeds")
+	}
+}

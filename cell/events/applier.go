@@ -34,6 +34,10 @@ type Applier struct {
 	now    func() time.Time
 	hasher blockhash.Hasher
 	models map[string]bool
+	// podModel is the model of each configured pod that names one;
+	// aliases maps a configured pod's address to its id (see podOf).
+	podModel map[string]string
+	aliases  map[string]string
 
 	counters Counters
 
@@ -59,7 +63,8 @@ func NewApplier(cfg Config, ix IndexWriter, reg *Registry, now func() time.Time)
 	if now == nil {
 		now = time.Now
 	}
-	a := &Applier{cfg: cfg, ix: ix, reg: reg, now: now, hasher: hasher, holders: make(map[string]*holder)}
+	a := &Applier{cfg: cfg, ix: ix, reg: reg, now: now, hasher: hasher, holders: make(map[string]*holder),
+		podModel: podModels(cfg.Pods), aliases: podAliases(cfg.Pods)}
 	if len(cfg.Models) > 0 {
 		a.models = make(map[string]bool, len(cfg.Models))
 		for _, m := range cfg.Models {
@@ -71,11 +76,6 @@ func NewApplier(cfg Config, ix IndexWriter, reg *Registry, now func() time.Time)
 
 // Counters returns the Applier's counters.
 func (a *Applier) Counters() *Counters { return &a.counters }
-
-// seedOf is the chain seed of a first block under model and lora.
-func (a *Applier) seedOf(model, lora string) index.BlockHash {
-	return blockhash.Seed(blockhash.Keys{Model: model, LoRA: lora})
-}
 
 // ApplyBatch applies b completely or not at all (see the package doc). It
 // returns nil when b was applied, ctx's error when ctx is done (nothing
@@ -93,15 +93,13 @@ func (a *Applier) ApplyBatch(ctx context.Context, b *Batch) error {
 		a.counters.BatchesDropped[ReasonInvalid].Add(1)
 		return verr
 	}
-	model := b.Model
-	if model == "" {
-		model = a.cfg.DefaultModel
-	}
+	pod := a.podOf(b.Pod)
+	model := a.modelOf(pod, b.Model)
 	if a.models != nil && !a.models[model] {
 		a.counters.BatchesDropped[ReasonUnknownModel].Add(1)
-		return fmt.Errorf("%w: %q from %s", ErrUnknownModel, model, b.Holder())
+		return fmt.Errorf("%w: %q from %s", ErrUnknownModel, model, holderID(pod, b.DPRank))
 	}
-	h, err := a.holder(b)
+	h, err := a.holder(pod, b.DPRank)
 	if err != nil {
 		a.counters.BatchesDropped[ReasonNoSlot].Add(1)
 		return err
@@ -174,10 +172,10 @@ func (a *Applier) observe(h *holder, b *Batch, applied bool, now time.Time) {
 	a.reg.ObserveBatch(h.pod, h.id, h.slot, b.Seq, applied, degraded, now)
 }
 
-// holder returns b's holder, locked, creating it and registering its slot
-// if new.
-func (a *Applier) holder(b *Batch) (*holder, error) {
-	id := b.Holder()
+// holder returns the holder of pod's rank, locked, creating it and
+// registering its slot if new.
+func (a *Applier) holder(pod string, rank int) (*holder, error) {
+	id := holderID(pod, rank)
 	for {
 		a.mu.RLock()
 		h := a.holders[id]
@@ -190,7 +188,7 @@ func (a *Applier) holder(b *Batch) (*holder, error) {
 					a.mu.Unlock()
 					return nil, fmt.Errorf("%w: %s: %v", ErrNoSlot, id, err)
 				}
-				h = &holder{id: id, pod: b.Pod, slot: slot}
+				h = &holder{id: id, pod: pod, slot: slot}
 				a.holders[id] = h
 			}
 			a.mu.Unlock()

@@ -126,8 +126,12 @@ func TestApplierDrops(t *testing.T) {
 			Batch{Pod: "p", DPRank: -1, Events: []Event{stored(toks(1, 32), toks(33, 16), 16, 12345)}}, nil, ReasonUnknownParent, true},
 		{"sliding window", nil,
 			Batch{Pod: "p", DPRank: -1, Events: []Event{func() Event { e := base; e.SlidingWindow = 512; return e }()}}, nil, ReasonSlidingWindow, true},
-		{"extra keys", nil,
-			Batch{Pod: "p", DPRank: -1, Events: []Event{func() Event { e := base; e.ExtraKeys = []string{"salt"}; return e }()}}, nil, ReasonExtraKeys, true},
+		{"unmapped extra keys", nil,
+			Batch{Pod: "p", DPRank: -1, Events: []Event{func() Event {
+				e := base
+				e.ExtraKeys = []BlockKeys{{{Kind: KeyOther, Text: `["img",0]`}}, nil}
+				return e
+			}()}}, nil, ReasonExtraKeys, true},
 		{"holder full", func(c *Config) { c.MaxBlocksPerPod = 1 },
 			Batch{Pod: "p", DPRank: -1, Events: []Event{base}}, nil, ReasonHolderFull, true},
 	}

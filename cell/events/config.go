@@ -31,6 +31,11 @@ type PodSpec struct {
 	Address string
 	// Role is the phase the pod serves; "" means RoleBoth.
 	Role Role
+	// Model is the model the pod serves, as clients name it; "" means the
+	// one its events name, else Config.DefaultModel. When set it overrides
+	// the model a publisher names (a topic's), since it is what requests
+	// are hashed under.
+	Model string
 }
 
 // Config configures the Applier and the Registry.

@@ -64,8 +64,11 @@ const (
 	ReasonUnknownParent
 	// ReasonSlidingWindow: a BlockStored of a sliding-window group (event).
 	ReasonSlidingWindow
-	// ReasonExtraKeys: a BlockStored with extra cache keys (multimodal
-	// hashes, cache salts) or below such a block; not indexed (event).
+	// ReasonExtraKeys: blocks of a BlockStored carry extra cache keys with
+	// no request-side counterpart (multimodal identifiers, prompt-embedding
+	// digests), or descend from such a block; those blocks are not indexed,
+	// the ones before them are (event). LoRA adapters and cache salts map
+	// onto cache identity and are indexed.
 	ReasonExtraKeys
 	// ReasonOtherGroup: an event of a KV cache group other than the one the
 	// holder indexes (event).
@@ -84,7 +87,7 @@ var reasonNames = [numReasons]string{
 	ReasonNoSlot:        "no_slot",
 	ReasonUnknownParent: "unknown_parent",
 	ReasonSlidingWindow: "sliding_window",
-	ReasonExtraKeys:     "extra_keys",
+	ReasonExtraKeys:     "unmapped_extra_keys",
 	ReasonOtherGroup:    "other_group",
 	ReasonHolderFull:    "holder_full",
 }

@@ -1,7 +1,5 @@
 package events
 
-import "strconv"
-
 // Kind says which engine event an Event carries.
 type Kind uint8
 
@@ -52,12 +50,16 @@ type Event struct {
 	BlockSize int
 	// LoRAName is the adapter the blocks were computed with ("" for none).
 	LoRAName string
+	// LoRAID is older vLLM's numeric adapter id (0 for none); it only
+	// recognises the adapter among ExtraKeys.
+	LoRAID int64
 	// Medium is the tier of the blocks (BlockStored and BlockRemoved).
 	Medium Medium
-	// ExtraKeys are the per-block extra cache keys the engine sent (for
-	// example multimodal hashes and cache salts), flattened to strings in
-	// wire order; nil when absent.
-	ExtraKeys []string
+	// ExtraKeys are the per-block extra cache keys the engine sent (vLLM's
+	// extra_keys: LoRA adapter, multimodal identifiers, cache salt), one
+	// entry per block of BlockHashes, empty for a block without any; empty
+	// as a whole when the engine sent none. See BlockKeys.
+	ExtraKeys []BlockKeys
 	// GroupIdx is the KV cache group (vLLM hybrid models); 0 when absent.
 	GroupIdx int
 	// SlidingWindow is the attention window of the group's cache spec; 0 for
@@ -85,10 +87,6 @@ type Batch struct {
 }
 
 // Holder names the index holder of a batch: the pod, and its data-parallel
-// rank when there is one ("pod#rank").
-func (b *Batch) Holder() string {
-	if b.DPRank < 0 {
-		return b.Pod
-	}
-	return b.Pod + "#" + strconv.Itoa(b.DPRank)
-}
+// rank when there is one ("pod#rank"). The Applier may map the pod to a
+// configured one first (a pod named by its address).
+func (b *Batch) Holder() string { return holderID(b.Pod, b.DPRank) }

@@ -86,6 +86,16 @@ func fuzzApply(t *testing.T, data []byte) {
 				for n := rr.IntN(12); n > 0; n-- {
 					ev.TokenIDs = append(ev.TokenIDs, uint32(rr.IntN(3)))
 				}
+				for n := rr.IntN(5) - 1; n > 0; n-- {
+					var keys BlockKeys
+					for m := rr.IntN(3); m > 0; m-- {
+						keys = append(keys, ExtraKey{Kind: KeyKind(rr.IntN(4)), Text: []string{"", "s", "lora"}[rr.IntN(3)], Int: int64(rr.IntN(3))})
+					}
+					ev.ExtraKeys = append(ev.ExtraKeys, keys)
+				}
+				if rr.IntN(2) == 0 {
+					ev.LoRAName, ev.LoRAID = "lora", int64(rr.IntN(3))
+				}
 				b.Events = append(b.Events, ev)
 			}
 			err := a2.ApplyBatch(context.Background(), b)

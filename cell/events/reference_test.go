@@ -26,6 +26,7 @@ type refNode struct {
 	skip      bool
 	model     string
 	lora      string
+	salt      string
 }
 
 // refHolder is one holder in the reference model.
@@ -39,9 +40,10 @@ type refHolder struct {
 
 // refModel is the reference: holder id to refHolder.
 type refModel struct {
-	rbs     int
-	maxPer  int
-	holders map[string]*refHolder
+	defaultModel string
+	rbs          int
+	maxPer       int
+	holders      map[string]*refHolder
 }
 
 func newRefModel(rbs, maxPer int) *refModel {
@@ -105,20 +107,52 @@ func (m *refModel) store(h *refHolder, b *Batch, ev *Event) {
 	} else if ev.GroupIdx != h.group {
 		return
 	}
-	skip := len(ev.ExtraKeys) > 0
+	// Reference rule for extra keys: drop the adapter's key if it leads;
+	// what is left must be nothing, or one string on a chain's first block
+	// (the salt).
+	mapped := func(i int, first bool) (string, bool) {
+		if i >= len(ev.ExtraKeys) {
+			return "", true
+		}
+		k := ev.ExtraKeys[i]
+		if len(k) > 0 && ((k[0].Kind == KeyString && ev.LoRAName != "" && k[0].Text == ev.LoRAName) ||
+			(k[0].Kind == KeyInt && ev.LoRAID > 0 && k[0].Int == ev.LoRAID)) {
+			k = k[1:]
+		}
+		switch {
+		case len(k) == 0:
+			return "", true
+		case first && len(k) == 1 && k[0].Kind == KeyString:
+			return k[0].Text, true
+		}
+		return "", false
+	}
+	skip, salt := false, ""
 	parent, hasParent := uint64(0), false
 	if ev.HasParent && ev.ParentHash != 0 {
 		p := h.nodes[ev.ParentHash]
 		if p == nil {
 			return
 		}
-		parent, hasParent, skip = ev.ParentHash, true, skip || p.skip
+		parent, hasParent, skip = ev.ParentHash, true, p.skip
+	} else {
+		var ok bool
+		salt, ok = mapped(0, true)
+		skip = !ok
 	}
 	model := b.Model
+	if model == "" {
+		model = m.defaultModel
+	}
 	for i, eh := range ev.BlockHashes {
+		if hasParent {
+			if _, ok := mapped(i, false); !ok {
+				skip = true
+			}
+		}
 		if n := h.nodes[eh]; n != nil {
 			n.tiers |= 1 << tierOf(ev.Medium)
-			parent, hasParent, skip = eh, true, n.skip || len(ev.ExtraKeys) > 0
+			parent, hasParent, skip = eh, true, n.skip
 			continue
 		}
 		if len(h.nodes) >= m.maxPer {
@@ -127,7 +161,7 @@ func (m *refModel) store(h *refHolder, b *Batch, ev *Event) {
 		h.nodes[eh] = &refNode{
 			parent: parent, hasParent: hasParent,
 			toks:  slices.Clone(ev.TokenIDs[i*ev.BlockSize : (i+1)*ev.BlockSize]),
-			tiers: 1 << tierOf(ev.Medium), skip: skip, model: model, lora: ev.LoRAName,
+			tiers: 1 << tierOf(ev.Medium), skip: skip, model: model, lora: ev.LoRAName, salt: salt,
 		}
 		parent, hasParent = eh, true
 	}
@@ -167,7 +201,7 @@ func (m *refModel) routerSet(h *refHolder) map[index.BlockHash]bool {
 		for i := len(path) - 1; i >= 0; i-- {
 			prefix = append(prefix, path[i].toks...)
 		}
-		chain := hasher.Chain(blockhash.Seed(blockhash.Keys{Model: root.model, LoRA: root.lora}), prefix, nil)
+		chain := hasher.Chain(blockhash.Seed(blockhash.Identity(root.model, root.lora, root.salt)), prefix, nil)
 		start := len(prefix) - len(n.toks)
 		for j, rh := range chain {
 			if end := (j + 1) * m.rbs; end > start && end <= len(prefix) {

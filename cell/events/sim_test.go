@@ -16,12 +16,13 @@ type engineSim struct {
 	chunks [][]uint32 // token blocks to draw from, so that chains share blocks
 	prefix map[uint64][]uint32
 	lora   map[uint64]string
+	ident  map[uint64]string // the extra identity (salt, images) of a prefix
 	keys   []uint64
 	seq    uint64
 }
 
 func newEngineSim(rng *rand.Rand, pod string, rank int, model string, bs int) *engineSim {
-	e := &engineSim{rng: rng, pod: pod, rank: rank, model: model, bs: bs, prefix: map[uint64][]uint32{}, lora: map[uint64]string{}}
+	e := &engineSim{rng: rng, pod: pod, rank: rank, model: model, bs: bs, prefix: map[uint64][]uint32{}, lora: map[uint64]string{}, ident: map[uint64]string{}}
 	for i := 0; i < 5; i++ {
 		c := make([]uint32, bs)
 		for j := range c {
@@ -83,10 +84,10 @@ func (e *engineSim) event() Event {
 	}
 	ev := Event{Kind: KindBlockStored, BlockSize: e.bs, Medium: media[e.rng.IntN(3)]}
 	var prefix []uint32
-	lora := ""
+	lora, ident := "", ""
 	if k, ok := e.pick(); ok && e.rng.IntN(4) != 0 {
 		ev.HasParent, ev.ParentHash = true, k
-		prefix, lora = slices.Clone(e.prefix[k]), e.lora[k]
+		prefix, lora, ident = slices.Clone(e.prefix[k]), e.lora[k], e.ident[k]
 	} else if e.rng.IntN(3) == 0 {
 		lora = "lora-a"
 	}
@@ -94,15 +95,42 @@ func (e *engineSim) event() Event {
 	if e.rng.IntN(25) == 0 {
 		ev.HasParent, ev.ParentHash = true, e.rng.Uint64()|1 // never stored
 	}
-	for n := 1 + e.rng.IntN(4); n > 0; n-- {
+	// Extra keys as vLLM sends them: the adapter on every block (sometimes),
+	// a cache salt on a chain's first block, a multimodal pair on the block
+	// holding an image. They are part of the engine's hash, as in vLLM.
+	withKeys := e.rng.IntN(3) == 0
+	salted := !ev.HasParent && e.rng.IntN(6) == 0
+	mmAt := -1
+	if e.rng.IntN(12) == 0 {
+		mmAt = e.rng.IntN(4)
+	}
+	for i, n := 0, 1+e.rng.IntN(4); i < n; i++ {
 		c := e.chunks[e.rng.IntN(len(e.chunks))]
 		prefix = append(prefix, c...)
 		ev.TokenIDs = append(ev.TokenIDs, c...)
-		h := engineHash(lora, prefix)
+		var keys BlockKeys
+		if lora != "" && withKeys {
+			keys = append(keys, ExtraKey{Kind: KeyString, Text: lora})
+		}
+		if i == mmAt {
+			keys = append(keys, ExtraKey{Kind: KeyOther, Text: `["img-1",3]`})
+			ident += "|mm"
+		}
+		if i == 0 && salted {
+			keys = append(keys, ExtraKey{Kind: KeyString, Text: "salt-1"})
+			ident += "|salt"
+		}
+		if keys != nil && ev.ExtraKeys == nil {
+			ev.ExtraKeys = make([]BlockKeys, n)
+		}
+		if ev.ExtraKeys != nil {
+			ev.ExtraKeys[i] = keys
+		}
+		h := engineHash(lora+ident, prefix)
 		ev.BlockHashes = append(ev.BlockHashes, h)
 		if _, ok := e.prefix[h]; !ok {
 			e.prefix[h] = slices.Clone(prefix)
-			e.lora[h] = lora
+			e.lora[h], e.ident[h] = lora, ident
 			e.keys = append(e.keys, h)
 		}
 	}
@@ -110,8 +138,6 @@ func (e *engineSim) event() Event {
 	case 0:
 		ev.SlidingWindow = 1024
 	case 1:
-		ev.ExtraKeys = []string{"mm:abc"}
-	case 2:
 		ev.GroupIdx = 1
 	}
 	return ev

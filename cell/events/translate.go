@@ -27,10 +27,10 @@ type holder struct {
 
 	chains chains
 
-	// seed caches the chain seed of the last (model, LoRA) seen.
-	seedModel, seedLoRA string
-	seed                index.BlockHash
-	hasSeed             bool
+	// seed caches the chain seed of the last (model, LoRA, salt) seen.
+	seedModel, seedLoRA, seedSalt string
+	seed                          index.BlockHash
+	hasSeed                       bool
 
 	// Reusable buffers for one batch.
 	ops    []index.Op
@@ -85,18 +85,31 @@ func (a *Applier) translate(h *holder, b *Batch, model string) (wipe bool) {
 	return wipe
 }
 
-// seedFor returns the chain seed for model and lora.
-func (a *Applier) seedFor(h *holder, model, lora string) index.BlockHash {
-	if !h.hasSeed || h.seedModel != model || h.seedLoRA != lora {
-		h.seed = a.seedOf(model, lora)
-		h.seedModel, h.seedLoRA, h.hasSeed = model, lora, true
+// seedFor returns the chain seed for model, lora and salt, cached per holder
+// for the common case of one identity.
+func (a *Applier) seedFor(h *holder, model, lora, salt string) index.BlockHash {
+	if !h.hasSeed || h.seedModel != model || h.seedLoRA != lora || h.seedSalt != salt {
+		h.seed = seedOf(model, lora, salt)
+		h.seedModel, h.seedLoRA, h.seedSalt, h.hasSeed = model, lora, salt, true
 	}
 	return h.seed
 }
 
+// keysOK reports whether block i of ev has extra keys that all map onto the
+// request side's cache identity (see blockIdentity), and the cache salt of a
+// chain's first block.
+func keysOK(ev *Event, i int, first bool) (salt string, ok bool) {
+	if i >= len(ev.ExtraKeys) || len(ev.ExtraKeys[i]) == 0 {
+		return "", true
+	}
+	return blockIdentity(ev.ExtraKeys[i], first, ev.LoRAName, ev.LoRAID)
+}
+
 // stored adds a BlockStored event's blocks to h's forest and their router
 // blocks to h.ops. It returns the reason when it dropped the event (or the
-// rest of it, for ReasonHolderFull).
+// rest of it, for ReasonHolderFull), or when blocks of it were kept out of
+// the index for their extra keys (ReasonExtraKeys; the blocks before them
+// are indexed).
 func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) {
 	if ev.SlidingWindow > 0 {
 		return ReasonSlidingWindow, true
@@ -109,8 +122,8 @@ func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) 
 	tier := tierOf(ev.Medium)
 	bit := uint8(1) << tier
 	parent := none
-	extra := len(ev.ExtraKeys) > 0
-	skip := extra
+	skip := false     // the chain so far is not indexed
+	unmapped := false // a block of this event was kept out for its keys
 	var last index.BlockHash
 	var pending []uint32
 	if ev.HasParent && ev.ParentHash != 0 {
@@ -119,13 +132,21 @@ func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) 
 			return ReasonUnknownParent, true
 		}
 		pn := h.chains.node(p)
-		parent, last, pending, skip = p, pn.last, pn.pending, skip || pn.skip
+		parent, last, pending, skip = p, pn.last, pn.pending, pn.skip
 	} else {
-		last = a.seedFor(h, model, ev.LoRAName)
+		salt, ok := keysOK(ev, 0, true)
+		skip = !ok
+		last = a.seedFor(h, model, ev.LoRAName, salt)
 	}
 	bs := ev.BlockSize
 	rbs := a.hasher.BlockSize
 	for i, eh := range ev.BlockHashes {
+		if i > 0 || parent != none {
+			if _, ok := keysOK(ev, i, false); !ok {
+				skip = true
+			}
+		}
+		unmapped = unmapped || skip
 		if n, ok := h.chains.lookup(eh); ok {
 			// Stored again (a replay, or a new tier): continue from it.
 			node := h.chains.node(n)
@@ -135,7 +156,7 @@ func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) 
 					h.ops = appendOps(h.ops, index.OpStore, h.slot, tier, node)
 				}
 			}
-			parent, last, pending, skip = n, node.last, node.pending, node.skip || extra
+			parent, last, pending, skip = n, node.last, node.pending, node.skip
 			continue
 		}
 		if h.chains.len() >= a.cfg.MaxBlocksPerPod {
@@ -170,7 +191,7 @@ func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) 
 		}
 		parent, last, pending = n, node.last, node.pending
 	}
-	if skip {
+	if unmapped {
 		return ReasonExtraKeys, true
 	}
 	return 0, false

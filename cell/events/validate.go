@@ -45,6 +45,9 @@ func validateEvent(ev *Event) error {
 				return fmt.Errorf("zero block hash")
 			}
 		}
+		if len(ev.ExtraKeys) != 0 && len(ev.ExtraKeys) != len(ev.BlockHashes) {
+			return fmt.Errorf("%d extra-key entries for %d blocks", len(ev.ExtraKeys), len(ev.BlockHashes))
+		}
 		if ev.SlidingWindow < 0 {
 			return fmt.Errorf("sliding window %d", ev.SlidingWindow)
 		}

@@ -55,7 +55,7 @@ func (*BlockHashes) Writes() []pipeline.SlotRef { return pipeline.Refs(pipeline.
 
 // Keys returns the cache-identity keys of a request.
 func Keys(req *pipeline.Request) blockhash.Keys {
-	k := blockhash.Keys{Model: req.Model, LoRA: req.LoRA, CacheSalt: req.CacheSalt}
+	k := blockhash.Identity(req.Model, req.LoRA, req.CacheSalt)
 	if req.HasRoute {
 		k.RouteTemplate = req.RouteTemplate
 		k.VirtualLayer, k.HasVirtualLayer = req.RouteStep, true

@@ -333,8 +333,12 @@ type BlockStored struct {
 	// medium is the tier of the blocks ("GPU", "CPU", a storage tier name;
 	// "" means GPU).
 	Medium string `protobuf:"bytes,6,opt,name=medium,proto3" json:"medium,omitempty"`
-	// extra_keys are the per-block extra cache keys (multimodal hashes, cache
-	// salts), flattened to strings in engine order.
+	// extra_keys has one entry per block (or none at all): "" for a block
+	// without extra cache keys, else the block's one key. A key on a chain's
+	// first block is its cache salt (vLLM's cache_salt, which the cell folds
+	// into the chain's identity as requests with that salt do); a key on a
+	// later block has no request-side counterpart and keeps the block and its
+	// descendants out of the index. The adapter goes in lora_name.
 	ExtraKeys []string `protobuf:"bytes,7,rep,name=extra_keys,json=extraKeys,proto3" json:"extra_keys,omitempty"`
 	// group_idx is the KV cache group of hybrid models; 0 when absent.
 	GroupIdx int32 `protobuf:"varint,8,opt,name=group_idx,json=groupIdx,proto3" json:"group_idx,omitempty"`

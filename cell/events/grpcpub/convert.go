@@ -45,7 +45,7 @@ func fill(req *eventsv1.PublishRequest, dst *events.Batch, clearFirst bool) {
 				BlockSize:     int(s.GetBlockSize()),
 				LoRAName:      s.GetLoraName(),
 				Medium:        events.Medium(s.GetMedium()),
-				ExtraKeys:     s.GetExtraKeys(),
+				ExtraKeys:     blockKeys(s.GetExtraKeys()),
 				GroupIdx:      int(s.GetGroupIdx()),
 				SlidingWindow: int(s.GetSlidingWindow()),
 			})
@@ -81,4 +81,22 @@ func header(req *eventsv1.PublishRequest, dst *events.Batch) {
 func clearOnly(req *eventsv1.PublishRequest, dst *events.Batch) {
 	header(req, dst)
 	dst.Events = append(dst.Events[:0], clearEvent)
+}
+
+// blockKeys converts the per-block extra_keys strings of the gRPC form: ""
+// is a block without extra keys, any other string the block's one key (a
+// cache salt on a chain's first block; anything else is not mapped onto
+// cache identity, see events.BlockKeys).
+func blockKeys(keys []string) []events.BlockKeys {
+	var out []events.BlockKeys
+	for i, k := range keys {
+		if k == "" {
+			continue
+		}
+		if out == nil {
+			out = make([]events.BlockKeys, len(keys))
+		}
+		out[i] = events.BlockKeys{{Kind: events.KeyString, Text: k}}
+	}
+	return out
 }

@@ -23,7 +23,7 @@ func TestConvertValid(t *testing.T) {
 			{
 				Kind: events.KindBlockStored, BlockHashes: []uint64{17, 18}, ParentHash: 9, HasParent: true,
 				TokenIDs: []uint32{700, 701, 702, 703, 704, 705, 706, 707}, BlockSize: 4, LoRAName: "adapter",
-				Medium: "GPU", ExtraKeys: []string{"mm:abc"}, GroupIdx: 1, SlidingWindow: 128,
+				Medium: "GPU", ExtraKeys: []events.BlockKeys{nil, {{Kind: events.KeyString, Text: "mm:abc"}}}, GroupIdx: 1, SlidingWindow: 128,
 			},
 			{Kind: events.KindBlockRemoved, BlockHashes: []uint64{3, 4}, Medium: "CPU"},
 			{Kind: events.KindAllBlocksCleared},
@@ -129,13 +129,15 @@ func TestValidateRejects(t *testing.T) {
 			ReasonTooManyTokens, "events[0].block_stored.token_ids"},
 		{"request over token limit", func(r *eventsv1.PublishRequest) {
 			s := stored(r)
-			s.BlockHashes, s.BlockSize, s.TokenIds = make([]uint64, 4), 16, make([]uint32, 64)
+			s.BlockHashes, s.BlockSize, s.TokenIds, s.ExtraKeys = make([]uint64, 4), 16, make([]uint32, 64), nil
 			r.Events[2] = r.Events[0]
 		}, ReasonTooManyTokens, "events[2].block_stored.token_ids"},
 		{"long lora", func(r *eventsv1.PublishRequest) { stored(r).LoraName = long }, ReasonTooLong, "events[0].block_stored.lora_name"},
 		{"long stored medium", func(r *eventsv1.PublishRequest) { stored(r).Medium = long }, ReasonTooLong, "events[0].block_stored.medium"},
 		{"too many extra keys", func(r *eventsv1.PublishRequest) { stored(r).ExtraKeys = []string{"a", "b", "c"} },
 			ReasonTooManyExtraKeys, "events[0].block_stored.extra_keys"},
+		{"extra keys not one per block", func(r *eventsv1.PublishRequest) { stored(r).ExtraKeys = []string{"a"} },
+			ReasonExtraKeysCount, "events[0].block_stored.extra_keys"},
 		{"long extra key", func(r *eventsv1.PublishRequest) { stored(r).ExtraKeys = []string{"a", long} },
 			ReasonTooLong, "events[0].block_stored.extra_keys[1]"},
 		{"negative stored group", func(r *eventsv1.PublishRequest) { stored(r).GroupIdx = -1 }, ReasonBadGroupIdx, "events[0].block_stored.group_idx"},

@@ -23,6 +23,7 @@ const (
 	ReasonBadBlockSize       = "bad_block_size"
 	ReasonTokenCountMismatch = "token_count_mismatch"
 	ReasonTooManyExtraKeys   = "too_many_extra_keys"
+	ReasonExtraKeysCount     = "extra_keys_count_mismatch"
 	ReasonBadGroupIdx        = "bad_group_idx"
 	ReasonBadSlidingWindow   = "bad_sliding_window"
 

@@ -36,7 +36,7 @@ func validRequest(pod string, id uint64) *eventsv1.PublishRequest {
 				BlockSize:       4,
 				LoraName:        "adapter",
 				Medium:          "GPU",
-				ExtraKeys:       []string{"mm:abc"},
+				ExtraKeys:       []string{"", "mm:abc"},
 				GroupIdx:        1,
 				SlidingWindow:   128,
 			}}},
@@ -71,7 +71,7 @@ func (r *recordingSink) ApplyBatch(_ context.Context, b *events.Batch) error {
 	for i, e := range b.Events {
 		e.BlockHashes = slices.Clone(e.BlockHashes)
 		e.TokenIDs = slices.Clone(e.TokenIDs)
-		e.ExtraKeys = slices.Clone(e.ExtraKeys)
+		e.ExtraKeys = cloneKeys(e.ExtraKeys)
 		c.Events[i] = e
 	}
 	r.batches = append(r.batches, c)
@@ -195,4 +195,16 @@ func summarize(r *eventsv1.PublishResponse) respSummary {
 // applied is the summary of an applied request acknowledging id.
 func applied(id int64) respSummary {
 	return respSummary{Status: eventsv1.PublishStatus_PUBLISH_STATUS_APPLIED, Acked: id, ResendFrom: -1}
+}
+
+// cloneKeys deep-copies extra keys.
+func cloneKeys(keys []events.BlockKeys) []events.BlockKeys {
+	if keys == nil {
+		return nil
+	}
+	out := make([]events.BlockKeys, len(keys))
+	for i, k := range keys {
+		out[i] = slices.Clone(k)
+	}
+	return out
 }

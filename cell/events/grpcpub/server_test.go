@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -439,7 +440,7 @@ func batchesEqual(a, b events.Batch) bool {
 		x, y := a.Events[i], b.Events[i]
 		if x.Kind != y.Kind || x.ParentHash != y.ParentHash || x.HasParent != y.HasParent || x.BlockSize != y.BlockSize ||
 			x.LoRAName != y.LoRAName || x.Medium != y.Medium || x.GroupIdx != y.GroupIdx || x.SlidingWindow != y.SlidingWindow ||
-			!slices.Equal(x.BlockHashes, y.BlockHashes) || !slices.Equal(x.TokenIDs, y.TokenIDs) || !slices.Equal(x.ExtraKeys, y.ExtraKeys) {
+			!slices.Equal(x.BlockHashes, y.BlockHashes) || !slices.Equal(x.TokenIDs, y.TokenIDs) || !reflect.DeepEqual(x.ExtraKeys, y.ExtraKeys) {
 			return false
 		}
 	}

@@ -87,6 +87,8 @@ func validateStored(i int, s *eventsv1.BlockStored, lim Limits) error {
 		return invalid(ReasonTooLong, eventField(i, "block_stored.medium"), "%d bytes, want at most %d", len(s.GetMedium()), lim.MaxStringLen)
 	case len(s.GetExtraKeys()) > lim.MaxExtraKeysPerEvent:
 		return invalid(ReasonTooManyExtraKeys, eventField(i, "block_stored.extra_keys"), "%d keys, want at most %d", len(s.GetExtraKeys()), lim.MaxExtraKeysPerEvent)
+	case len(s.GetExtraKeys()) != 0 && len(s.GetExtraKeys()) != blocks:
+		return invalid(ReasonExtraKeysCount, eventField(i, "block_stored.extra_keys"), "%d entries, want none or one per block (%d)", len(s.GetExtraKeys()), blocks)
 	case s.GetGroupIdx() < 0:
 		return invalid(ReasonBadGroupIdx, eventField(i, "block_stored.group_idx"), "%d, want >= 0", s.GetGroupIdx())
 	case uint64(s.GetSlidingWindow()) > math.MaxInt:

@@ -181,13 +181,13 @@ func isDefault(ev *events.Event, f field) bool {
 	case fParent:
 		return !ev.HasParent
 	case fLoraID:
-		return true
+		return ev.LoRAID <= 0
 	case fMedium:
 		return ev.Medium == ""
 	case fLoraName:
 		return ev.LoRAName == ""
 	case fExtraKeys:
-		return ev.ExtraKeys == nil
+		return len(ev.ExtraKeys) == 0
 	case fGroupIdx:
 		return ev.GroupIdx == 0
 	case fSpecKind, fSlidingWindow:
@@ -222,19 +222,23 @@ func encodeField(e *msgpack.Encoder, ev *events.Event, f field) {
 	case fBlockSize:
 		_ = e.EncodeInt(int64(ev.BlockSize))
 	case fLoraID:
-		_ = e.EncodeNil()
+		if ev.LoRAID > 0 {
+			_ = e.EncodeInt(ev.LoRAID)
+		} else {
+			_ = e.EncodeNil()
+		}
 	case fMedium:
 		encodeOptString(e, string(ev.Medium))
 	case fLoraName:
 		encodeOptString(e, ev.LoRAName)
 	case fExtraKeys:
-		if ev.ExtraKeys == nil {
+		if len(ev.ExtraKeys) == 0 {
 			_ = e.EncodeNil()
 			return
 		}
 		_ = e.EncodeArrayLen(len(ev.ExtraKeys))
-		for _, k := range ev.ExtraKeys {
-			encodeOptString(e, k)
+		for _, keys := range ev.ExtraKeys {
+			encodeBlockKeys(e, keys)
 		}
 	case fGroupIdx:
 		_ = e.EncodeInt(int64(ev.GroupIdx))
@@ -260,4 +264,26 @@ func encodeOptString(e *msgpack.Encoder, s string) {
 		return
 	}
 	_ = e.EncodeString(s)
+}
+
+// encodeBlockKeys writes one block's extra keys as vLLM does: nil for none,
+// else a tuple (an array) of its elements. A KeyOther element is written as
+// the msgpack it was decoded from (its Raw bytes), or as its Text when it
+// has none.
+func encodeBlockKeys(e *msgpack.Encoder, keys events.BlockKeys) {
+	if len(keys) == 0 {
+		_ = e.EncodeNil()
+		return
+	}
+	_ = e.EncodeArrayLen(len(keys))
+	for _, k := range keys {
+		switch {
+		case k.Kind == events.KeyInt:
+			_ = e.EncodeInt(k.Int)
+		case k.Kind == events.KeyOther && len(k.Raw) > 0:
+			_ = e.Encode(msgpack.RawMessage(k.Raw))
+		default:
+			_ = e.EncodeString(k.Text)
+		}
+	}
 }

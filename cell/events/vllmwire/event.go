@@ -294,6 +294,9 @@ func finish(ev *events.Event, st *eventState) error {
 		if st.extraPresent && len(ev.ExtraKeys) != len(ev.BlockHashes) {
 			return fmt.Errorf("%w: %d extra_keys for %d blocks", ErrBadEvent, len(ev.ExtraKeys), len(ev.BlockHashes))
 		}
+		if st.has(fLoraID) {
+			ev.LoRAID = st.loraID
+		}
 		if ev.LoRAName == "" && st.has(fLoraID) && st.loraID > 0 {
 			ev.LoRAName = loraIDPrefix + strconv.FormatInt(st.loraID, 10)
 		}
@@ -302,14 +305,15 @@ func finish(ev *events.Event, st *eventState) error {
 			return fmt.Errorf("%w: BlockRemoved without block_hashes", ErrBadEvent)
 		}
 		*ev = events.Event{Kind: ev.Kind, BlockHashes: ev.BlockHashes, TokenIDs: ev.TokenIDs[:0],
-			ExtraKeys: ev.ExtraKeys, Medium: ev.Medium, GroupIdx: ev.GroupIdx}
+			ExtraKeys: ev.ExtraKeys[:0], Medium: ev.Medium, GroupIdx: ev.GroupIdx}
 		st.extraPresent = false
 	case events.KindAllBlocksCleared:
-		*ev = events.Event{Kind: ev.Kind, BlockHashes: ev.BlockHashes[:0], TokenIDs: ev.TokenIDs[:0], ExtraKeys: ev.ExtraKeys}
+		*ev = events.Event{Kind: ev.Kind, BlockHashes: ev.BlockHashes[:0], TokenIDs: ev.TokenIDs[:0], ExtraKeys: ev.ExtraKeys[:0]}
 		st.extraPresent = false
 	}
-	if !st.extraPresent {
-		ev.ExtraKeys = nil
+	if !st.extraPresent || !anyKeys(ev.ExtraKeys) {
+		// Keep the capacity for the next event decoded into ev.
+		ev.ExtraKeys = ev.ExtraKeys[:0]
 	}
 	return nil
 }
@@ -321,3 +325,14 @@ const maxSmallInt = 1 << 30
 // numeric lora_id (older vLLM sends no lora_name): LoRAName becomes
 // "lora_id:<n>", so blocks of different adapters never share a prefix.
 const loraIDPrefix = "lora_id:"
+
+// anyKeys reports whether some block of keys has an extra key: vLLM sends
+// one nil entry per block when there are none, which is no extra key.
+func anyKeys(keys []events.BlockKeys) bool {
+	for _, k := range keys {
+		if len(k) > 0 {
+			return true
+		}
+	}
+	return false
+}

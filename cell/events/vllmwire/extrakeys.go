@@ -1,64 +1,102 @@
 package vllmwire
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/cellrouter/cellrouter/cell/events"
 )
 
-// readExtraKeys reads extra_keys: nil, or an array with one entry per block,
-// each nil or an arbitrary value. It returns one string per entry (reusing
-// dst's capacity), present false for nil. The flattening is deterministic:
+// readExtraKeys reads extra_keys: nil, or an array with one entry per
+// block. vLLM sends each entry as nil (the block has no extra keys) or a
+// tuple, which msgpack carries as an array, of the keys mixed into the
+// block's hash: strings (an adapter's name, a cache salt), integers (older
+// vLLM's adapter id), pairs (a multimodal identifier and its offset), bytes
+// (a prompt-embeddings digest). Each entry becomes one events.BlockKeys,
+// reusing dst's capacity: nil is an empty entry, an array gives one element
+// per item, and any other value (a bare string, as some publishers send)
+// one element. Elements are:
 //
-//   - nil is "";
-//   - a string is itself, unquoted (so a string survives an encode/decode
-//     round trip unchanged);
-//   - any other value is rendered as text: integers in decimal, floats in
-//     Go's shortest 'g' form, true/false, nil inside containers as nil,
-//     strings inside containers double-quoted with Go escapes, bytes as 0x
-//     followed by lower-case hex, arrays as [a,b], maps as {k:v,...} in wire
-//     order, extension values as ext(type:0xhex).
-//
-// For example the vLLM tuple ("mmhash", 0) of a multimodal block arrives as
-// the array ["mmhash", 0] and becomes `["mmhash",0]`.
-func (r *reader) readExtraKeys(dst []string) (out []string, present bool, err error) {
+//   - a string: KeyString with the string as Text;
+//   - an integer that fits int64: KeyInt;
+//   - anything else: KeyOther, with Raw holding its msgpack bytes and Text
+//     a canonical rendering: integers in decimal, floats in Go's shortest
+//     'g' form, true/false, nil, strings double-quoted with Go escapes, bytes
+//     as 0x followed by lower-case hex, arrays as [a,b], maps as {k:v,...}
+//     in wire order, extension values as ext(type:0xhex). The vLLM pair
+//     ("mmhash", 0) becomes `["mmhash",0]`.
+func (r *reader) readExtraKeys(dst []events.BlockKeys) (out []events.BlockKeys, present bool, err error) {
 	const what = "extra_keys"
 	n, err := r.arrayLen(what, r.lim.MaxBlocksPerEvent)
 	if err != nil || n < 0 {
-		return dst, false, err
+		return dst[:0], false, err
 	}
-	dst = dst[:0]
-	if dst == nil {
-		dst = make([]string, 0, n)
+	if cap(dst) < n {
+		grown := make([]events.BlockKeys, n)
+		copy(grown, dst[:cap(dst)])
+		dst = grown
 	}
+	dst = dst[:n]
 	i := r.pos()
 	for k := 0; k < n; k++ {
 		h, err := readHeader(r.buf, i)
 		if err != nil {
 			return dst, true, fmt.Errorf("%w (%s[%d])", err, what, k)
 		}
-		var s string
+		keys := dst[k][:0]
 		switch h.kind {
 		case kNil:
 			i = h.total
-		case kStr:
-			if h.n > r.lim.MaxStringLen {
-				return dst, true, fmt.Errorf("%w: %s[%d]: %d bytes, limit %d", ErrTooLarge, what, k, h.n, r.lim.MaxStringLen)
+		case kArray:
+			if h.n > r.lim.MaxBlocksPerEvent {
+				return dst, true, fmt.Errorf("%w: %s[%d]: %d elements, limit %d", ErrTooLarge, what, k, h.n, r.lim.MaxBlocksPerEvent)
 			}
-			s = string(r.buf[h.body:h.total])
-			i = h.total
+			i = h.body
+			for e := 0; e < h.n; e++ {
+				var key events.ExtraKey
+				if key, i, err = r.extraKey(i); err != nil {
+					return dst, true, fmt.Errorf("%w (%s[%d][%d])", err, what, k, e)
+				}
+				keys = append(keys, key)
+			}
 		default:
-			r.render, i, err = r.renderAt(r.render[:0], i, 0)
-			if err != nil {
+			var key events.ExtraKey
+			if key, i, err = r.extraKey(i); err != nil {
 				return dst, true, fmt.Errorf("%w (%s[%d])", err, what, k)
 			}
-			s = string(r.render)
+			keys = append(keys, key)
 		}
-		dst = append(dst, s)
+		dst[k] = keys
 	}
 	r.seek(i)
 	return dst, true, nil
+}
+
+// extraKey reads the extra-key element at buf[i] and returns it with the
+// offset after it.
+func (r *reader) extraKey(i int) (events.ExtraKey, int, error) {
+	h, err := readHeader(r.buf, i)
+	if err != nil {
+		return events.ExtraKey{}, 0, err
+	}
+	switch {
+	case h.kind == kStr:
+		if h.n > r.lim.MaxStringLen {
+			return events.ExtraKey{}, 0, fmt.Errorf("%w: %d-byte string, limit %d", ErrTooLarge, h.n, r.lim.MaxStringLen)
+		}
+		return events.ExtraKey{Kind: events.KeyString, Text: string(r.buf[h.body:h.total])}, h.total, nil
+	case h.kind == kInt || (h.kind == kUint && h.bits <= math.MaxInt64):
+		return events.ExtraKey{Kind: events.KeyInt, Int: int64(h.bits)}, h.total, nil
+	}
+	var next int
+	r.render, next, err = r.renderAt(r.render[:0], i, 0)
+	if err != nil {
+		return events.ExtraKey{}, 0, err
+	}
+	return events.ExtraKey{Kind: events.KeyOther, Text: string(r.render), Raw: bytes.Clone(r.buf[i:next])}, next, nil
 }
 
 // renderAt appends the text form of the value at buf[i] to dst and returns the

@@ -36,11 +36,18 @@ func TestFixtures(t *testing.T) {
 	withParent.ParentHash, withParent.HasParent = 5, true
 	full := stored([]uint64{1}, []uint32{1, 2}, 2)
 	full.Medium, full.LoRAName, full.GroupIdx, full.SlidingWindow = "CPU", "ad", 3, 128
-	full.ExtraKeys = []string{"salt"}
+	full.ExtraKeys, full.LoRAID = []events.BlockKeys{{strKey("salt")}}, 9
 	loraByID := stored([]uint64{1}, []uint32{1, 2}, 2)
-	loraByID.LoRAName = "lora_id:5"
+	loraByID.LoRAName, loraByID.LoRAID = "lora_id:5", 5
 	extra := stored([]uint64{1, 2, 3, 4}, nil, 1)
-	extra.ExtraKeys = []string{"", "salt", `["mm",0]`, `[0xabcd,-3,1.5,true,{"k":nil,"q\"":"\n"}]`}
+	extra.ExtraKeys = []events.BlockKeys{nil, {strKey("salt")}, {strKey("mm"), intKey(0)},
+		{otherKey("0xabcd"), intKey(-3), otherKey("1.5"), otherKey("true"), otherKey(`{"k":nil,"q\"":"\n"}`)}}
+	// vLLM 0.26 map form: one nil extra_keys entry per block, group and
+	// spec fields, lora_name nil, and a key this package does not know.
+	v026 := stored([]uint64{7, 8}, []uint32{1, 2, 3, 4}, 2)
+	v026.Medium = "GPU"
+	nested := stored([]uint64{7}, []uint32{1, 2}, 2)
+	nested.ExtraKeys = []events.BlockKeys{{strKey("ad"), otherKey(`[["img",0],"x"]`), otherKey("0x0102"), intKey(1 << 40)}}
 	removed := events.Event{Kind: events.KindBlockRemoved, BlockHashes: []uint64{1, 2}, Medium: "GPU", GroupIdx: 1}
 
 	tests := []struct {
@@ -104,6 +111,20 @@ func TestFixtures(t *testing.T) {
 			want: events.Batch{TS: 1, DPRank: 0, Events: []events.Event{extra}},
 		},
 		{
+			name: "vLLM 0.26 map form, extra_keys [nil, nil]",
+			payload: batchOf(1, 0, mp(nil).mapn(11).str("type").str("BlockStored").str("block_hashes").arr(2).uint(7).uint(8).
+				str("parent_block_hash").null().str("token_ids").tokens(1, 4).str("block_size").uint(2).str("lora_id").null().
+				str("medium").str("GPU").str("lora_name").null().str("extra_keys").arr(2).null().null().
+				str("group_idx").uint(0).str("kv_cache_spec_kind").str("full_attention")),
+			want: events.Batch{TS: 1, DPRank: 0, Events: []events.Event{v026}},
+		},
+		{
+			name: "extra keys tuple with nested pair, bytes and a large int",
+			payload: batchOf(1, 0, mp(nil).arr(9).str("BlockStored").arr(1).uint(7).null().tokens(1, 2).uint(2).null().null().null().
+				arr(1).arr(4).str("ad").arr(2).arr(2).str("img").uint(0).str("x").bin([]byte{1, 2}).uint(1<<40)),
+			want: events.Batch{TS: 1, DPRank: 0, Events: []events.Event{nested}},
+		},
+		{
 			name:    "BlockRemoved short, full, and AllBlocksCleared with extra element",
 			payload: batchOf(1, 0, mp(nil).arr(2).str("BlockRemoved").arr(1).uint(1), mp(nil).arr(4).str("BlockRemoved").arr(2).uint(1).uint(2).str("GPU").uint(1), mp(nil).arr(2).str("AllBlocksCleared").null()),
 			want: events.Batch{TS: 1, DPRank: 0, Events: []events.Event{
@@ -151,8 +172,13 @@ func TestFixtures(t *testing.T) {
 				t.Errorf("got %s", d)
 			}
 			for i := range got.Events {
-				if gotNil, wantNil := got.Events[i].ExtraKeys == nil, tt.want.Events[i].ExtraKeys == nil; gotNil != wantNil {
-					t.Errorf("event %d: got ExtraKeys nil %v, want nil %v", i, gotNil, wantNil)
+				// Raw keeps the bytes of what Text renders.
+				for _, keys := range got.Events[i].ExtraKeys {
+					for _, k := range keys {
+						if (k.Kind == events.KeyOther) != (len(k.Raw) > 0) {
+							t.Errorf("event %d: key %+v: Raw set %v for kind %d", i, k, len(k.Raw) > 0, k.Kind)
+						}
+					}
 				}
 			}
 		})

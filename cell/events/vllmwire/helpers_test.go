@@ -129,8 +129,10 @@ func diffEvent(g, w *events.Event) string {
 		return fmt.Sprintf("LoRAName: got %q, want %q", g.LoRAName, w.LoRAName)
 	case g.Medium != w.Medium:
 		return fmt.Sprintf("Medium: got %q, want %q", g.Medium, w.Medium)
-	case !slices.Equal(g.ExtraKeys, w.ExtraKeys):
-		return fmt.Sprintf("ExtraKeys: got %q, want %q", g.ExtraKeys, w.ExtraKeys)
+	case g.LoRAID != w.LoRAID:
+		return fmt.Sprintf("LoRAID: got %d, want %d", g.LoRAID, w.LoRAID)
+	case !keysEqual(g.ExtraKeys, w.ExtraKeys):
+		return fmt.Sprintf("ExtraKeys: got %v, want %v", g.ExtraKeys, w.ExtraKeys)
 	case g.GroupIdx != w.GroupIdx:
 		return fmt.Sprintf("GroupIdx: got %d, want %d", g.GroupIdx, w.GroupIdx)
 	case g.SlidingWindow != w.SlidingWindow:
@@ -148,7 +150,7 @@ func sampleBatches() map[string]*events.Batch {
 			Events: []events.Event{
 				{Kind: events.KindBlockStored, BlockHashes: []uint64{1<<63 + 5, 42, 7},
 					ParentHash: 99, HasParent: true, TokenIDs: seqTokens(100000, 12), BlockSize: 4,
-					LoRAName: "adapter-a", Medium: "GPU", ExtraKeys: []string{"", "salt", `["mm",0]`},
+					LoRAName: "adapter-a", Medium: "GPU", ExtraKeys: []events.BlockKeys{nil, {strKey("adapter-a"), strKey("salt")}, {mmPair}},
 					GroupIdx: 1, SlidingWindow: 4096},
 				{Kind: events.KindBlockRemoved, BlockHashes: []uint64{42}, Medium: "CPU", GroupIdx: 2},
 				{Kind: events.KindAllBlocksCleared},
@@ -179,3 +181,33 @@ var allForms = []struct {
 	{"map-trim", FormMap | FormTrimNils},
 	{"array-old", FormArray | FormTrimNils | FormOmitRank},
 }
+
+// keysEqual compares extra keys by kind, text and value (not Raw), an empty
+// list and nil alike.
+func keysEqual(g, w []events.BlockKeys) bool {
+	if len(g) != len(w) {
+		return false
+	}
+	for i := range g {
+		if len(g[i]) != len(w[i]) {
+			return false
+		}
+		for j := range g[i] {
+			a, b := g[i][j], w[i][j]
+			if a.Kind != b.Kind || a.Text != b.Text || a.Int != b.Int {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func strKey(s string) events.ExtraKey { return events.ExtraKey{Kind: events.KeyString, Text: s} }
+func intKey(n int64) events.ExtraKey  { return events.ExtraKey{Kind: events.KeyInt, Int: n} }
+func otherKey(text string, raw ...byte) events.ExtraKey {
+	return events.ExtraKey{Kind: events.KeyOther, Text: text, Raw: raw}
+}
+
+// mmPair is vLLM's multimodal extra key ("mm", 0) as it arrives: a
+// two-element array.
+var mmPair = otherKey(`["mm",0]`, 0x92, 0xa2, 'm', 'm', 0x00)

@@ -118,8 +118,8 @@ func TestReuseDoesNotLeak(t *testing.T) {
 			t.Errorf("reused batch differs from fresh: %s", d)
 		}
 		for i, ev := range reused.Events {
-			if ev.ExtraKeys != nil {
-				t.Errorf("event %d: got ExtraKeys %q from the previous batch, want nil", i, ev.ExtraKeys)
+			if len(ev.ExtraKeys) != 0 {
+				t.Errorf("event %d: got ExtraKeys %v from the previous batch, want none", i, ev.ExtraKeys)
 			}
 		}
 		// A failed decode into a used batch leaves no events behind.
