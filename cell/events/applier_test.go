@@ -132,6 +132,8 @@ func TestApplierDrops(t *testing.T) {
 				e.ExtraKeys = []BlockKeys{{{Kind: KeyOther, Text: `["img",0]`}}, nil}
 				return e
 			}()}}, nil, ReasonExtraKeys, true},
+		{"no token ids", nil,
+			Batch{Pod: "p", DPRank: -1, Events: []Event{func() Event { e := base; e.TokenIDs = nil; return e }()}}, nil, ReasonNoTokens, true},
 		{"holder full", func(c *Config) { c.MaxBlocksPerPod = 1 },
 			Batch{Pod: "p", DPRank: -1, Events: []Event{base}}, nil, ReasonHolderFull, true},
 	}

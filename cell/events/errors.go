@@ -70,6 +70,10 @@ const (
 	// the ones before them are (event). LoRA adapters and cache salts map
 	// onto cache identity and are indexed.
 	ReasonExtraKeys
+	// ReasonNoTokens: a BlockStored without token ids (a snapshot-style
+	// publisher): the router cannot hash its blocks, so they are tracked
+	// but not indexed (event).
+	ReasonNoTokens
 	// ReasonOtherGroup: an event of a KV cache group other than the one the
 	// holder indexes (event).
 	ReasonOtherGroup
@@ -88,6 +92,7 @@ var reasonNames = [numReasons]string{
 	ReasonUnknownParent: "unknown_parent",
 	ReasonSlidingWindow: "sliding_window",
 	ReasonExtraKeys:     "unmapped_extra_keys",
+	ReasonNoTokens:      "no_token_ids",
 	ReasonOtherGroup:    "other_group",
 	ReasonHolderFull:    "holder_full",
 }

@@ -158,11 +158,14 @@ func (m *refModel) store(h *refHolder, b *Batch, ev *Event) {
 		if len(h.nodes) >= m.maxPer {
 			return
 		}
-		h.nodes[eh] = &refNode{
-			parent: parent, hasParent: hasParent,
-			toks:  slices.Clone(ev.TokenIDs[i*ev.BlockSize : (i+1)*ev.BlockSize]),
-			tiers: 1 << tierOf(ev.Medium), skip: skip, model: model, lora: ev.LoRAName, salt: salt,
+		n := &refNode{parent: parent, hasParent: hasParent, tiers: 1 << tierOf(ev.Medium), skip: skip,
+			model: model, lora: ev.LoRAName, salt: salt}
+		if len(ev.TokenIDs) == 0 {
+			n.skip = true // no tokens: nothing to hash
+		} else {
+			n.toks = slices.Clone(ev.TokenIDs[i*ev.BlockSize : (i+1)*ev.BlockSize])
 		}
+		h.nodes[eh] = n
 		parent, hasParent = eh, true
 	}
 }

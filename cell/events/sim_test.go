@@ -139,6 +139,8 @@ func (e *engineSim) event() Event {
 		ev.SlidingWindow = 1024
 	case 1:
 		ev.GroupIdx = 1
+	case 2:
+		ev.TokenIDs = nil // a publisher that sends no token ids
 	}
 	return ev
 }

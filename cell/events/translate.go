@@ -124,6 +124,9 @@ func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) 
 	parent := none
 	skip := false     // the chain so far is not indexed
 	unmapped := false // a block of this event was kept out for its keys
+	// Without token ids the router cannot hash the blocks: they are tracked
+	// (so that their descendants and removals resolve) but not indexed.
+	noTokens := len(ev.TokenIDs) == 0
 	var last index.BlockHash
 	var pending []uint32
 	if ev.HasParent && ev.ParentHash != 0 {
@@ -165,7 +168,7 @@ func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) 
 		n := h.chains.add(eh, parent)
 		node := h.chains.node(n)
 		node.tiers = bit
-		if skip {
+		if skip || noTokens {
 			node.skip = true
 		} else {
 			toks := ev.TokenIDs[i*bs : (i+1)*bs]
@@ -191,7 +194,10 @@ func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) 
 		}
 		parent, last, pending = n, node.last, node.pending
 	}
-	if unmapped {
+	switch {
+	case noTokens:
+		return ReasonNoTokens, true
+	case unmapped:
 		return ReasonExtraKeys, true
 	}
 	return 0, false

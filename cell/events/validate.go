@@ -37,7 +37,7 @@ func validateEvent(ev *Event) error {
 		if ev.BlockSize < blockhash.MinBlockSize || ev.BlockSize > blockhash.MaxBlockSize {
 			return fmt.Errorf("block size %d", ev.BlockSize)
 		}
-		if len(ev.TokenIDs)%ev.BlockSize != 0 || len(ev.TokenIDs)/ev.BlockSize != len(ev.BlockHashes) {
+		if len(ev.TokenIDs) != 0 && (len(ev.TokenIDs)%ev.BlockSize != 0 || len(ev.TokenIDs)/ev.BlockSize != len(ev.BlockHashes)) {
 			return fmt.Errorf("%d tokens for %d blocks of %d", len(ev.TokenIDs), len(ev.BlockHashes), ev.BlockSize)
 		}
 		for _, h := range ev.BlockHashes {

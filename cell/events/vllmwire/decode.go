@@ -7,9 +7,10 @@ import (
 )
 
 // DecodeMessage decodes one live ZMQ message of three frames [topic, seq,
-// payload] into b: Pod and Model from the topic (see ParseTopic), Seq from the
-// 8-byte big-endian seq frame, and the rest from the payload (see
-// DecodePayload).
+// payload] into b: Pod and Model from a topic of the form kv@<pod>[@<model>]
+// (see ParseTopic), and the rest as DecodeFrames does. Receivers that know
+// the publisher otherwise, or accept other topics, use DecodeFrames and
+// SplitTopic.
 //
 // b is reused: its Events and their slices keep their capacity from call to
 // call, and Pod and Model are only reallocated when they change, so decoding
@@ -20,16 +21,29 @@ import (
 func DecodeMessage(frames [][]byte, b *events.Batch, lim Limits) error {
 	if len(frames) != 3 {
 		b.Events = b.Events[:0]
-		return fmt.Errorf("%w: %d frames, want 3 [topic, seq, payload]", ErrFrameCount, len(frames))
+		return frameCountError(len(frames))
 	}
-	pod, model, ok := splitTopic(frames[0])
+	pod, model, ok := SplitTopic(frames[0], DefaultTopicPrefix)
 	if !ok {
 		b.Events = b.Events[:0]
-		shown := frames[0]
-		if len(shown) > 64 {
-			shown = shown[:64]
-		}
-		return fmt.Errorf("%w: %q: want kv@<pod>@<model>", ErrBadTopic, shown)
+		return TopicError(frames[0])
+	}
+	if err := DecodeFrames(frames, b, lim); err != nil {
+		return err
+	}
+	SetString(&b.Pod, pod)
+	SetString(&b.Model, model)
+	return nil
+}
+
+// DecodeFrames decodes the seq and payload frames of one live message
+// [topic, seq, payload] into b's Seq, TS, DPRank and Events, leaving Pod and
+// Model to the caller (the topic is not read). Reuse of b, errors and safety
+// are as for DecodeMessage.
+func DecodeFrames(frames [][]byte, b *events.Batch, lim Limits) error {
+	if len(frames) != 3 {
+		b.Events = b.Events[:0]
+		return frameCountError(len(frames))
 	}
 	seq, err := ParseSeq(frames[1])
 	if err != nil {
@@ -39,14 +53,31 @@ func DecodeMessage(frames [][]byte, b *events.Batch, lim Limits) error {
 	if err := DecodePayload(frames[2], b, lim); err != nil {
 		return err
 	}
-	if string(pod) != b.Pod {
-		b.Pod = string(pod)
-	}
-	if string(model) != b.Model {
-		b.Model = string(model)
-	}
 	b.Seq = seq
 	return nil
+}
+
+// frameCountError is the error for a live message of n frames.
+func frameCountError(n int) error {
+	return fmt.Errorf("%w: %d frames, want 3 [topic, seq, payload]", ErrFrameCount, n)
+}
+
+// TopicError is the error for a topic that names no publisher, showing at
+// most its first 64 bytes.
+func TopicError(topic []byte) error {
+	shown := topic
+	if len(shown) > 64 {
+		shown = shown[:64]
+	}
+	return fmt.Errorf("%w: %q names no pod", ErrBadTopic, shown)
+}
+
+// SetString sets *dst to the string of b unless it already is that string,
+// so that a steady stream of one publisher's messages allocates nothing.
+func SetString(dst *string, b []byte) {
+	if string(b) != *dst {
+		*dst = string(b)
+	}
 }
 
 // DecodeReplay decodes one frame pair [seq, payload] of a replay stream into

@@ -46,8 +46,10 @@
 //     least 8 bytes (SHA-256 hashes are 32), reduced to their last 8 bytes
 //     read big-endian. A parent hash of nil or 0 means the first block of a
 //     chain (HasParent false).
-//   - Token ids must fit uint32. When token_ids is present its length must
-//     be len(block_hashes) * block_size, and block_size must be positive.
+//   - Token ids must fit uint32. When token_ids is present and not empty
+//     its length must be len(block_hashes) * block_size; block_size must be
+//     positive. Empty or absent token_ids decode (snapshot-style events
+//     carry none); the applier cannot index such blocks and counts them.
 //   - extra_keys is nil or one entry per block; each entry is flattened to
 //     one string (see readExtraKeys in extrakeys.go: nil is "", a string is
 //     itself, anything else a canonical text such as ["mmhash",0]).

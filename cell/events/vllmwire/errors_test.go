@@ -123,7 +123,8 @@ func TestDecodeMessageErrors(t *testing.T) {
 		{"four frames", [][]byte{topic, EncodeSeq(1), payload, payload}, "frame_count"},
 		{"short seq", [][]byte{topic, make([]byte, 7), payload}, "bad_seq"},
 		{"long seq", [][]byte{topic, make([]byte, 9), payload}, "bad_seq"},
-		{"bad topic", [][]byte{[]byte("kv@pod"), EncodeSeq(1), payload}, "topic"},
+		{"bad topic", [][]byte{[]byte("kv-events"), EncodeSeq(1), payload}, "topic"},
+		{"empty topic", [][]byte{nil, EncodeSeq(1), payload}, "topic"},
 		{"bad payload", [][]byte{topic, EncodeSeq(1), payload[:3]}, "msgpack"},
 	}
 	for _, tt := range tests {

