@@ -27,6 +27,10 @@ type Config struct {
 	// Pod and Model make the topic kv@<Pod>@<Model> every batch is sent on.
 	// Pod must not be empty or contain '@'; Model may be empty.
 	Pod, Model string
+	// Topic, when not nil, is sent instead of kv@<Pod>@<Model>, as engines
+	// configured otherwise do: vLLM's default topic is the empty string, and
+	// deployments pick their own ("kv-events").
+	Topic *string
 	// Form selects the payload layout (array or map form, optional rank and
 	// trailing nils); see vllmwire.Form. Default vllmwire.FormArray.
 	Form vllmwire.Form

@@ -83,7 +83,7 @@ func New(cfg Config) (*Publisher, error) {
 	p := &Publisher{
 		cfg:    cfg,
 		log:    log,
-		topic:  []byte(vllmwire.Topic(cfg.Pod, cfg.Model)),
+		topic:  []byte(topicOf(cfg)),
 		ctx:    ctx,
 		cancel: cancel,
 		ring:   newRing(cfg.BufferSize),
@@ -359,4 +359,12 @@ func (p *Publisher) Close() error {
 		err = nil
 	}
 	return err
+}
+
+// topicOf returns the topic cfg publishes on.
+func topicOf(cfg Config) string {
+	if cfg.Topic != nil {
+		return *cfg.Topic
+	}
+	return vllmwire.Topic(cfg.Pod, cfg.Model)
 }

@@ -21,7 +21,7 @@ import (
 func DecodeMessage(frames [][]byte, b *events.Batch, lim Limits) error {
 	if len(frames) != 3 {
 		b.Events = b.Events[:0]
-		return frameCountError(len(frames))
+		return FrameCountError(len(frames))
 	}
 	pod, model, ok := SplitTopic(frames[0], DefaultTopicPrefix)
 	if !ok {
@@ -43,7 +43,7 @@ func DecodeMessage(frames [][]byte, b *events.Batch, lim Limits) error {
 func DecodeFrames(frames [][]byte, b *events.Batch, lim Limits) error {
 	if len(frames) != 3 {
 		b.Events = b.Events[:0]
-		return frameCountError(len(frames))
+		return FrameCountError(len(frames))
 	}
 	seq, err := ParseSeq(frames[1])
 	if err != nil {
@@ -57,19 +57,23 @@ func DecodeFrames(frames [][]byte, b *events.Batch, lim Limits) error {
 	return nil
 }
 
-// frameCountError is the error for a live message of n frames.
-func frameCountError(n int) error {
+// FrameCountError is the error for a live message of n frames (not 3).
+func FrameCountError(n int) error {
 	return fmt.Errorf("%w: %d frames, want 3 [topic, seq, payload]", ErrFrameCount, n)
 }
 
 // TopicError is the error for a topic that names no publisher, showing at
 // most its first 64 bytes.
 func TopicError(topic []byte) error {
-	shown := topic
-	if len(shown) > 64 {
-		shown = shown[:64]
+	return fmt.Errorf("%w: %q names no pod", ErrBadTopic, ShownTopic(topic))
+}
+
+// ShownTopic returns at most the first 64 bytes of topic, for logs.
+func ShownTopic(topic []byte) []byte {
+	if len(topic) > 64 {
+		return topic[:64]
 	}
-	return fmt.Errorf("%w: %q names no pod", ErrBadTopic, shown)
+	return topic
 }
 
 // SetString sets *dst to the string of b unless it already is that string,

@@ -3,6 +3,7 @@ package zmqsub
 import (
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,12 +18,25 @@ type Endpoint struct {
 	// Replay is the engine's ROUTER replay socket ("tcp://10.0.0.7:5558");
 	// "" means the engine has none, and a gap can only be given up.
 	Replay string
-	// Pod and Model, when Pod is set, name what the engine publishes (its
-	// topic kv@<Pod>@<Model>). They let the Subscriber catch up from the
-	// replay socket as soon as it connects, before Ready, instead of when
-	// the first message arrives. Leave Pod empty when unsure: replayed
-	// batches decoded under the wrong model would be hashed wrongly.
-	Pod, Model string
+	// Pod, when set, is the pod every message of this socket belongs to,
+	// whatever its topic says: the cell dialed the engine, so it knows who
+	// it is (vLLM's default topic is empty; others name the engine by an
+	// address the cell does not use). When empty, each message's topic must
+	// name its pod (<TopicPrefix><pod>[@<model>]) or it is dropped.
+	Pod string
+	// Model, when set, is the model of every batch of this socket; when
+	// empty, the model a topic <TopicPrefix><pod>@<model> names, else none
+	// (the sink's default). With Pod, Model and Replay set the Subscriber
+	// catches up from the replay socket as soon as it connects, before
+	// Ready; otherwise at the first message, whose topic may name the model
+	// (replayed batches carry no topic, and hashed under another model
+	// they would never match).
+	Model string
+	// Rank, when HasRank, is the data-parallel rank this socket publishes
+	// for (vLLM binds rank r's sockets on the base ports plus r): batches
+	// that do not say their rank get it, so each rank is its own holder.
+	Rank    int
+	HasRank bool
 }
 
 // Config configures a Subscriber. At least one of Endpoints and Bind is set.
@@ -47,8 +61,20 @@ type Config struct {
 	// and ReplayEndpoints and ReplayTemplate are tried next. It is called
 	// from the socket's goroutine and must be safe for concurrent use.
 	ResolveReplay func(pod string) string
-	// Topic is the subscription prefix. Default "kv@": every KV topic.
-	Topic string
+	// TopicPrefix is the prefix of topics that name their publisher,
+	// <TopicPrefix><pod>[@<model>] (see vllmwire.SplitTopic): on the Bind
+	// socket, where engines share one socket, it is how a message's pod is
+	// known; on an Endpoint with Pod only a model is read from such a
+	// topic. Default "kv@"; "" accepts topics that are just <pod>[@<model>].
+	// Sockets subscribe to every topic and drop (count and log) the
+	// messages whose pod cannot be told, so nothing is lost unseen.
+	TopicPrefix string
+	// QueueDepth bounds the messages waiting per publisher of the Bind
+	// socket: each publisher is applied by its own goroutine, so that one
+	// engine whose replay hangs holds up nobody else. A message that finds
+	// its publisher's queue full is dropped and counted (queue_full); the
+	// gap it leaves is repaired by replay. Default 4096.
+	QueueDepth int
 	// Limits bound what one message may make the decoder allocate.
 	Limits vllmwire.Limits
 	// ReplayTimeout is how long a replay may go without a frame (including
@@ -74,7 +100,8 @@ type Config struct {
 // Endpoints or Bind.
 func DefaultConfig() Config {
 	return Config{
-		Topic:            "kv@",
+		TopicPrefix:      vllmwire.DefaultTopicPrefix,
+		QueueDepth:       4096,
 		Limits:           vllmwire.DefaultLimits(),
 		ReplayTimeout:    5 * time.Second,
 		ReplayMaxBatches: 100000,
@@ -120,6 +147,9 @@ func (c Config) Validate() error {
 	if c.ReconnectMin <= 0 || c.ReconnectMax < c.ReconnectMin {
 		return fmt.Errorf("zmqsub: Config.ReconnectMin %v and ReconnectMax %v: want 0 < min <= max", c.ReconnectMin, c.ReconnectMax)
 	}
+	if c.QueueDepth < 1 {
+		return fmt.Errorf("zmqsub: Config.QueueDepth %d must be at least 1", c.QueueDepth)
+	}
 	if c.LogEvery <= 0 {
 		return fmt.Errorf("zmqsub: Config.LogEvery %v must be positive", c.LogEvery)
 	}
@@ -132,9 +162,20 @@ func isAddr(s string) bool {
 	return i > 0 && i+3 < len(s)
 }
 
-// replayFor returns the replay socket of a pod that published to the Bind
-// socket, or "" when none is known.
-func (c *Config) replayFor(pod string) string {
+// replayFor returns the replay socket of a data-parallel rank of a pod
+// that published to the Bind socket (rank -1 when the engine did not say),
+// or "" when none is known. A rank above 0 adds the rank to the port, as
+// vLLM offsets each rank's sockets.
+func (c *Config) replayFor(pod string, rank int) string {
+	ep := c.replayBase(pod)
+	if ep == "" || rank <= 0 {
+		return ep
+	}
+	return OffsetPort(ep, rank)
+}
+
+// replayBase returns the replay socket configured or resolved for pod.
+func (c *Config) replayBase(pod string) string {
 	if c.ResolveReplay != nil {
 		if ep := c.ResolveReplay(pod); ep != "" {
 			return ep
@@ -151,4 +192,19 @@ func (c *Config) replayFor(pod string) string {
 		host = pod[:i]
 	}
 	return strings.NewReplacer("{pod}", pod, "{host}", host).Replace(c.ReplayTemplate)
+}
+
+// OffsetPort returns the ZMQ address ep with n added to its port, as vLLM
+// places data-parallel rank n's sockets ("tcp://h:5557" and 2 give
+// "tcp://h:5559"). An address without a numeric port is returned unchanged.
+func OffsetPort(ep string, n int) string {
+	i := strings.LastIndexByte(ep, ':')
+	if i < 0 || n == 0 {
+		return ep
+	}
+	port, err := strconv.Atoi(ep[i+1:])
+	if err != nil {
+		return ep
+	}
+	return ep[:i+1] + strconv.Itoa(port+n)
 }

@@ -2,9 +2,13 @@ package zmqsub
 
 import "sync/atomic"
 
-// DecodeReasons are the labels of Counters.DecodeErrors, in index order:
-// vllmwire.Reason's labels and "other".
-var DecodeReasons = [...]string{"frame_count", "bad_seq", "topic", "too_large", "unknown_tag", "bad_event", "msgpack", "other"}
+// DecodeReasons are the labels of Counters.DecodeErrors, the reasons a
+// message is dropped before it reaches the sink, in index order:
+// vllmwire.Reason's labels ("topic": no pod could be told from the topic),
+// "queue_full" (its publisher's queue was full), "publishers" (past the
+// publishers one socket tracks) and "other".
+var DecodeReasons = [...]string{"frame_count", "bad_seq", "topic", "too_large", "unknown_tag", "bad_event", "msgpack",
+	"queue_full", "publishers", "other"}
 
 // reasonIndex returns the DecodeErrors index of a vllmwire.Reason label.
 func reasonIndex(label string) int {
@@ -22,8 +26,8 @@ func reasonIndex(label string) int {
 type Counters struct {
 	// Messages counts live messages received on every SUB socket.
 	Messages atomic.Uint64
-	// DecodeErrors counts messages (live or replayed) dropped because they
-	// did not decode, by DecodeReasons label.
+	// DecodeErrors counts messages (live or replayed) dropped before they
+	// reached the sink, by DecodeReasons label.
 	DecodeErrors [len(DecodeReasons)]atomic.Uint64
 	// ReplaysRequested counts replays asked of publishers: gap repairs,
 	// catch-ups at first contact and after a reconnection, and restarts.

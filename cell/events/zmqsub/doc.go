@@ -7,18 +7,40 @@
 // # Sockets and goroutines
 //
 // A Subscriber dials one SUB socket per configured Endpoint and, with
-// Config.Bind, binds one SUB socket that engines connect to. Each socket
-// has one goroutine that owns it: it receives, decodes into a reused Batch,
-// applies, and runs the replays a batch calls for, in order, so the
-// batches of a publisher reach the Sink from one goroutine in sequence
-// order (as the Sink requires; a publisher must not be reachable through two
-// sockets). A replay therefore holds up its own socket only. Run blocks
-// until its context ends and every goroutine has stopped. A dial socket
-// whose connection is lost is closed and redialed with exponential backoff
-// (zmq4 does not reconnect SUB sockets reliably by itself).
+// Config.Bind, binds one SUB socket that engines connect to. Every socket
+// subscribes to every topic. A dial socket has one goroutine that owns it:
+// it receives, decodes into a reused Batch, applies, and runs the replays a
+// batch calls for, in order, so the batches of a publisher reach the Sink
+// from one goroutine in sequence order (as the Sink requires; a publisher
+// must not be reachable through two sockets). The Bind socket, which all
+// its engines share, has a receiving goroutine that only reads each
+// message's topic and hands the message to its pod's goroutine, with a
+// queue of Config.QueueDepth messages (bind.go): a replay (a gap, a
+// catch-up) holds up its own pod only, never the others. Run blocks until
+// its context ends and every goroutine has stopped. A dial socket whose
+// connection is lost is closed and redialed with exponential backoff (zmq4
+// does not reconnect SUB sockets reliably by itself).
 // SUB sockets reach tcp:// endpoints through a transport that buffers each
 // connection's reads (transport.go): zmq4 reads every frame header and body
 // with its own call, several system calls per message otherwise.
+//
+// # Who published a message
+//
+// A topic is free-form: vLLM's default is the empty string, deployments
+// pick their own, and this project's convention is kv@<pod>@<model>.
+//
+//   - On a dial socket whose Endpoint names its Pod, every message is that
+//     pod's, whatever the topic: the cell dialed the engine, so it knows
+//     who it is. The model is the Endpoint's, else the one a topic of the
+//     form <TopicPrefix><pod>@<model> names, else none (the sink applies
+//     its default). A data-parallel rank missing from a batch is the
+//     Endpoint's Rank (vLLM binds rank r on the base ports plus r).
+//   - On the Bind socket, and on a dial socket without Pod, the topic must
+//     name the pod: <TopicPrefix><pod>[@<model>] (vllmwire.SplitTopic; the
+//     prefix may be empty).
+//
+// A message whose pod cannot be told is dropped, counted under "topic" and
+// logged at a bounded rate with its topic: nothing is filtered away unseen.
 //
 // Messages that do not decode are counted by vllmwire.Reason label, logged
 // at most once per Config.LogEvery per reason, and dropped.
@@ -36,7 +58,8 @@
 // The replay stream carries no topic: the pod and model of a replayed batch
 // are those of the stream it was asked for. In dial mode the replay socket
 // is the Endpoint's; in bind mode it is looked up by pod (ResolveReplay,
-// ReplayEndpoints, ReplayTemplate).
+// ReplayEndpoints, ReplayTemplate), with the port offset by the batch's
+// data-parallel rank.
 //
 // # When the Subscriber replays
 //
@@ -52,8 +75,11 @@
 //     is applied, so the cell rebuilds each pod's cache from what the engine
 //     still buffers; what the engine no longer buffers is lost (the index
 //     then under-reports that pod's cache, which only costs cache hits).
-//     Endpoints that name their Pod are caught up at connection instead,
-//     before Ready.
+//     Endpoints that name their Pod and Model are caught up at connection
+//     instead, before Ready. Without a Model the catch-up waits for the
+//     first message, whose topic may name the model: replayed batches
+//     carry no topic, and hashed under a wrong model they would never match
+//     (and their live copies would then be dropped as duplicates).
 //   - Reconnection (dial mode): the engine may have restarted while the
 //     connection was down, so each holder is caught up again from seq 0.
 //     If the engine did not restart, the applier sees seq 0 again and
@@ -74,8 +100,9 @@
 //
 // # Counters and readiness
 //
-// Counters are plain atomics (no metrics library): messages, decode errors
-// by reason, replays requested, succeeded and failed, batches replayed,
+// Counters are plain atomics (no metrics library): messages, drops
+// by reason (undecodable, topic, queue_full, publishers), replays
+// requested, succeeded and failed, batches replayed,
 // gaps given up, inferred restarts, connections. Ready is closed when every
 // socket made its first attempt (see Subscriber.Ready).
 package zmqsub

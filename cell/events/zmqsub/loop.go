@@ -4,33 +4,28 @@ import (
 	"context"
 	"sync/atomic"
 
-	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/events/internal/pause"
 	"github.com/cellrouter/cellrouter/cell/events/vllmwire"
 	"github.com/go-zeromq/zmq4"
 )
 
-// maxHolders bounds the publishers one socket tracks sequence state for,
-// against a publisher inventing topics; batches of further holders are
-// still applied, without restart detection and catch-up.
+// maxHolders bounds the publishers one socket tracks sequence state for
+// (and, on the Bind socket, runs a goroutine for), against a publisher
+// inventing topics. On a dial socket batches of further holders are still
+// applied, without restart detection and catch-up; the Bind socket drops
+// them (counted as "publishers").
 const maxHolders = 4096
 
-// loop is one socket and the goroutine that owns it: it receives, decodes
-// and applies every message of the socket, and runs the replays they call
-// for, in order. Only that goroutine touches its fields but connected and
-// nholders.
+// loop is one socket and the goroutine that owns it. A dial socket's loop
+// receives, decodes and applies every message itself, and runs the
+// replays they call for, in order; the Bind socket's loop hands each
+// message to its publisher's goroutine (bind.go). Only the owning goroutine
+// touches its fields but connected and nholders.
 type loop struct {
 	s    *Subscriber
 	ep   Endpoint
 	addr string
 	bind bool
-
-	// gen counts connections (dial mode); a holder first seen in an older
-	// generation is caught up again when it next speaks.
-	gen     uint64
-	holders map[holderKey]*holderState
-	live    events.Batch // the batch live messages decode into
-	rb      events.Batch // the batch replayed messages decode into
 
 	connected atomic.Bool
 	nholders  atomic.Int64
@@ -39,32 +34,17 @@ type loop struct {
 // newLoop returns the loop of ep (dial mode) or of the Bind socket at
 // ep.Pub (bind mode).
 func newLoop(s *Subscriber, ep Endpoint, bind bool) *loop {
-	return &loop{s: s, ep: ep, addr: ep.Pub, bind: bind, holders: make(map[holderKey]*holderState)}
-}
-
-// runBind receives from the Bind socket until ctx ends. Publishers come and
-// go on it; a restarted one is recognised by its sequence numbers.
-func (l *loop) runBind(ctx context.Context, sock zmq4.Socket) {
-	defer sock.Close()
-	l.gen = 1
-	l.connected.Store(true)
-	defer l.connected.Store(false)
-	l.s.firstAttemptDone()
-	for ctx.Err() == nil {
-		if l.recv(ctx, sock) != nil && ctx.Err() == nil {
-			// A publisher's connection ended; the others go on.
-			l.s.counters.Disconnects.Add(1)
-		}
-	}
+	return &loop{s: s, ep: ep, addr: ep.Pub, bind: bind}
 }
 
 // runDial dials the endpoint, receives until the connection is lost, and
 // dials again with exponential backoff, until ctx ends. Each connection is
 // a new generation: the publisher may have restarted meanwhile, so each
 // holder is caught up again (from seq 0) when it next speaks, or at once
-// when the endpoint names its pod.
+// when the endpoint names its pod and model.
 func (l *loop) runDial(ctx context.Context) {
 	cfg := &l.s.cfg
+	st := newStream(l.s, l.ep, false, &l.nholders)
 	backoff := cfg.ReconnectMin
 	first := true
 	defer func() {
@@ -90,16 +70,16 @@ func (l *loop) runDial(ctx context.Context) {
 		}
 		backoff = cfg.ReconnectMin
 		l.s.counters.Connects.Add(1)
-		l.gen++
+		st.gen++
 		l.connected.Store(true)
-		if l.ep.Pod != "" && l.ep.Replay != "" {
-			l.catchUpEndpoint(ctx)
+		if l.ep.Pod != "" && l.ep.Model != "" && l.ep.Replay != "" {
+			st.catchUpEndpoint(ctx)
 		}
 		if first {
 			first = false
 			l.s.firstAttemptDone()
 		}
-		for ctx.Err() == nil && l.recv(ctx, sock) == nil {
+		for ctx.Err() == nil && l.recvDial(ctx, sock, st) == nil {
 		}
 		sock.Close()
 		l.connected.Store(false)
@@ -110,19 +90,44 @@ func (l *loop) runDial(ctx context.Context) {
 	}
 }
 
-// recv receives, decodes and handles one message. It returns the socket's
-// error (ctx ended, or a connection was lost); decode errors are counted
-// and logged, and the message dropped.
-func (l *loop) recv(ctx context.Context, sock zmq4.Socket) error {
+// recvDial receives, decodes and handles one message of a dial socket. It
+// returns the socket's error (ctx ended, or the connection was lost);
+// messages that do not decode or name no pod are counted, logged and
+// dropped.
+//
+// The pod is the endpoint's when it names one, whatever the topic; else
+// the topic's. The model is the endpoint's, else the topic's when the topic
+// has the <prefix><pod>@<model> form, else none (the sink's default).
+func (l *loop) recvDial(ctx context.Context, sock zmq4.Socket, st *stream) error {
 	msg, err := sock.Recv()
 	if err != nil {
 		return err
 	}
 	l.s.counters.Messages.Add(1)
-	if err := vllmwire.DecodeMessage(msg.Frames, &l.live, l.s.cfg.Limits); err != nil {
+	b := &st.live
+	if err := vllmwire.DecodeFrames(msg.Frames, b, l.s.cfg.Limits); err != nil {
 		l.s.decodeError(err, l.addr)
 		return nil
 	}
-	l.handle(ctx, &l.live)
+	pod, model, named := vllmwire.SplitTopic(msg.Frames[0], l.s.cfg.TopicPrefix)
+	switch {
+	case l.ep.Pod != "":
+		b.Pod = l.ep.Pod
+	case named:
+		vllmwire.SetString(&b.Pod, pod)
+	default:
+		l.s.topicDrop(msg.Frames[0], l.addr)
+		return nil
+	}
+	switch {
+	case l.ep.Model != "":
+		b.Model = l.ep.Model
+	case named:
+		vllmwire.SetString(&b.Model, model)
+	default:
+		b.Model = ""
+	}
+	st.stamp(b)
+	st.handle(ctx, b)
 	return nil
 }

@@ -182,9 +182,11 @@ func (s *Subscriber) newSub(ctx context.Context) zmq4.Socket {
 		zmq4.WithDialerMaxRetries(0),
 		zmq4.WithDialerTimeout(s.cfg.ReconnectMax),
 	)
-	// Subscribing before connecting cannot fail: the filter is recorded and
-	// sent on each new connection.
-	_ = sock.SetOption(zmq4.OptionSubscribe, s.cfg.Topic)
+	// Every topic: vLLM's default is the empty string, and the messages
+	// whose pod cannot be told are counted and logged, not filtered out
+	// unseen (see Config.TopicPrefix). Subscribing before connecting cannot
+	// fail: the filter is recorded and sent on each new connection.
+	_ = sock.SetOption(zmq4.OptionSubscribe, "")
 	return sock
 }
 
@@ -202,6 +204,23 @@ func (s *Subscriber) decodeError(err error, endpoint string) {
 	if ok, suppressed := s.limiter.allow("decode:" + reason); ok {
 		s.log.Warn("zmqsub: dropped undecodable message", "reason", reason, "endpoint", endpoint, "err", err, "suppressed", suppressed)
 	}
+}
+
+// topicDrop counts a message dropped because its topic names no pod, and
+// logs it at a bounded rate with the topic.
+func (s *Subscriber) topicDrop(topic []byte, endpoint string) {
+	s.counters.DecodeErrors[reasonIndex("topic")].Add(1)
+	if ok, suppressed := s.limiter.allow("decode:topic"); ok {
+		s.log.Warn("zmqsub: dropped a message whose topic names no pod: publish on <topic_prefix><pod>[@<model>], or list the pod with its zmq_endpoint so the cell dials it",
+			"topic", string(vllmwire.ShownTopic(topic)), "topic_prefix", s.cfg.TopicPrefix, "endpoint", endpoint, "suppressed", suppressed)
+	}
+}
+
+// drop counts a message dropped for reason (a DecodeReasons label) and logs
+// msg at a bounded rate.
+func (s *Subscriber) drop(reason, msg string, args ...any) {
+	s.counters.DecodeErrors[reasonIndex(reason)].Add(1)
+	s.logLimited("drop:"+reason, msg, args...)
 }
 
 // logLimited logs a warning of kind key at a bounded rate.

@@ -60,19 +60,25 @@ func TestReplayFor(t *testing.T) {
 		}
 		return ""
 	}
-	cases := []struct{ pod, want string }{
-		{"dyn", "tcp://dyn:1"},
-		{"a:8000", "tcp://a:9999"},
-		{"10.0.0.7:8000", "tcp://10.0.0.7:5558?pod=10.0.0.7:8000"},
-		{"host", "tcp://host:5558?pod=host"},
+	cases := []struct {
+		pod  string
+		rank int
+		want string
+	}{
+		{"dyn", -1, "tcp://dyn:1"},
+		{"dyn", 0, "tcp://dyn:1"},
+		{"dyn", 2, "tcp://dyn:3"}, // vLLM offsets rank r's sockets by r
+		{"a:8000", -1, "tcp://a:9999"},
+		{"10.0.0.7:8000", -1, "tcp://10.0.0.7:5558?pod=10.0.0.7:8000"},
+		{"host", -1, "tcp://host:5558?pod=host"},
 	}
 	for _, tc := range cases {
-		if got := c.replayFor(tc.pod); got != tc.want {
-			t.Errorf("replayFor(%q): got %q, want %q", tc.pod, got, tc.want)
+		if got := c.replayFor(tc.pod, tc.rank); got != tc.want {
+			t.Errorf("replayFor(%q, %d): got %q, want %q", tc.pod, tc.rank, got, tc.want)
 		}
 	}
 	c.ReplayTemplate, c.ResolveReplay = "", nil
-	if got := c.replayFor("b"); got != "" {
+	if got := c.replayFor("b", -1); got != "" {
 		t.Errorf("replayFor(unknown) without template: got %q, want \"\"", got)
 	}
 }
@@ -198,7 +204,12 @@ func TestDecodeErrorsAreCountedAndDropped(t *testing.T) {
 		}
 	}
 	c := r.sub.Counters()
-	waitFor(t, r.String, func() bool { return c.Messages.Load() == uint64(len(good)+len(bad)) })
+	// Messages is counted before a message is handled: wait for the last
+	// one's outcome too.
+	waitFor(t, r.String, func() bool {
+		return c.Messages.Load() == uint64(len(good)+len(bad)) &&
+			c.DecodeErrorsTotal()+r.got.a.Counters().Batches.Load() >= uint64(len(good)+len(bad))
+	})
 	if got := c.DecodeErrorsTotal(); got != uint64(len(bad)) {
 		t.Errorf("got %d decode errors, want %d (%s)", got, len(bad), r)
 	}
@@ -209,5 +220,24 @@ func TestDecodeErrorsAreCountedAndDropped(t *testing.T) {
 	// each gap is given up and the next good batch applies as a baseline.
 	if got := r.got.a.Counters().Batches.Load(); got != uint64(len(good)) {
 		t.Errorf("applier applied %d batches, want %d", got, len(good))
+	}
+}
+
+func TestOffsetPort(t *testing.T) {
+	cases := []struct {
+		ep   string
+		n    int
+		want string
+	}{
+		{"tcp://10.0.0.7:5557", 0, "tcp://10.0.0.7:5557"},
+		{"tcp://10.0.0.7:5557", 3, "tcp://10.0.0.7:5560"},
+		{"tcp://[::1]:5557", 1, "tcp://[::1]:5558"},
+		{"tcp://host", 1, "tcp://host"},
+		{"inproc://x", 1, "inproc://x"},
+	}
+	for _, tc := range cases {
+		if got := OffsetPort(tc.ep, tc.n); got != tc.want {
+			t.Errorf("OffsetPort(%q, %d): got %q, want %q", tc.ep, tc.n, got, tc.want)
+		}
 	}
 }
