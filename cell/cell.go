@@ -48,6 +48,7 @@ type Cell struct {
 	reg     *events.Registry
 	applier *events.Applier
 	state   *stateServer
+	warn    *unindexedWarner
 
 	grpcLis, httpLis net.Listener
 	grpcSrv          *grpc.Server
@@ -81,7 +82,10 @@ func New(cfg Config, log *slog.Logger) (*Cell, error) {
 		c.ix.Close()
 		return nil, err
 	}
-	if c.applier, err = events.NewApplier(cfg.eventsConfig(), c.ix, c.reg, nil); err != nil {
+	c.warn = newUnindexedWarner(c.log)
+	ec := cfg.eventsConfig()
+	ec.OnDrop = c.warn.onDrop
+	if c.applier, err = events.NewApplier(ec, c.ix, c.reg, nil); err != nil {
 		c.ix.Close()
 		return nil, err
 	}
@@ -118,6 +122,7 @@ func (c *Cell) buildServers() error {
 	if err != nil {
 		return err
 	}
+	c.state.transportDrops = c.transportDrops(pub)
 	c.grpcSrv = grpc.NewServer(grpc.StatsHandler(otelgrpc.NewServerHandler()))
 	eventsv1.RegisterEventPublisherServer(c.grpcSrv, pub)
 	cellv1.RegisterCellServiceServer(c.grpcSrv, c.state)
@@ -217,7 +222,8 @@ func (c *Cell) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tickLoop(ctx, c.cfg.TickInterval, c.applier, func(msg string, args ...any) { c.log.Warn(msg, args...) })
+		tickLoop(ctx, c.cfg.TickInterval, c.applier, func(msg string, args ...any) { c.log.Warn(msg, args...) },
+			func() { c.warn.checkUnroutable(c.reg) })
 	}()
 	if c.cfg.Gossip.Bind != "" {
 		wg.Add(1)

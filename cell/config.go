@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -107,6 +109,16 @@ type PodConfig struct {
 	// KVBlocks is the pod's KV cache size in router blocks, for the busy
 	// threshold; 0 means unknown (the pod is never "busy").
 	KVBlocks int `yaml:"kv_blocks"`
+	// Model is the model the pod serves, as clients name it in requests
+	// (vLLM's --served-model-name). It wins over the model a topic names,
+	// and with zmq_endpoint and replay_endpoint it lets the cell catch up
+	// from the replay socket before it reports ready. "" means the model
+	// the events name (kv@<pod>@<model>), else events.default_model.
+	Model string `yaml:"model"`
+	// DataParallelSize is the engine's data-parallel size: vLLM publishes
+	// rank r's events on the ports of zmq_endpoint and replay_endpoint plus
+	// r, and the cell dials each. 0 or 1 means one engine.
+	DataParallelSize int `yaml:"data_parallel_size"`
 }
 
 // ZMQConfig configures the ZMQ transport.
@@ -114,8 +126,19 @@ type ZMQConfig struct {
 	// Bind, when set, is an address the cell binds a SUB socket to, for
 	// engines that connect to the subscriber (tcp://0.0.0.0:5557).
 	Bind string `yaml:"bind"`
-	// TopicPrefix filters topics; vLLM deployments use "kv@".
+	// TopicPrefix is the prefix of topics that name their engine,
+	// <topic_prefix><pod>[@<model>]: how engines connecting to bind are
+	// told apart (they share one socket). "" accepts topics that are just
+	// <pod>[@<model>]. A dialed pod (zmq_endpoint) needs no such topic: any
+	// topic works, vLLM's default empty one included. Messages whose pod
+	// cannot be told are counted (cellrouter_transport_dropped_total
+	// {reason="topic"}) and logged.
 	TopicPrefix string `yaml:"topic_prefix"`
+	// QueueDepth bounds the messages waiting per engine connected to bind;
+	// each engine is applied on its own, so that one whose replay hangs
+	// holds up nobody else. Overflow is dropped, counted (queue_full) and
+	// repaired by replay.
+	QueueDepth int `yaml:"queue_depth"`
 	// ReplayTimeout bounds one gap repair through a replay socket.
 	ReplayTimeout time.Duration `yaml:"replay_timeout"`
 }
@@ -158,7 +181,7 @@ func DefaultConfig() Config {
 		GRPCAddr:        "127.0.0.1:9090",
 		Index:           IndexConfig{MaxBlocks: ic.MaxBlocks, SweepWorkers: ic.SweepWorkers},
 		Events:          EventsConfig{BlockSize: ec.BlockSize, MaxBlocksPerPod: ec.MaxBlocksPerPod, DeadAfter: ec.DeadAfter},
-		ZMQ:             ZMQConfig{TopicPrefix: "kv@", ReplayTimeout: 5 * time.Second},
+		ZMQ:             ZMQConfig{TopicPrefix: "kv@", QueueDepth: 4096, ReplayTimeout: 5 * time.Second},
 		NATS:            defaultNATS(),
 		Routing:         DefaultRoutingConfig(),
 		Gossip:          DefaultGossipConfig(),
@@ -231,6 +254,13 @@ func (c Config) Validate() error {
 		if p.ReplayEndpoint != "" && p.ZMQEndpoint == "" && c.ZMQ.Bind == "" {
 			return bad(fmt.Sprintf("pods[%d].replay_endpoint", i), p.ReplayEndpoint, "needs zmq_endpoint or zmq.bind")
 		}
+		if p.DataParallelSize < 0 || p.DataParallelSize > 1024 {
+			return bad(fmt.Sprintf("pods[%d].data_parallel_size", i), p.DataParallelSize, "want 0..1024")
+		}
+		if p.DataParallelSize > 1 && !hasPort(p.ZMQEndpoint) {
+			return bad(fmt.Sprintf("pods[%d].data_parallel_size", i), p.DataParallelSize,
+				"needs a zmq_endpoint with a port (rank r publishes on its port plus r)")
+		}
 	}
 	if err := c.Routing.validate(); err != nil {
 		return err
@@ -240,6 +270,9 @@ func (c Config) Validate() error {
 	}
 	if c.ZMQ.ReplayTimeout <= 0 {
 		return bad("zmq.replay_timeout", c.ZMQ.ReplayTimeout, "must be positive")
+	}
+	if c.ZMQ.QueueDepth < 1 {
+		return bad("zmq.queue_depth", c.ZMQ.QueueDepth, "must be at least 1")
 	}
 	if c.NATS.URL != "" {
 		if err := c.natsConfig().Validate(); err != nil {
@@ -286,7 +319,7 @@ func (c Config) eventsConfig() events.Config {
 		DeadAfter:       c.Events.DeadAfter,
 	}
 	for _, p := range c.Pods {
-		ec.Pods = append(ec.Pods, events.PodSpec{ID: p.ID, Address: p.Address, Role: events.Role(p.Role)})
+		ec.Pods = append(ec.Pods, events.PodSpec{ID: p.ID, Address: p.Address, Role: events.Role(p.Role), Model: p.Model})
 	}
 	return ec
 }
@@ -318,4 +351,14 @@ func (c Config) natsConfig() natsjs.Config {
 	n.AckWait = c.NATS.AckWait
 	n.MaxAckPending = c.NATS.MaxAckPending
 	return n
+}
+
+// hasPort reports whether a ZMQ address ends in a numeric port.
+func hasPort(ep string) bool {
+	i := strings.LastIndexByte(ep, ':')
+	if i < 0 || i == len(ep)-1 {
+		return false
+	}
+	_, err := strconv.Atoi(ep[i+1:])
+	return err == nil
 }

@@ -85,6 +85,9 @@ func TestConfigErrors(t *testing.T) {
 		{"replay without sub", "pods: [{id: a, replay_endpoint: 'tcp://x:1'}]\n", "replay_endpoint"},
 		{"nats without stream", "nats: {url: 'nats://x:4222', stream: ''}\n", "nats"},
 		{"negative tick", "tick_interval: -1s\n", "tick_interval"},
+		{"negative dp size", "pods: [{id: a, data_parallel_size: -1}]\n", "pods[0].data_parallel_size"},
+		{"dp ranks without a port", "pods: [{id: a, data_parallel_size: 2}]\n", "pods[0].data_parallel_size"},
+		{"zero queue depth", "zmq: {queue_depth: 0}\n", "zmq.queue_depth"},
 		{"bad duration", "events: {dead_after: soon}\n", "soon"},
 		{"not yaml", "{{{", "yaml"},
 	}
@@ -133,4 +136,49 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("parsed config does not validate: %v", err)
 		}
 	})
+}
+
+// TestZMQConfig checks how pods map onto the ZMQ transport: a dialed pod
+// with its model (not the default) and its ranks on port+r; a pod that
+// connects to bind has its replay socket known by id and by address.
+func TestZMQConfig(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`
+events: {default_model: fallback}
+zmq: {bind: "tcp://127.0.0.1:5600", topic_prefix: ""}
+pods:
+  - {id: a, address: "10.0.0.7:8000", model: llama, zmq_endpoint: "tcp://10.0.0.7:5557", replay_endpoint: "tcp://10.0.0.7:6557", data_parallel_size: 2}
+  - {id: b, zmq_endpoint: "tcp://10.0.0.8:5557"}
+  - {id: c, address: "10.0.0.9:8000", replay_endpoint: "tcp://10.0.0.9:5558"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, ok := cfg.zmqConfig()
+	if !ok {
+		t.Fatal("zmqConfig: transport not needed")
+	}
+	if z.TopicPrefix != "" {
+		t.Errorf("got topic prefix %q, want the configured empty one", z.TopicPrefix)
+	}
+	want := []struct {
+		pub, replay, pod, model string
+		rank                    int
+		hasRank                 bool
+	}{
+		{"tcp://10.0.0.7:5557", "tcp://10.0.0.7:6557", "a", "llama", 0, true},
+		{"tcp://10.0.0.7:5558", "tcp://10.0.0.7:6558", "a", "llama", 1, true},
+		{"tcp://10.0.0.8:5557", "", "b", "", 0, false},
+	}
+	if len(z.Endpoints) != len(want) {
+		t.Fatalf("got %d endpoints %+v, want %d", len(z.Endpoints), z.Endpoints, len(want))
+	}
+	for i, w := range want {
+		e := z.Endpoints[i]
+		if e.Pub != w.pub || e.Replay != w.replay || e.Pod != w.pod || e.Model != w.model || e.Rank != w.rank || e.HasRank != w.hasRank {
+			t.Errorf("endpoint %d: got %+v, want %+v", i, e, w)
+		}
+	}
+	if z.ReplayEndpoints["c"] != "tcp://10.0.0.9:5558" || z.ReplayEndpoints["10.0.0.9:8000"] != "tcp://10.0.0.9:5558" {
+		t.Errorf("got replay endpoints %v, want c's by id and by address", z.ReplayEndpoints)
+	}
 }

@@ -10,8 +10,8 @@ import (
 )
 
 // tickLoop asks the applier, every interval, to kill the pods that went
-// silent. It returns when ctx ends.
-func tickLoop(ctx context.Context, interval time.Duration, a *events.Applier, log func(string, ...any)) {
+// silent, and calls each (periodic checks). It returns when ctx ends.
+func tickLoop(ctx context.Context, interval time.Duration, a *events.Applier, log func(string, ...any), each func()) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -21,6 +21,9 @@ func tickLoop(ctx context.Context, interval time.Duration, a *events.Applier, lo
 		case now := <-t.C:
 			for _, pod := range a.Tick(now) {
 				log("pod silent past dead_after: removed from the index", "pod", pod)
+			}
+			if each != nil {
+				each()
 			}
 		}
 	}

@@ -25,6 +25,9 @@ type stateServer struct {
 	now     func() time.Time
 
 	router *router // set once the router is built; nil in state-only tests
+	// transportDrops returns the transports' drops before the applier, by
+	// "<transport>/<reason>"; nil in state-only tests.
+	transportDrops func() map[string]uint64
 
 	mu       sync.Mutex
 	draining map[string]bool
@@ -120,9 +123,19 @@ func (s *stateServer) GetCellState(context.Context, *cellv1.GetCellStateRequest)
 	}
 	for _, r := range events.DropReasons() {
 		n := ct.BatchesDropped[r].Load() + ct.EventsDropped[r].Load()
+		if r == events.ReasonDuplicate {
+			st.DuplicatesIgnored = n // harmless: the index has them
+			continue
+		}
 		st.EventsDropped += n
 		if n > 0 {
 			st.EventsDroppedByReason[r.String()] = n
+		}
+	}
+	if s.transportDrops != nil {
+		st.TransportDroppedByReason = s.transportDrops()
+		for _, n := range st.TransportDroppedByReason {
+			st.TransportDropped += n
 		}
 	}
 	return st, nil

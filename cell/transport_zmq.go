@@ -11,20 +11,39 @@ import (
 // zmqConfig maps the cell's configuration onto the ZMQ transport's, and
 // reports whether the transport is needed at all (a bind address, or a pod
 // with a ZMQ endpoint).
+//
+// A pod with zmq_endpoint is dialed as that pod, whatever topic its engine
+// publishes on, with its configured model (only: a default model would
+// hide the topic's); one of data_parallel_size N is dialed N times, rank r
+// on the ports plus r. A pod with only a replay_endpoint connects to bind;
+// its replay socket is known by its id and by its address, since engines
+// often name themselves by address in their topics.
 func (c Config) zmqConfig() (zmqsub.Config, bool) {
 	z := zmqsub.DefaultConfig()
 	z.Bind = c.ZMQ.Bind
-	if c.ZMQ.TopicPrefix != "" {
-		z.Topic = c.ZMQ.TopicPrefix
-	}
+	z.TopicPrefix = c.ZMQ.TopicPrefix
+	z.QueueDepth = c.ZMQ.QueueDepth
 	z.ReplayTimeout = c.ZMQ.ReplayTimeout
 	z.ReplayEndpoints = map[string]string{}
 	for _, p := range c.Pods {
 		switch {
 		case p.ZMQEndpoint != "":
-			z.Endpoints = append(z.Endpoints, zmqsub.Endpoint{Pub: p.ZMQEndpoint, Replay: p.ReplayEndpoint, Pod: p.ID, Model: c.Events.DefaultModel})
+			ranks := max(1, p.DataParallelSize)
+			for r := 0; r < ranks; r++ {
+				ep := zmqsub.Endpoint{Pub: zmqsub.OffsetPort(p.ZMQEndpoint, r), Pod: p.ID, Model: p.Model}
+				if p.ReplayEndpoint != "" {
+					ep.Replay = zmqsub.OffsetPort(p.ReplayEndpoint, r)
+				}
+				if ranks > 1 {
+					ep.Rank, ep.HasRank = r, true
+				}
+				z.Endpoints = append(z.Endpoints, ep)
+			}
 		case p.ReplayEndpoint != "":
 			z.ReplayEndpoints[p.ID] = p.ReplayEndpoint
+			if p.Address != "" {
+				z.ReplayEndpoints[p.Address] = p.ReplayEndpoint
+			}
 		}
 	}
 	return z, z.Bind != "" || len(z.Endpoints) > 0
@@ -47,6 +66,18 @@ func (c *Cell) buildZMQ() error {
 	return nil
 }
 
+// ZMQBindEndpoint returns the address engines connect to when zmq.bind is
+// set, with its real port ("tcp://127.0.0.1:41234"), or "" without one or
+// before Run bound it.
+func (c *Cell) ZMQBindEndpoint() string {
+	for _, t := range c.transports {
+		if z, ok := t.(zmqTransport); ok {
+			return z.BindEndpoint()
+		}
+	}
+	return ""
+}
+
 type zmqTransport struct{ *zmqsub.Subscriber }
 
 func (zmqTransport) Name() string                    { return "zmq" }
@@ -65,6 +96,7 @@ func zmqMetrics(cellID string, ct *zmqsub.Counters) func(chan<- prometheus.Metri
 	replayed := desc("batches_replayed_total", "Batches received through replays.")
 	gaps := desc("gap_give_ups_total", "Sequence gaps a transport could not repair.")
 	restarts := desc("publisher_restarts_total", "Publisher restarts a transport saw.")
+	modelChanges := desc("zmq_model_changes_total", "Publishers whose buffer was replayed again under the model their live topic named.")
 	conns := desc("zmq_connections_total", "ZMQ connection events, by kind.", "kind")
 	return func(ch chan<- prometheus.Metric) {
 		c := func(d *prometheus.Desc, v uint64, lv ...string) {
@@ -80,6 +112,7 @@ func zmqMetrics(cellID string, ct *zmqsub.Counters) func(chan<- prometheus.Metri
 		c(replayed, ct.BatchesReplayed.Load())
 		c(gaps, ct.GiveUps.Load())
 		c(restarts, ct.Restarts.Load())
+		c(modelChanges, ct.ModelChanges.Load())
 		c(conns, ct.Connects.Load(), "connect")
 		c(conns, ct.DialFailures.Load(), "dial_failure")
 		c(conns, ct.Disconnects.Load(), "disconnect")

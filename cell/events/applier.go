@@ -97,7 +97,9 @@ func (a *Applier) ApplyBatch(ctx context.Context, b *Batch) error {
 	model := a.modelOf(pod, b.Model)
 	if a.models != nil && !a.models[model] {
 		a.counters.BatchesDropped[ReasonUnknownModel].Add(1)
-		return fmt.Errorf("%w: %q from %s", ErrUnknownModel, model, holderID(pod, b.DPRank))
+		err := fmt.Errorf("%w: %q from %s", ErrUnknownModel, model, holderID(pod, b.DPRank))
+		a.dropped(pod, holderID(pod, b.DPRank), ReasonUnknownModel, err.Error())
+		return err
 	}
 	h, err := a.holder(pod, b.DPRank)
 	if err != nil {
@@ -134,6 +136,7 @@ func (a *Applier) ApplyBatch(ctx context.Context, b *Batch) error {
 		}
 		a.counters.BatchesDropped[ReasonInvalid].Add(1)
 		a.observe(h, b, true, now)
+		a.dropped(h.pod, h.id, ReasonInvalid, verr.Error())
 		return verr
 	}
 
@@ -265,6 +268,35 @@ func (a *Applier) GiveUp(holderID string) bool {
 	return true
 }
 
+// ResetHolder forgets what the holder of pod's rank (rank -1: none) has
+// stored: its index slot is cleared and its next batch, whatever its
+// number, is a new baseline. A transport calls it when it learns that what
+// it applied was filed under the wrong identity (a model the live topic
+// contradicts), before it replays the engine's buffer again. It reports
+// false when there is no such holder.
+func (a *Applier) ResetHolder(pod string, rank int) bool {
+	id := holderID(a.podOf(pod), rank)
+	a.mu.RLock()
+	h := a.holders[id]
+	a.mu.RUnlock()
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dead {
+		return false
+	}
+	h.clearState()
+	a.ix.ClearPod(h.slot)
+	h.seq.Reset()
+	a.counters.Clears.Add(1)
+	if a.reg != nil {
+		a.reg.SetDegraded(h.pod, h.id, false)
+	}
+	return true
+}
+
 // TrackedBlocks returns the number of engine blocks tracked for holder.
 func (a *Applier) TrackedBlocks(holderID string) int {
 	a.mu.RLock()
@@ -276,4 +308,16 @@ func (a *Applier) TrackedBlocks(holderID string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.chains.len()
+}
+
+// dropped tells Config.OnDrop about a drop that leaves blocks unindexed.
+func (a *Applier) dropped(pod, holder string, r DropReason, detail string) {
+	if a.cfg.OnDrop == nil {
+		return
+	}
+	switch r {
+	case ReasonDuplicate, ReasonGap, ReasonUnknownParent, ReasonOtherGroup:
+		return // ordering, or another group of a hybrid model: routine
+	}
+	a.cfg.OnDrop(Drop{Pod: pod, Holder: holder, Reason: r, Detail: detail})
 }

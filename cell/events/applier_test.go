@@ -143,6 +143,8 @@ func TestApplierDrops(t *testing.T) {
 			if tc.cfg != nil {
 				tc.cfg(&cfg)
 			}
+			var drops []Drop
+			cfg.OnDrop = func(d Drop) { drops = append(drops, d) }
 			ix := newTestIndex(t)
 			a, err := NewApplier(cfg, ix, nil, nil)
 			if err != nil {
@@ -151,6 +153,12 @@ func TestApplierDrops(t *testing.T) {
 			err = a.ApplyBatch(context.Background(), &tc.batch)
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
 				t.Fatalf("got error %v, want %v", err, tc.wantErr)
+			}
+			// OnDrop hears of what leaves blocks unindexed, not of ordering
+			// (nor of a batch without a pod, which names nobody to warn).
+			wantHook := (tc.wantErr != nil || tc.wantEvent) && tc.wantReason != ReasonUnknownParent && tc.batch.Pod != ""
+			if wantHook != (len(drops) == 1) || (wantHook && (drops[0].Reason != tc.wantReason || drops[0].Pod != tc.batch.Pod || drops[0].Detail == "")) {
+				t.Errorf("got OnDrop calls %+v, want one with reason %v: %v", drops, tc.wantReason, wantHook)
 			}
 			c := a.Counters()
 			switch {

@@ -68,6 +68,26 @@ type Config struct {
 	// Pods are the pods known from configuration; others are discovered
 	// from their events. Default none.
 	Pods []PodSpec
+
+	// OnDrop, when not nil, is told about every batch or event the Applier
+	// drops for a reason other than ordering (duplicates, gaps, unknown
+	// parents): what an operator must hear about because blocks of a pod go
+	// unindexed (an unknown model, malformed events, unmapped extra keys,
+	// events without token ids). It is called on the applying goroutine,
+	// with the holder locked for event drops: it must be quick and must not
+	// call the Applier.
+	OnDrop func(Drop)
+}
+
+// Drop describes one drop for Config.OnDrop.
+type Drop struct {
+	// Pod and Holder are the publisher, after mapping to a configured pod.
+	Pod, Holder string
+	// Reason says why.
+	Reason DropReason
+	// Detail is a short explanation: the error, or the first offending
+	// value.
+	Detail string
 }
 
 // DefaultConfig returns the default configuration.

@@ -25,6 +25,31 @@
 //     which keeps the holder's indexed blocks prefix-closed as the index
 //     requires (an engine cannot hit a block whose parent is gone).
 //
+// # Identity
+//
+// A block's hash depends on more than its tokens: the model, a LoRA
+// adapter, a tenant's cache salt, multimodal inputs. The chain seed of a
+// first block folds in the identity requests are hashed with
+// (blockhash.Identity, extrakeys.go), so that a request finds exactly the
+// blocks an engine could reuse for it:
+//
+//   - the model: the pod's configured model, else the batch's (a topic's),
+//     else Config.DefaultModel (identity.go);
+//   - the adapter: the event's lora_name, which OpenAI clients name as the
+//     request's model;
+//   - the cache salt: vLLM puts it in the extra keys of a prompt's first
+//     block, SGLang in a field of its own.
+//
+// vLLM sends extra_keys as one entry per block, nil for a block without
+// any. An entry's elements that map onto the identity above are folded in;
+// any other (multimodal identifiers, prompt-embedding digests) has no
+// request-side counterpart, and that block and its descendants are tracked
+// but not indexed (ReasonExtraKeys). So are blocks stored without token
+// ids (ReasonNoTokens): the router cannot hash them.
+//
+// A publisher may name a configured pod by its address instead of its id
+// (vLLM topics commonly do): its batches go to that pod.
+//
 // # Order and repair
 //
 // Engines number their batches. A SeqTracker per holder (seq.go) applies

@@ -53,6 +53,11 @@ type Event struct {
 	// LoRAID is older vLLM's numeric adapter id (0 for none); it only
 	// recognises the adapter among ExtraKeys.
 	LoRAID int64
+	// CacheSalt is the cache salt an engine sends as a field of its own
+	// (SGLang's cache_salt; vLLM puts it among ExtraKeys instead), "" for
+	// none. It salts the chain the event starts, as a request's cache_salt
+	// does.
+	CacheSalt string
 	// Medium is the tier of the blocks (BlockStored and BlockRemoved).
 	Medium Medium
 	// ExtraKeys are the per-block extra cache keys the engine sent (vLLM's

@@ -1,6 +1,11 @@
 package events
 
-import "github.com/cellrouter/cellrouter/cell/blockhash"
+import (
+	"strconv"
+	"strings"
+
+	"github.com/cellrouter/cellrouter/cell/blockhash"
+)
 
 // KeyKind says what one element of a block's extra keys is.
 type KeyKind uint8
@@ -89,4 +94,26 @@ func isLoRAKey(k ExtraKey, lora string, loraID int64) bool {
 // those keys (blockhash.Identity).
 func seedOf(model, lora, salt string) blockhash.Hash {
 	return blockhash.Seed(blockhash.Identity(model, lora, salt))
+}
+
+// String renders the keys as a tuple, for logs: strings quoted, integers in
+// decimal, other elements in their canonical rendering.
+func (k BlockKeys) String() string {
+	var b strings.Builder
+	b.WriteByte('(')
+	for i, e := range k {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		switch e.Kind {
+		case KeyString:
+			b.WriteString(strconv.Quote(e.Text))
+		case KeyInt:
+			b.WriteString(strconv.FormatInt(e.Int, 10))
+		default:
+			b.WriteString(e.Text)
+		}
+	}
+	b.WriteByte(')')
+	return b.String()
 }

@@ -66,3 +66,41 @@ func TestApplierPodIdentity(t *testing.T) {
 		})
 	}
 }
+
+func TestApplierResetHolder(t *testing.T) {
+	const bs = 4
+	ix := newTestIndex(t)
+	cfg := DefaultConfig()
+	cfg.BlockSize, cfg.Pods = bs, []PodSpec{{ID: "pod-0", Address: "10.0.0.7:8000"}}
+	a, err := NewApplier(cfg, ix, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := toks(1, 2*bs)
+	for seq := uint64(0); seq < 3; seq++ {
+		b := &Batch{Pod: "10.0.0.7:8000", DPRank: -1, Seq: seq, Events: []Event{stored(nil, tokens, bs, 0)}}
+		if err := apply(t, a, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chain := blockhash.Hasher{BlockSize: bs}.Chain(blockhash.Seed(blockhash.Identity("", "", "")), tokens, nil)
+	if got := depth(t, ix, "pod-0", chain); got != 2 {
+		t.Fatalf("got depth %d before the reset, want 2", got)
+	}
+	if a.ResetHolder("nobody", -1) {
+		t.Error("ResetHolder of an unknown pod reported true")
+	}
+	if !a.ResetHolder("10.0.0.7:8000", -1) { // by address, as the engine names itself
+		t.Fatal("ResetHolder reported false")
+	}
+	if got := depth(t, ix, "pod-0", chain); got != 0 {
+		t.Errorf("got depth %d after the reset, want 0", got)
+	}
+	// The next batch, seq 0 again (a replay from the start), is a baseline.
+	if err := apply(t, a, &Batch{Pod: "pod-0", DPRank: -1, Seq: 0, Events: []Event{stored(nil, tokens, bs, 0)}}); err != nil {
+		t.Fatalf("seq 0 after the reset: %v", err)
+	}
+	if got := depth(t, ix, "pod-0", chain); got != 2 {
+		t.Errorf("got depth %d after the replay, want 2", got)
+	}
+}

@@ -44,7 +44,7 @@ func tierOf(m Medium) index.Tier {
 	switch {
 	case m == "" || strings.EqualFold(string(m), "GPU"):
 		return index.TierGPU
-	case strings.EqualFold(string(m), "CPU"):
+	case strings.EqualFold(string(m), "CPU"), strings.EqualFold(string(m), "CPU_PINNED"): // vLLM, SGLang
 		return index.TierCPU
 	}
 	return index.TierStorage
@@ -68,6 +68,9 @@ func (a *Applier) translate(h *holder, b *Batch, model string) (wipe bool) {
 		case KindBlockStored:
 			if r, dropped := a.stored(h, ev, model); dropped {
 				a.counters.EventsDropped[r].Add(1)
+				if a.cfg.OnDrop != nil {
+					a.dropped(h.pod, h.id, r, storedDetail(r, ev))
+				}
 				continue
 			}
 		case KindBlockRemoved:
@@ -138,7 +141,10 @@ func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) 
 		parent, last, pending, skip = p, pn.last, pn.pending, pn.skip
 	} else {
 		salt, ok := keysOK(ev, 0, true)
-		skip = !ok
+		if salt == "" {
+			salt = ev.CacheSalt
+		}
+		skip = !ok || (ev.CacheSalt != "" && salt != ev.CacheSalt)
 		last = a.seedFor(h, model, ev.LoRAName, salt)
 	}
 	bs := ev.BlockSize
@@ -251,4 +257,24 @@ func appendRemoves(ops []index.Op, slot index.Slot, node *chainNode) []index.Op 
 		}
 	}
 	return ops
+}
+
+// storedDetail explains why a BlockStored was (partly) dropped, for OnDrop.
+func storedDetail(r DropReason, ev *Event) string {
+	switch r {
+	case ReasonExtraKeys:
+		for i, keys := range ev.ExtraKeys {
+			if _, ok := blockIdentity(keys, i == 0 && !ev.HasParent, ev.LoRAName, ev.LoRAID); !ok {
+				return "extra keys with no request-side counterpart: " + keys.String()
+			}
+		}
+		return "a block below one with unmapped extra keys"
+	case ReasonNoTokens:
+		return "BlockStored without token_ids: the router cannot hash its blocks"
+	case ReasonSlidingWindow:
+		return "blocks of a sliding-window KV cache group are not prefix-reusable"
+	case ReasonHolderFull:
+		return "events.max_blocks_per_pod reached"
+	}
+	return r.String()
 }

@@ -477,14 +477,30 @@ type CellState struct {
 	IndexedBlocks uint64 `protobuf:"varint,3,opt,name=indexed_blocks,json=indexedBlocks,proto3" json:"indexed_blocks,omitempty"`
 	// events_applied is the number of engine events applied since start.
 	EventsApplied uint64 `protobuf:"varint,4,opt,name=events_applied,json=eventsApplied,proto3" json:"events_applied,omitempty"`
-	// events_dropped is the number of engine events dropped since start.
+	// events_dropped is the number of engine events and batches dropped since
+	// start for a reason that matters (every reason but a duplicate): what
+	// they held is missing from the index or waits for a replay.
 	EventsDropped uint64 `protobuf:"varint,5,opt,name=events_dropped,json=eventsDropped,proto3" json:"events_dropped,omitempty"`
-	// events_dropped_by_reason splits events_dropped by reason label.
+	// events_dropped_by_reason splits events_dropped by reason label, as
+	// cellrouter_events_dropped_total and
+	// cellrouter_events_batches_dropped_total do.
 	EventsDroppedByReason map[string]uint64 `protobuf:"bytes,6,rep,name=events_dropped_by_reason,json=eventsDroppedByReason,proto3" json:"events_dropped_by_reason,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// generated_unix_ms is when this summary was taken, in Unix milliseconds.
 	GeneratedUnixMs int64 `protobuf:"varint,7,opt,name=generated_unix_ms,json=generatedUnixMs,proto3" json:"generated_unix_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// duplicates_ignored is the number of batches dropped as duplicates:
+	// replays that overlap what was applied, redeliveries. Harmless, since
+	// the index has them already; not part of events_dropped.
+	DuplicatesIgnored uint64 `protobuf:"varint,8,opt,name=duplicates_ignored,json=duplicatesIgnored,proto3" json:"duplicates_ignored,omitempty"`
+	// transport_dropped is the number of messages the transports dropped
+	// before the applier saw them (undecodable, a topic that names no pod, a
+	// bad sequence frame, a full queue).
+	TransportDropped uint64 `protobuf:"varint,9,opt,name=transport_dropped,json=transportDropped,proto3" json:"transport_dropped,omitempty"`
+	// transport_dropped_by_reason splits transport_dropped by
+	// "<transport>/<reason>" (for example "zmq/topic"), as
+	// cellrouter_transport_dropped_total does.
+	TransportDroppedByReason map[string]uint64 `protobuf:"bytes,10,rep,name=transport_dropped_by_reason,json=transportDroppedByReason,proto3" json:"transport_dropped_by_reason,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *CellState) Reset() {
@@ -564,6 +580,27 @@ func (x *CellState) GetGeneratedUnixMs() int64 {
 		return x.GeneratedUnixMs
 	}
 	return 0
+}
+
+func (x *CellState) GetDuplicatesIgnored() uint64 {
+	if x != nil {
+		return x.DuplicatesIgnored
+	}
+	return 0
+}
+
+func (x *CellState) GetTransportDropped() uint64 {
+	if x != nil {
+		return x.TransportDropped
+	}
+	return 0
+}
+
+func (x *CellState) GetTransportDroppedByReason() map[string]uint64 {
+	if x != nil {
+		return x.TransportDroppedByReason
+	}
+	return nil
 }
 
 // DrainPodRequest drains or resumes one pod.
@@ -1064,7 +1101,7 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\x13GetCellStateRequest\"Y\n" +
 	"\rPodStateCount\x122\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1c.cellrouter.cell.v1.PodStateR\x05state\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\rR\x05count\"\xc9\x03\n" +
+	"\x05count\x18\x02 \x01(\rR\x05count\"\xee\x05\n" +
 	"\tCellState\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12E\n" +
 	"\rpods_by_state\x18\x02 \x03(\v2!.cellrouter.cell.v1.PodStateCountR\vpodsByState\x12%\n" +
@@ -1072,8 +1109,15 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\x0eevents_applied\x18\x04 \x01(\x04R\reventsApplied\x12%\n" +
 	"\x0eevents_dropped\x18\x05 \x01(\x04R\reventsDropped\x12q\n" +
 	"\x18events_dropped_by_reason\x18\x06 \x03(\v28.cellrouter.cell.v1.CellState.EventsDroppedByReasonEntryR\x15eventsDroppedByReason\x12*\n" +
-	"\x11generated_unix_ms\x18\a \x01(\x03R\x0fgeneratedUnixMs\x1aH\n" +
+	"\x11generated_unix_ms\x18\a \x01(\x03R\x0fgeneratedUnixMs\x12-\n" +
+	"\x12duplicates_ignored\x18\b \x01(\x04R\x11duplicatesIgnored\x12+\n" +
+	"\x11transport_dropped\x18\t \x01(\x04R\x10transportDropped\x12z\n" +
+	"\x1btransport_dropped_by_reason\x18\n" +
+	" \x03(\v2;.cellrouter.cell.v1.CellState.TransportDroppedByReasonEntryR\x18transportDroppedByReason\x1aH\n" +
 	"\x1aEventsDroppedByReasonEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aK\n" +
+	"\x1dTransportDroppedByReasonEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"9\n" +
 	"\x0fDrainPodRequest\x12\x0e\n" +
@@ -1143,7 +1187,7 @@ func file_api_cell_v1_cell_proto_rawDescGZIP() []byte {
 }
 
 var file_api_cell_v1_cell_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_api_cell_v1_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_api_cell_v1_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_api_cell_v1_cell_proto_goTypes = []any{
 	(PodState)(0),               // 0: cellrouter.cell.v1.PodState
 	(PodRole)(0),                // 1: cellrouter.cell.v1.PodRole
@@ -1160,6 +1204,7 @@ var file_api_cell_v1_cell_proto_goTypes = []any{
 	(*FilteredPod)(nil),         // 12: cellrouter.cell.v1.FilteredPod
 	(*RouteResponse)(nil),       // 13: cellrouter.cell.v1.RouteResponse
 	nil,                         // 14: cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
+	nil,                         // 15: cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
 }
 var file_api_cell_v1_cell_proto_depIdxs = []int32{
 	1,  // 0: cellrouter.cell.v1.Pod.role:type_name -> cellrouter.cell.v1.PodRole
@@ -1169,25 +1214,26 @@ var file_api_cell_v1_cell_proto_depIdxs = []int32{
 	0,  // 4: cellrouter.cell.v1.PodStateCount.state:type_name -> cellrouter.cell.v1.PodState
 	6,  // 5: cellrouter.cell.v1.CellState.pods_by_state:type_name -> cellrouter.cell.v1.PodStateCount
 	14, // 6: cellrouter.cell.v1.CellState.events_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
-	2,  // 7: cellrouter.cell.v1.DrainPodResponse.pod:type_name -> cellrouter.cell.v1.Pod
-	1,  // 8: cellrouter.cell.v1.RouteRequest.role:type_name -> cellrouter.cell.v1.PodRole
-	0,  // 9: cellrouter.cell.v1.Candidate.state:type_name -> cellrouter.cell.v1.PodState
-	11, // 10: cellrouter.cell.v1.RouteResponse.pick:type_name -> cellrouter.cell.v1.Candidate
-	11, // 11: cellrouter.cell.v1.RouteResponse.candidates:type_name -> cellrouter.cell.v1.Candidate
-	12, // 12: cellrouter.cell.v1.RouteResponse.filtered:type_name -> cellrouter.cell.v1.FilteredPod
-	3,  // 13: cellrouter.cell.v1.CellService.ListPods:input_type -> cellrouter.cell.v1.ListPodsRequest
-	5,  // 14: cellrouter.cell.v1.CellService.GetCellState:input_type -> cellrouter.cell.v1.GetCellStateRequest
-	8,  // 15: cellrouter.cell.v1.CellService.DrainPod:input_type -> cellrouter.cell.v1.DrainPodRequest
-	10, // 16: cellrouter.cell.v1.CellService.Route:input_type -> cellrouter.cell.v1.RouteRequest
-	4,  // 17: cellrouter.cell.v1.CellService.ListPods:output_type -> cellrouter.cell.v1.ListPodsResponse
-	7,  // 18: cellrouter.cell.v1.CellService.GetCellState:output_type -> cellrouter.cell.v1.CellState
-	9,  // 19: cellrouter.cell.v1.CellService.DrainPod:output_type -> cellrouter.cell.v1.DrainPodResponse
-	13, // 20: cellrouter.cell.v1.CellService.Route:output_type -> cellrouter.cell.v1.RouteResponse
-	17, // [17:21] is the sub-list for method output_type
-	13, // [13:17] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	15, // 7: cellrouter.cell.v1.CellState.transport_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
+	2,  // 8: cellrouter.cell.v1.DrainPodResponse.pod:type_name -> cellrouter.cell.v1.Pod
+	1,  // 9: cellrouter.cell.v1.RouteRequest.role:type_name -> cellrouter.cell.v1.PodRole
+	0,  // 10: cellrouter.cell.v1.Candidate.state:type_name -> cellrouter.cell.v1.PodState
+	11, // 11: cellrouter.cell.v1.RouteResponse.pick:type_name -> cellrouter.cell.v1.Candidate
+	11, // 12: cellrouter.cell.v1.RouteResponse.candidates:type_name -> cellrouter.cell.v1.Candidate
+	12, // 13: cellrouter.cell.v1.RouteResponse.filtered:type_name -> cellrouter.cell.v1.FilteredPod
+	3,  // 14: cellrouter.cell.v1.CellService.ListPods:input_type -> cellrouter.cell.v1.ListPodsRequest
+	5,  // 15: cellrouter.cell.v1.CellService.GetCellState:input_type -> cellrouter.cell.v1.GetCellStateRequest
+	8,  // 16: cellrouter.cell.v1.CellService.DrainPod:input_type -> cellrouter.cell.v1.DrainPodRequest
+	10, // 17: cellrouter.cell.v1.CellService.Route:input_type -> cellrouter.cell.v1.RouteRequest
+	4,  // 18: cellrouter.cell.v1.CellService.ListPods:output_type -> cellrouter.cell.v1.ListPodsResponse
+	7,  // 19: cellrouter.cell.v1.CellService.GetCellState:output_type -> cellrouter.cell.v1.CellState
+	9,  // 20: cellrouter.cell.v1.CellService.DrainPod:output_type -> cellrouter.cell.v1.DrainPodResponse
+	13, // 21: cellrouter.cell.v1.CellService.Route:output_type -> cellrouter.cell.v1.RouteResponse
+	18, // [18:22] is the sub-list for method output_type
+	14, // [14:18] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_api_cell_v1_cell_proto_init() }
@@ -1201,7 +1247,7 @@ func file_api_cell_v1_cell_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_cell_v1_cell_proto_rawDesc), len(file_api_cell_v1_cell_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

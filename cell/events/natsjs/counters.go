@@ -52,6 +52,10 @@ func newCounters() *Counters {
 	return c
 }
 
+// DecodeLabels returns the labels of messages dropped before the sink saw
+// them: ReasonHeader and vllmwire.Reason's labels.
+func DecodeLabels() []string { return append([]string(nil), decodeLabels...) }
+
 // DropLabels returns every label Dropped knows, in a fixed order: the
 // decode labels (ReasonHeader and vllmwire.Reason's labels), then the
 // applier's batch drop reasons (events.DropReason).

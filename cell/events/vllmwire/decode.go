@@ -183,7 +183,7 @@ func (r *reader) batch(b *events.Batch) error {
 			case "events":
 				err = r.events(b)
 				sawEvents = true
-			case "data_parallel_rank":
+			case "data_parallel_rank", "attn_dp_rank": // vLLM, SGLang
 				err = r.rank(b)
 			default:
 				err = r.skip("batch field")

@@ -51,8 +51,8 @@ func (a *appendBuf) WriteByte(c byte) error { a.b = append(a.b, c); return nil }
 //
 // Decoding the result with DecodePayload gives back b, except that an event's
 // slices may come back nil instead of empty, fields its Kind does not carry
-// come back zero, and ExtraKeys of BlockRemoved and AllBlocksCleared are
-// dropped.
+// come back zero, ExtraKeys of BlockRemoved and AllBlocksCleared are
+// dropped, and CacheSalt (SGLang's map field) is dropped in the array form.
 func EncodePayload(dst []byte, b *events.Batch, form Form) ([]byte, error) {
 	w := &appendBuf{b: dst}
 	e := msgpack.NewEncoder(w)
@@ -155,6 +155,10 @@ func encodeEvent(e *msgpack.Encoder, ev *events.Event, form Form) error {
 				entries++
 			}
 		}
+		salted := ev.Kind == events.KindBlockStored && ev.CacheSalt != ""
+		if salted {
+			entries++
+		}
 		_ = e.EncodeMapLen(entries)
 		_ = e.EncodeString("type")
 		_ = e.EncodeString(ev.Kind.String())
@@ -163,6 +167,10 @@ func encodeEvent(e *msgpack.Encoder, ev *events.Event, form Form) error {
 				_ = e.EncodeString(fieldNames[f])
 				encodeField(e, ev, f)
 			}
+		}
+		if salted { // SGLang's field; the array form has no place for it
+			_ = e.EncodeString(fieldNames[fCacheSalt])
+			_ = e.EncodeString(ev.CacheSalt)
 		}
 		return nil
 	}

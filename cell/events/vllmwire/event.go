@@ -23,6 +23,7 @@ const (
 	fGroupIdx
 	fSpecKind
 	fSlidingWindow
+	fCacheSalt
 	fUnknown
 )
 
@@ -39,6 +40,7 @@ var fieldNames = [...]string{
 	fGroupIdx:      "group_idx",
 	fSpecKind:      "kv_cache_spec_kind",
 	fSlidingWindow: "kv_cache_spec_sliding_window",
+	fCacheSalt:     "cache_salt",
 	fUnknown:       "unknown field",
 }
 
@@ -73,6 +75,8 @@ func fieldOf(key []byte) field {
 		return fSpecKind
 	case "kv_cache_spec_sliding_window":
 		return fSlidingWindow
+	case "cache_salt":
+		return fCacheSalt
 	}
 	return fUnknown
 }
@@ -221,13 +225,17 @@ func (r *reader) field(ev *events.Event, st *eventState, f field) error {
 	case fExtraKeys:
 		ev.ExtraKeys, present, err = r.readExtraKeys(ev.ExtraKeys)
 		st.extraPresent = present
-	case fMedium, fLoraName, fSpecKind:
+	case fMedium, fLoraName, fSpecKind, fCacheSalt:
 		s, isNil, err = r.bytesVal(name)
 		present = !isNil
-		if err == nil && f == fMedium {
+		switch {
+		case err != nil:
+		case f == fMedium:
 			ev.Medium = medium(s)
-		} else if err == nil && f == fLoraName {
+		case f == fLoraName:
 			ev.LoRAName = string(s)
+		case f == fCacheSalt:
+			ev.CacheSalt = string(s)
 		}
 	default:
 		v, present, err = r.intVal(name)

@@ -129,6 +129,8 @@ func diffEvent(g, w *events.Event) string {
 		return fmt.Sprintf("LoRAName: got %q, want %q", g.LoRAName, w.LoRAName)
 	case g.Medium != w.Medium:
 		return fmt.Sprintf("Medium: got %q, want %q", g.Medium, w.Medium)
+	case g.CacheSalt != w.CacheSalt:
+		return fmt.Sprintf("CacheSalt: got %q, want %q", g.CacheSalt, w.CacheSalt)
 	case g.LoRAID != w.LoRAID:
 		return fmt.Sprintf("LoRAID: got %d, want %d", g.LoRAID, w.LoRAID)
 	case !keysEqual(g.ExtraKeys, w.ExtraKeys):

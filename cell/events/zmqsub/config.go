@@ -26,11 +26,11 @@ type Endpoint struct {
 	Pod string
 	// Model, when set, is the model of every batch of this socket; when
 	// empty, the model a topic <TopicPrefix><pod>@<model> names, else none
-	// (the sink's default). With Pod, Model and Replay set the Subscriber
-	// catches up from the replay socket as soon as it connects, before
-	// Ready; otherwise at the first message, whose topic may name the model
-	// (replayed batches carry no topic, and hashed under another model
-	// they would never match).
+	// (the sink's default). With Pod and Replay set the Subscriber catches
+	// up from the replay socket as soon as it connects, before Ready, under
+	// Model; if the live topic then names another model, the buffer is
+	// replayed again under that one (replayed batches carry no topic, and
+	// filed under another model they would never match).
 	Model string
 	// Rank, when HasRank, is the data-parallel rank this socket publishes
 	// for (vLLM binds rank r's sockets on the base ports plus r): batches

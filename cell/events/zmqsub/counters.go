@@ -46,6 +46,10 @@ type Counters struct {
 	// Restarts counts publisher restarts the transport inferred from a
 	// sequence number going backwards (the engine's seq 0 was missed).
 	Restarts atomic.Uint64
+	// ModelChanges counts publishers whose live topic named another model
+	// than their batches had been filed under (a catch-up at connection
+	// under the default model): their buffers were replayed again.
+	ModelChanges atomic.Uint64
 	// Connects counts successful dials of publishers (the first and every
 	// reconnection); DialFailures the failed attempts.
 	Connects, DialFailures atomic.Uint64

@@ -75,11 +75,14 @@
 //     is applied, so the cell rebuilds each pod's cache from what the engine
 //     still buffers; what the engine no longer buffers is lost (the index
 //     then under-reports that pod's cache, which only costs cache hits).
-//     Endpoints that name their Pod and Model are caught up at connection
-//     instead, before Ready. Without a Model the catch-up waits for the
-//     first message, whose topic may name the model: replayed batches
-//     carry no topic, and hashed under a wrong model they would never match
-//     (and their live copies would then be dropped as duplicates).
+//     Endpoints that name their Pod are caught up at connection instead,
+//     before Ready, under the Endpoint's Model (none: the sink's default).
+//   - Model change: replayed batches carry no topic, so a catch-up at
+//     connection files them under the Endpoint's model. If the first live
+//     message's topic names another model, the holder is reset
+//     (Sink.ResetHolder) and the buffer replayed again under that model:
+//     filed under the wrong one, the blocks would never match, and their
+//     live copies would be dropped as duplicates.
 //   - Reconnection (dial mode): the engine may have restarted while the
 //     connection was down, so each holder is caught up again from seq 0.
 //     If the engine did not restart, the applier sees seq 0 again and

@@ -41,7 +41,7 @@ func newLoop(s *Subscriber, ep Endpoint, bind bool) *loop {
 // dials again with exponential backoff, until ctx ends. Each connection is
 // a new generation: the publisher may have restarted meanwhile, so each
 // holder is caught up again (from seq 0) when it next speaks, or at once
-// when the endpoint names its pod and model.
+// when the endpoint names its pod.
 func (l *loop) runDial(ctx context.Context) {
 	cfg := &l.s.cfg
 	st := newStream(l.s, l.ep, false, &l.nholders)
@@ -72,7 +72,7 @@ func (l *loop) runDial(ctx context.Context) {
 		l.s.counters.Connects.Add(1)
 		st.gen++
 		l.connected.Store(true)
-		if l.ep.Pod != "" && l.ep.Model != "" && l.ep.Replay != "" {
+		if l.ep.Pod != "" && l.ep.Replay != "" {
 			st.catchUpEndpoint(ctx)
 		}
 		if first {

@@ -43,6 +43,8 @@ type holderState struct {
 	// live is the last live sequence number seen in gen, if hasLive.
 	live    uint64
 	hasLive bool
+	// model is the model the holder's batches were last applied under.
+	model string
 }
 
 // newStream returns the stream of a dial endpoint (bind false) or of one
@@ -103,11 +105,18 @@ func (st *stream) handle(ctx context.Context, b *events.Batch) {
 			if b.Seq > 0 {
 				st.catchUp(ctx, b, false)
 			}
+		case h.model != b.Model:
+			// Caught up at connection under the endpoint's model (none, so
+			// the sink's default), but the live topic names another: file
+			// the engine's buffer again under the right one.
+			st.s.counters.ModelChanges.Add(1)
+			st.s.sink.ResetHolder(b.Pod, b.DPRank)
+			st.catchUp(ctx, b, false)
 		case h.hasLive && b.Seq <= h.live && b.Seq != 0:
 			st.s.counters.Restarts.Add(1)
 			st.catchUp(ctx, b, true)
 		}
-		h.live, h.hasLive = b.Seq, true
+		h.live, h.hasLive, h.model = b.Seq, true, b.Model
 	}
 	st.apply(ctx, b)
 }
@@ -155,8 +164,11 @@ func (st *stream) apply(ctx context.Context, b *events.Batch) {
 // longer buffers what is missing: it is given up and the batch becomes the
 // holder's new baseline. Duplicates are dropped by the applier.
 func (st *stream) applyReplayed(ctx context.Context, r *events.Batch) {
-	if h := st.state(r); h != nil && h.gen != st.gen {
-		h.gen, h.hasLive = st.gen, false
+	if h := st.state(r); h != nil {
+		if h.gen != st.gen {
+			h.gen, h.hasLive = st.gen, false
+		}
+		h.model = r.Model
 	}
 	var gap *events.GapError
 	if !errors.As(st.s.sink.ApplyBatch(ctx, r), &gap) {
@@ -203,9 +215,11 @@ func (st *stream) catchUp(ctx context.Context, b *events.Batch, restart bool) {
 }
 
 // catchUpEndpoint replays everything the endpoint's publisher buffers right
-// after a connection, for endpoints that name their pod and model: the
-// replayed batches carry their rank, and each holder met is marked caught
-// up for this connection.
+// after a connection, for endpoints that name their pod: the replayed
+// batches carry their rank, and each holder met is marked caught up for
+// this connection, under the endpoint's model (none: the sink's default).
+// If the live topic later names another model, handle files the buffer
+// again under it.
 func (st *stream) catchUpEndpoint(ctx context.Context) {
 	b := &events.Batch{Pod: st.ep.Pod, Model: st.ep.Model}
 	err := st.fetch(ctx, st.ep.Replay, 0, b, func(r *events.Batch) { st.applyReplayed(ctx, r) })

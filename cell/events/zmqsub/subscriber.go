@@ -16,10 +16,13 @@ import (
 
 // Sink is what a Subscriber feeds: the events.Sink every transport feeds,
 // plus GiveUp to abandon a gap no replay can repair (the holder is cleared
-// and its next batch is a new baseline). *events.Applier implements it.
+// and its next batch is a new baseline), and ResetHolder to forget a
+// publisher's blocks before replaying them under another model.
+// *events.Applier implements it.
 type Sink interface {
 	events.Sink
 	GiveUp(holderID string) bool
+	ResetHolder(pod string, rank int) bool
 }
 
 var _ Sink = (*events.Applier)(nil)

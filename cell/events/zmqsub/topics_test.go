@@ -65,8 +65,9 @@ func TestDialTakesPodFromEndpoint(t *testing.T) {
 
 // TestDialCatchUpUsesTopicModel starts the cell after the engine published:
 // the batches it missed come back through the replay socket, which carries
-// no topic. They must be hashed under the model the live topic names (the
-// endpoint names none), not under a default, or they would never match and
+// no topic. The cell catches up at connection under no model (the
+// endpoint names none); the live topic then names the model, and the
+// buffer must be filed again under it, or its blocks would never match and
 // their live copies would be dropped as duplicates.
 func TestDialCatchUpUsesTopicModel(t *testing.T) {
 	pub := dialPublisher(t, nil) // topic kv@<testPod>@<testModel>
@@ -85,6 +86,11 @@ func TestDialCatchUpUsesTopicModel(t *testing.T) {
 	waitFor(t, func() string { return "publisher never saw the subscription" }, pub.Subscribed)
 	publishAll(t, pub, ref, "pod-0", testModel, w.batches(10))
 	waitEqual(t, got, ref)
+	// Caught up at connection under no model, then again under the
+	// topic's once the first live message named it.
+	if n := s.Counters().ModelChanges.Load(); n != 1 {
+		t.Errorf("got %d model changes, want 1", n)
+	}
 }
 
 // TestDialStampsRank checks that batches without a data-parallel rank
