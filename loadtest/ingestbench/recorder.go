@@ -51,6 +51,9 @@ func (r *recorder) ApplyBatch(ctx context.Context, b *events.Batch) error {
 // GiveUp passes a given-up gap to the applier.
 func (r *recorder) GiveUp(holder string) bool { return r.a.GiveUp(holder) }
 
+// ResetHolder passes a reset to the applier.
+func (r *recorder) ResetHolder(pod string, rank int) bool { return r.a.ResetHolder(pod, rank) }
+
 // Counters returns the applier's counters, which the Subscriber adds its
 // replay requests to.
 func (r *recorder) Counters() *events.Counters { return r.a.Counters() }
