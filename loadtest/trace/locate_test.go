@@ -11,10 +11,10 @@ import (
 // TestLocate checks where Locate finds a relative trace path: as given,
 // above the first start directory, above the second, or nowhere.
 func TestLocate(t *testing.T) {
-	repo := t.TempDir()                             // a checkout: repo/loadtest/traces/x.jsonl
+	repo := t.TempDir()                            // a checkout: repo/loadtest/traces/x.jsonl
 	deep := filepath.Join(repo, "cmd", "loadtest") // somewhere inside it
-	elsewhere := t.TempDir()                        // outside any checkout
-	bin := filepath.Join(repo, "bin")               // a binary built into the checkout
+	elsewhere := t.TempDir()                       // outside any checkout
+	bin := filepath.Join(repo, "bin")              // a binary built into the checkout
 	for _, d := range []string{filepath.Join(repo, "loadtest", "traces"), deep, bin} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
