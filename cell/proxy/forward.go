@@ -20,8 +20,10 @@ import (
 // Config.MaxAttempts targets. The pod's response (status, headers, body) is
 // relayed as it comes, each chunk flushed when the response is a stream;
 // when every attempt failed, the client gets an OpenAI error body (502, or
-// 504 for timeouts; 503 when targets is empty) unless the last pod answered
-// a 5xx, which is relayed as it is.
+// 504 for timeouts; 503 when targets is empty) whose message names no pod,
+// unless the last pod answered a 5xx, which is relayed. A pod's error answer
+// (4xx, or the last 5xx) keeps its status and headers, and its body when
+// that is an OpenAI error (see openai.UpstreamErrorBody).
 //
 // Forward returns nil when a pod's response was relayed whole (whatever its
 // status) and otherwise an error wrapping ErrNoTarget, ErrUpstream,
