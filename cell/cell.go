@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -127,7 +126,7 @@ func (c *Cell) buildServers() error {
 	eventsv1.RegisterEventPublisherServer(c.grpcSrv, pub)
 	cellv1.RegisterCellServiceServer(c.grpcSrv, c.state)
 
-	gw := runtime.NewServeMux()
+	gw := servers.NewGateway()
 	if err := cellv1.RegisterCellServiceHandlerServer(context.Background(), gw, c.state); err != nil {
 		return fmt.Errorf("cell: gateway: %w", err)
 	}
@@ -140,11 +139,14 @@ func (c *Cell) buildServers() error {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", c.serveReady)
-	mux.Handle("/v1/cell/", gw)
+	if err := servers.MountGateway(mux, gw, cellv1.File_api_cell_v1_cell_proto.Services().ByName("CellService")); err != nil {
+		return fmt.Errorf("cell: gateway: %w", err)
+	}
 	mux.HandleFunc("POST /v1/completions", c.serveInference(openai.KindCompletion))
 	mux.HandleFunc("POST /v1/chat/completions", c.serveInference(openai.KindChat))
 	mux.HandleFunc("GET /v1/models", c.serveModels)
-	c.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	mux.HandleFunc("GET /v1/models/{id...}", c.serveModel)
+	c.httpSrv = &http.Server{Handler: servers.OpenAIErrors(mux), ReadHeaderTimeout: 10 * time.Second}
 
 	if c.grpcLis, err = net.Listen("tcp", c.cfg.GRPCAddr); err != nil {
 		return fmt.Errorf("cell: listen grpc_addr: %w", err)

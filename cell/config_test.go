@@ -3,9 +3,14 @@ package cell
 import (
 	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/cellrouter/cellrouter/gossip"
 )
 
 func TestExampleConfigParses(t *testing.T) {
@@ -31,6 +36,51 @@ func TestExampleConfigParses(t *testing.T) {
 	c.httpLis.Close()
 	if cfg.Events.DeadAfter != 30*time.Second {
 		t.Fatalf("dead_after = %v, want 30s", cfg.Events.DeadAfter)
+	}
+}
+
+// TestExampleConfigGossip checks the example's gossip section: every
+// field of GossipConfig is documented there, the values are read as
+// written (the tuning ones equal to the defaults, as the example's header
+// promises), they make a valid gossip node configuration, and the cell
+// binds a port other than globald's default while seeding it.
+func TestExampleConfigGossip(t *testing.T) {
+	data, err := os.ReadFile("testdata/celld.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Gossip map[string]any `yaml:"gossip"`
+	}
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	typ := reflect.TypeOf(GossipConfig{})
+	for i := range typ.NumField() {
+		key := typ.Field(i).Tag.Get("yaml")
+		if _, ok := raw.Gossip[key]; !ok {
+			t.Errorf("the example's gossip section does not document %q", key)
+		}
+	}
+	cfg, err := LoadConfig("testdata/celld.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := DefaultGossipConfig()
+	want := d
+	want.Bind, want.Seeds = "127.0.0.1:7947", []string{"127.0.0.1:7946"}
+	if !reflect.DeepEqual(cfg.Gossip, want) {
+		t.Errorf("gossip: got %+v, want %+v", cfg.Gossip, want)
+	}
+	g, err := cfg.gossipConfig("127.0.0.1:8080", "127.0.0.1:9090")
+	if err != nil {
+		t.Fatalf("gossipConfig(example) = %v", err)
+	}
+	if g.BindAddr != "127.0.0.1" || g.BindPort != 7947 || g.ProbeInterval != time.Second || g.ProbeTimeout != 500*time.Millisecond {
+		t.Errorf("gossip node config: got bind %s:%d probes %v/%v", g.BindAddr, g.BindPort, g.ProbeInterval, g.ProbeTimeout)
+	}
+	if gd := gossip.DefaultConfig(); g.BindPort == gd.BindPort {
+		t.Errorf("the example's cell binds gossip port %d, the port globald binds by default", g.BindPort)
 	}
 }
 

@@ -2,6 +2,7 @@ package cell
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -122,11 +123,9 @@ func (c *Cell) serveInference(kind openai.Kind) http.HandlerFunc {
 			c.rm.decisions.WithLabelValues(c.cfg.Routing.Profile, "error").Inc()
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
-			status := http.StatusServiceUnavailable
-			if !errors.Is(err, pipeline.ErrNoCandidate) {
-				status = http.StatusBadRequest
-			}
-			openai.WriteError(w, status, "routing_error", err.Error())
+			status, body := decideFailure(err)
+			c.logFailure("cell: cannot route request", status, err, "path", r.URL.Path, "model", preq.Model)
+			openai.WriteErrorBody(w, status, body)
 			return
 		}
 		defer c.router.release(d)
@@ -261,6 +260,7 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 	}
 	if err != nil {
 		trace.SpanFromContext(r.Context()).RecordError(err)
+		c.logFailure("cell: upstream call failed", proxy.StatusOf(err), err, "path", r.URL.Path, "model", preq.Model)
 	}
 	if errors.Is(err, proxy.ErrMidStream) {
 		// The pod failed after bytes reached the client: abort the
@@ -302,17 +302,43 @@ func (c *Cell) cacheHint(cand *pipeline.Candidate, m *index.MatchResult, hashes 
 	return http.Header{CacheHintHeader: {fmt.Sprintf("tier=%s; blocks=%d; block_size=%d", tier, depth, c.cfg.Events.BlockSize)}}
 }
 
-// serveModels relays GET /v1/models from a healthy pod.
-func (c *Cell) serveModels(w http.ResponseWriter, r *http.Request) {
+// modelTargets are the pods that may answer for the cell's models: the
+// healthy ones that are not draining.
+func (c *Cell) modelTargets() []proxy.Target {
 	var targets []proxy.Target
 	for _, cand := range c.router.candidates(nil) {
 		if cand.Healthy && !cand.Draining {
 			targets = append(targets, proxy.Target{Pod: cand.Pod, Address: cand.Address})
 		}
 	}
+	return targets
+}
+
+// serveModels relays GET /v1/models from a healthy pod.
+func (c *Cell) serveModels(w http.ResponseWriter, r *http.Request) {
+	targets := c.modelTargets()
 	if len(targets) == 0 {
-		openai.WriteError(w, http.StatusServiceUnavailable, "routing_error", "cell: no healthy pod to list models")
+		openai.WriteErrorBody(w, http.StatusServiceUnavailable, openai.NewErrorBody(openai.TypeServer,
+			"no pod of the cell is available to list the models", "", "no_pod_available"))
 		return
 	}
-	c.proxy.Forward(w, r, nil, targets, proxy.Hooks{})
+	if err := c.proxy.Forward(w, r, nil, targets, proxy.Hooks{}); err != nil {
+		c.logFailure("cell: listing models failed", proxy.StatusOf(err), err)
+	}
+}
+
+// serveModel answers GET /v1/models/{id} from a healthy pod's model list.
+func (c *Cell) serveModel(w http.ResponseWriter, r *http.Request) {
+	if err := c.proxy.ServeModel(w, r, r.PathValue("id"), c.modelTargets()); err != nil {
+		c.logFailure("cell: retrieving a model failed", proxy.StatusOf(err), err, "model", r.PathValue("id"))
+	}
+}
+
+// logFailure logs an error the client got a clean message for, with the
+// details (pods, addresses, the pods' answers) the message leaves out: at
+// warning level when the cell or its pods failed (a 5xx, a response cut
+// short), at debug level for the client's own faults and a client that went
+// away.
+func (c *Cell) logFailure(msg string, status int, err error, args ...any) {
+	c.log.Log(context.Background(), proxy.FailureLevel(status, err), msg, append(args, "status", status, "err", err)...)
 }

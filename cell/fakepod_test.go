@@ -63,9 +63,17 @@ func (p *fakePod) serve(w http.ResponseWriter, r *http.Request) {
 		// Token ids are the prompt's bytes: a stand-in tokenizer that is
 		// consistent between the test and the pod.
 		var req struct {
+			Model  string `json:"model"`
 			Prompt string `json:"prompt"`
 		}
 		json.NewDecoder(r.Body).Decode(&req)
+		if req.Model != "m" {
+			// vLLM's answer for a model it does not serve.
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprintf(w, `{"error":{"message":"The model %s does not exist.","type":"NotFoundError","param":"model","code":404}}`, req.Model)
+			return
+		}
 		ids := make([]int, len(req.Prompt))
 		for i := range req.Prompt {
 			ids[i] = int(req.Prompt[i])
@@ -74,7 +82,8 @@ func (p *fakePod) serve(w http.ResponseWriter, r *http.Request) {
 		w.Write(b)
 		return
 	case "/v1/models":
-		fmt.Fprintf(w, `{"object":"list","data":[{"id":"m","object":"model","owned_by":%q}]}`, p.id)
+		fmt.Fprintf(w, `{"object":"list","data":[{"id":"m","object":"model","created":1700000000,"owned_by":%q},`+
+			`{"id":"org/m-lora","object":"model","created":1700000001,"owned_by":%[1]q,"parent":"m"}]}`, p.id)
 		return
 	}
 	raw, _ := io.ReadAll(r.Body)

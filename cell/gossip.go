@@ -12,28 +12,36 @@ import (
 )
 
 // GossipConfig configures how the cell joins the gossip pool and
-// publishes its summary to the global tier.
+// publishes its summary to the global tier. cell/testdata/celld.example.yaml
+// documents each field with its default.
 type GossipConfig struct {
-	// Bind is the memberlist address (host:port, port 0 picks one); empty
-	// keeps the cell out of any pool (a standalone cell).
+	// Bind is the memberlist address, host:port (an empty host binds every
+	// interface; port 0 picks one). Empty keeps the cell out of any pool (a
+	// standalone cell), the default. globald binds 127.0.0.1:7946 by
+	// default, so a cell on the same host needs another port; the example
+	// configuration uses 7947.
 	Bind string `yaml:"bind"`
-	// Advertise is the address other nodes reach this one at, when Bind
-	// is a wildcard.
+	// Advertise is the address (IP:port) other nodes reach this one at,
+	// when Bind is a wildcard or behind NAT. Empty: the bind address.
 	Advertise string `yaml:"advertise"`
-	// Seeds are pool members to join (host:port); the cell retries until
-	// one answers.
+	// Seeds are pool members to join (host:port), such as globald's gossip
+	// address; the cell retries until one answers. None: the cell waits to
+	// be joined.
 	Seeds []string `yaml:"seeds"`
 	// SecretKey is the pool's encryption key, base64 of 16, 24 or 32 bytes;
 	// empty means an unencrypted pool.
 	SecretKey string `yaml:"secret_key"`
 	// SummaryInterval is how often the cell rebuilds and publishes its
-	// summary (one generation).
+	// summary (one generation). Default 2s.
 	SummaryInterval time.Duration `yaml:"summary_interval"`
 	// Stride samples every Stride-th depth of each chain into the summary.
+	// Default 4.
 	Stride int `yaml:"stride"`
 	// FalsePositiveRate is the summary's target false-positive rate.
+	// Default 0.01.
 	FalsePositiveRate float64 `yaml:"false_positive_rate"`
-	// ProbeInterval and ProbeTimeout tune failure detection.
+	// ProbeInterval and ProbeTimeout tune failure detection (defaults 1s
+	// and 500ms; the timeout must be below the interval).
 	ProbeInterval time.Duration `yaml:"probe_interval"`
 	ProbeTimeout  time.Duration `yaml:"probe_timeout"`
 }

@@ -2,7 +2,6 @@ package cell
 
 import (
 	"context"
-	"errors"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -27,10 +26,8 @@ func (s *stateServer) Route(ctx context.Context, req *cellv1.RouteRequest) (*cel
 	}
 	d, err := s.router.decide(ctx, preq)
 	if err != nil {
-		if errors.Is(err, pipeline.ErrNoCandidate) {
-			return nil, status.Error(codes.Unavailable, err.Error())
-		}
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		st, body := decideFailure(err)
+		return nil, status.Error(grpcCode(st), "cell: "+body.Error.Message)
 	}
 	defer s.router.release(d)
 	return s.routeResponse(d, int(req.GetMaxCandidates())), nil

@@ -77,7 +77,10 @@ func (t *cellTokenizer) Tokenize(ctx context.Context, req *pipeline.Request) ([]
 		if err == nil {
 			return ids, nil
 		}
-		if ctx.Err() != nil {
+		var se *tokenizer.StatusError
+		if ctx.Err() != nil || (errors.As(err, &se) && se.Status >= 400 && se.Status < 500) {
+			// A 4xx is the engine refusing the request itself (an unknown
+			// model, a prompt too long): another pod would answer alike.
 			return nil, err
 		}
 		last = err

@@ -1,6 +1,7 @@
 package global
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
@@ -50,7 +51,9 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 		if err != nil {
 			g.m.requests.WithLabelValues(path, "no_cell").Inc()
 			span.SetStatus(codes.Error, err.Error())
-			openai.WriteError(w, http.StatusServiceUnavailable, "routing_error", err.Error())
+			g.logFailure("global: cannot route request", http.StatusServiceUnavailable, err, "path", r.URL.Path, "model", oreq.Model)
+			openai.WriteErrorBody(w, http.StatusServiceUnavailable, openai.NewErrorBody(openai.TypeServer,
+				"no cell is available to serve the request", "", "no_cell_available"))
 			return
 		}
 		g.m.decisionTime.Observe(d.Took.Seconds())
@@ -120,6 +123,7 @@ func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d 
 	outcome := "ok"
 	if err != nil {
 		outcome = "error"
+		g.logFailure("global: hand-off failed", proxy.StatusOf(err), err, "path", r.URL.Path)
 	}
 	g.m.requests.WithLabelValues(path, outcome).Inc()
 	if errors.Is(err, proxy.ErrMidStream) {
@@ -127,17 +131,47 @@ func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d 
 	}
 }
 
-// serveModels relays GET /v1/models from a usable cell.
-func (g *Global) serveModels(w http.ResponseWriter, r *http.Request) {
+// modelTargets are the cells that may answer for the fleet's models: the
+// usable ones.
+func (g *Global) modelTargets() []proxy.Target {
 	var targets []proxy.Target
 	for _, v := range g.rt.views() {
 		if v.usable() {
 			targets = append(targets, proxy.Target{Pod: v.ID, Address: v.HTTPAddr})
 		}
 	}
+	return targets
+}
+
+// serveModels relays GET /v1/models from a usable cell.
+func (g *Global) serveModels(w http.ResponseWriter, r *http.Request) {
+	targets := g.modelTargets()
 	if len(targets) == 0 {
-		openai.WriteError(w, http.StatusServiceUnavailable, "routing_error", "global: no cell to list models")
+		openai.WriteErrorBody(w, http.StatusServiceUnavailable, openai.NewErrorBody(openai.TypeServer,
+			"no cell is available to list the models", "", "no_cell_available"))
 		return
 	}
-	g.proxy.Forward(w, r, nil, targets, proxy.Hooks{})
+	if err := g.proxy.Forward(w, r, nil, targets, proxy.Hooks{}); err != nil {
+		g.logFailure("global: listing models failed", proxy.StatusOf(err), err)
+	}
+}
+
+// serveModel answers GET /v1/models/{id} from a usable cell's model list.
+func (g *Global) serveModel(w http.ResponseWriter, r *http.Request) {
+	targets := g.modelTargets()
+	if len(targets) == 0 {
+		openai.WriteErrorBody(w, http.StatusServiceUnavailable, openai.NewErrorBody(openai.TypeServer,
+			"no cell is available to list the models", "", "no_cell_available"))
+		return
+	}
+	if err := g.proxy.ServeModel(w, r, r.PathValue("id"), targets); err != nil {
+		g.logFailure("global: retrieving a model failed", proxy.StatusOf(err), err, "model", r.PathValue("id"))
+	}
+}
+
+// logFailure logs an error the client got a clean message for, with the
+// details (cells, addresses) the message leaves out, at the level of
+// proxy.FailureLevel.
+func (g *Global) logFailure(msg string, status int, err error, args ...any) {
+	g.log.Log(context.Background(), proxy.FailureLevel(status, err), msg, append(args, "status", status, "err", err)...)
 }

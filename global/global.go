@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -62,7 +61,7 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger) (*Global, error
 	svc := &service{rt: g.rt, g: g}
 	g.grpcSrv = grpc.NewServer(grpc.StatsHandler(otelgrpc.NewServerHandler()))
 	globalv1.RegisterGlobalServiceServer(g.grpcSrv, svc)
-	gw := runtime.NewServeMux()
+	gw := servers.NewGateway()
 	if err := globalv1.RegisterGlobalServiceHandlerServer(context.Background(), gw, svc); err != nil {
 		return nil, err
 	}
@@ -70,11 +69,14 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger) (*Global, error
 	mux.Handle("GET /metrics", g.metricsHandler(reg))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", g.serveReady)
-	mux.Handle("/v1/global/", gw)
+	if err := servers.MountGateway(mux, gw, globalv1.File_api_global_v1_global_proto.Services().ByName("GlobalService")); err != nil {
+		return nil, fmt.Errorf("global: gateway: %w", err)
+	}
 	mux.HandleFunc("POST /v1/completions", g.serveInference(openai.KindCompletion))
 	mux.HandleFunc("POST /v1/chat/completions", g.serveInference(openai.KindChat))
 	mux.HandleFunc("GET /v1/models", g.serveModels)
-	g.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	mux.HandleFunc("GET /v1/models/{id...}", g.serveModel)
+	g.httpSrv = &http.Server{Handler: servers.OpenAIErrors(mux), ReadHeaderTimeout: 10 * time.Second}
 
 	if g.grpcLis, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
 		return nil, fmt.Errorf("global: listen grpc_addr: %w", err)

@@ -38,7 +38,11 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func testPod(t *testing.T, id string, hits *sync.Map) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/health" {
+		switch r.URL.Path {
+		case "/health":
+			return
+		case "/v1/models":
+			fmt.Fprintf(w, `{"object":"list","data":[{"id":"m","object":"model","created":1700000000,"owned_by":%q}]}`, id)
 			return
 		}
 		io.Copy(io.Discard, r.Body)

@@ -169,7 +169,8 @@ func (c Config) meta() NodeMeta {
 	return NodeMeta{Role: c.Role, CellID: c.CellID, HTTPAddr: c.HTTPAddr, GRPCAddr: c.GRPCAddr}
 }
 
-// SetAddrs fills BindAddr/BindPort from bind (host:port; port 0 picks one),
+// SetAddrs fills BindAddr/BindPort from bind (host:port, an empty host
+// meaning every interface, as in Go's ":7946"; port 0 picks one),
 // AdvertiseAddr/AdvertisePort from advertise (optional, host:port) and
 // SecretKey from secretKey (base64 of 16, 24 or 32 bytes; empty for an
 // unencrypted pool): the form the daemons' configurations take. Errors
@@ -181,6 +182,9 @@ func (c *Config) SetAddrs(bind, advertise, secretKey string) error {
 	}
 	if c.BindPort, err = strconv.Atoi(port); err != nil {
 		return fmt.Errorf("gossip: bind %q: bad port", bind)
+	}
+	if host == "" {
+		host = "0.0.0.0"
 	}
 	c.BindAddr = host
 	if advertise != "" {

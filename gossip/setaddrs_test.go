@@ -13,6 +13,11 @@ func TestSetAddrs(t *testing.T) {
 	if c.BindAddr != "10.0.0.1" || c.BindPort != 7946 || c.AdvertiseAddr != "1.2.3.4" || c.AdvertisePort != 8000 || len(c.SecretKey) != 16 {
 		t.Fatalf("got %+v", c)
 	}
+	// ":port" binds every interface, as Go's listeners read it.
+	var all Config
+	if err := all.SetAddrs(":7946", "", ""); err != nil || all.BindAddr != "0.0.0.0" || all.BindPort != 7946 {
+		t.Fatalf("SetAddrs(\":7946\") = %v, got BindAddr %q BindPort %d, want 0.0.0.0 7946", err, all.BindAddr, all.BindPort)
+	}
 	for _, tc := range []struct{ bind, adv, key, want string }{
 		{"nope", "", "", "bind"},
 		{"h:x", "", "", "bad port"},

@@ -40,5 +40,17 @@
 // Parse errors are *RequestError values: a message, the offending parameter
 // and ErrInvalidRequest (or ErrBodyTooLarge) under errors.Is. WriteError
 // writes OpenAI's error shape,
-// {"error":{"message":...,"type":...,"param":...,"code":...}}.
+// {"error":{"message":...,"type":...,"param":...,"code":...}}, which is the
+// shape of every error the routers answer, their own (WriteNotFound,
+// WriteMethodNotAllowed, WriteModelNotFound) and their upstreams' alike:
+// UpstreamErrorBody passes an engine's OpenAI error through as it is, nests
+// the flat {"object":"error","message":...} of older vLLM servers, and
+// replaces anything else (an HTML page, a stack trace) with a message that
+// names only the status.
+//
+// # Models
+//
+// vLLM serves GET /v1/models but not OpenAI's GET /v1/models/{id};
+// ParseModelList and ModelList.Find let a router answer the latter from the
+// former.
 package openai

@@ -24,6 +24,22 @@ const (
 	TypeServer = "server_error"
 )
 
+// Codes of the errors the routers write themselves (the "code" field).
+const (
+	// CodeNotFound is the code of a request for a path the server does not
+	// serve (and of a control-plane object that does not exist).
+	CodeNotFound = "not_found"
+	// CodeMethodNotAllowed is the code of a request whose path is served
+	// but not with its method; the Allow header lists the methods that are.
+	CodeMethodNotAllowed = "method_not_allowed"
+	// CodeModelNotFound is the code of GET /v1/models/{id} for a model no
+	// backend serves, as OpenAI answers.
+	CodeModelNotFound = "model_not_found"
+	// CodeUpstreamError is the code of an upstream error answer whose body
+	// was not an OpenAI error and was replaced (see UpstreamErrorBody).
+	CodeUpstreamError = "upstream_error"
+)
+
 // ErrorDetail is the inner object of OpenAI's error body. Param and Code are
 // null when empty.
 type ErrorDetail struct {
@@ -108,11 +124,41 @@ func WriteErrorBody(w http.ResponseWriter, status int, body ErrorBody) {
 		// built; a caller-made invalid Code lands here.
 		data = []byte(`{"error":{"message":"internal error","type":"server_error","param":null,"code":null}}`)
 	}
+	writeJSON(w, status, data)
+}
+
+// writeJSON writes data, a complete JSON document, with the given status.
+func writeJSON(w http.ResponseWriter, status int, data []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(data)))
 	w.WriteHeader(status)
 	_, _ = w.Write(data)
+}
+
+// TypeForStatus returns the error type of an HTTP status: TypeInvalidRequest
+// for a 4xx, TypeServer otherwise.
+func TypeForStatus(status int) string {
+	if status >= 400 && status < 500 {
+		return TypeInvalidRequest
+	}
+	return TypeServer
+}
+
+// WriteNotFound writes the 404 answer to a request for a path the server
+// does not serve.
+func WriteNotFound(w http.ResponseWriter, r *http.Request) {
+	WriteErrorBody(w, http.StatusNotFound, NewErrorBody(TypeInvalidRequest,
+		"no endpoint "+r.Method+" "+r.URL.Path, "", CodeNotFound))
+}
+
+// WriteMethodNotAllowed writes the 405 answer to a request whose path is
+// served with other methods: allow lists them (as in the Allow header, which
+// it sets).
+func WriteMethodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	WriteErrorBody(w, http.StatusMethodNotAllowed, NewErrorBody(TypeInvalidRequest,
+		"method "+r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+allow, "", CodeMethodNotAllowed))
 }
 
 // WriteRequestError writes err as a 400 or 413 error body when it is (or

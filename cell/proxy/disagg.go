@@ -89,6 +89,7 @@ func (p *Proxy) prefillLeg(ctx context.Context, w http.ResponseWriter, r *http.R
 			// The pod refused the request itself: relay its answer.
 			err = fmt.Errorf("%w: pod %s answered %d", ErrPrefillRejected, t.Pod, res.Status)
 			res.Err = err
+			data = openai.UpstreamErrorBody(res.Status, data)
 			writeBuffered(w, res.Status, data)
 			res.Bytes = int64(len(data))
 			p.endPrefill(t, res, h, true)

@@ -15,6 +15,14 @@
 // wrapping ErrMidStream, and the handler should panic(http.ErrAbortHandler)
 // so that the client sees a broken stream rather than a clean end).
 //
+// Errors reach the client in OpenAI's shape and in words that hold for any
+// fleet: a failure of the proxy itself (no target, timeouts, pods that
+// cannot be reached) has a message without pod ids or addresses
+// (FailureMessage), the returned error carrying those for the caller's
+// logs; a pod's error answer is relayed with its status, its body passed
+// through when it is an OpenAI error and replaced otherwise. ServeModel
+// answers GET /v1/models/{id} from the targets' model lists.
+//
 // Server-sent events are relayed chunk by chunk, each flushed at once: the
 // proxy never buffers a response. While chunks pass, a small scanner looks
 // for a "usage" object (the body of a non-streamed response, the last chunk

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 
@@ -69,22 +70,62 @@ func isTimeout(err error) bool {
 
 // writeFailure writes the OpenAI error body for a call that failed before any
 // byte reached the client. It writes nothing for ErrCanceled: the client is
-// gone.
+// gone. The message says what failed in words that hold for any fleet (see
+// FailureMessage); err, with the pods' ids and addresses, is for the
+// caller's logs and spans.
 func writeFailure(w http.ResponseWriter, err error) {
-	var typ, code string
-	switch {
-	case errors.Is(err, ErrCanceled):
+	if errors.Is(err, ErrCanceled) {
 		return
+	}
+	typ, code := openai.TypeServer, ""
+	switch {
 	case errors.Is(err, ErrNoTarget):
-		typ, code = openai.TypeServer, "no_pod_available"
+		code = "no_pod_available"
 	case errors.Is(err, ErrTimeout):
-		typ, code = openai.TypeServer, "upstream_timeout"
+		code = "upstream_timeout"
 	case errors.Is(err, ErrBadRequest):
 		typ = openai.TypeInvalidRequest
 	default:
-		typ, code = openai.TypeServer, "upstream_failure"
+		code = "upstream_failure"
 	}
-	openai.WriteErrorBody(w, StatusOf(err), openai.NewErrorBody(typ, err.Error(), "", code))
+	openai.WriteErrorBody(w, StatusOf(err), openai.NewErrorBody(typ, FailureMessage(err), "", code))
+}
+
+// FailureMessage returns the message a client gets for an error of Forward,
+// ForwardDisaggregated or ServeModel: what failed, without the upstream's
+// ids, addresses or answers, which stay in err for the logs. A request body
+// the proxy could not rewrite is the client's fault, and its message says
+// which parameter.
+func FailureMessage(err error) string {
+	var re *openai.RequestError
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrCanceled):
+		return "the client closed the request"
+	case errors.Is(err, ErrNoTarget):
+		return "no upstream server is available to serve the request"
+	case errors.Is(err, ErrTimeout):
+		return "the upstream server timed out before answering"
+	case errors.As(err, &re):
+		return re.Error()
+	case errors.Is(err, ErrBadRequest):
+		return "the request body could not be prepared for the upstream server"
+	case errors.Is(err, ErrMidStream):
+		return "the upstream server failed during the response"
+	}
+	return "the upstream server failed to answer"
+}
+
+// FailureLevel returns the level at which a router logs a failed request
+// whose client got status: warning when the router or its upstream failed
+// (a 5xx, a response cut short), debug for the client's own faults (a 4xx)
+// and a client that went away.
+func FailureLevel(status int, err error) slog.Level {
+	if (status >= 500 || errors.Is(err, ErrMidStream)) && !errors.Is(err, ErrCanceled) {
+		return slog.LevelWarn
+	}
+	return slog.LevelDebug
 }
 
 // StatusClass names an HTTP status's class for metrics: "2xx", "4xx",

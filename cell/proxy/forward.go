@@ -8,7 +8,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"time"
+
+	"github.com/cellrouter/cellrouter/api/openai"
 )
 
 // Forward relays r (its method, path and query, the given body and r's
@@ -17,8 +20,10 @@ import (
 // Config.MaxAttempts targets. The pod's response (status, headers, body) is
 // relayed as it comes, each chunk flushed when the response is a stream;
 // when every attempt failed, the client gets an OpenAI error body (502, or
-// 504 for timeouts; 503 when targets is empty) unless the last pod answered
-// a 5xx, which is relayed as it is.
+// 504 for timeouts; 503 when targets is empty) whose message names no pod,
+// unless the last pod answered a 5xx, which is relayed. A pod's error answer
+// (4xx, or the last 5xx) keeps its status and headers, and its body when
+// that is an OpenAI error (see openai.UpstreamErrorBody).
 //
 // Forward returns nil when a pod's response was relayed whole (whatever its
 // status) and otherwise an error wrapping ErrNoTarget, ErrUpstream,
@@ -157,6 +162,10 @@ func (p *Proxy) attempt(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		return res, fmt.Errorf("%w: pod %s (%s) answered %s", ErrUpstream, t.Pod, t.Address, resp.Status), true
 	}
 
+	if resp.StatusCode >= 400 {
+		return p.relayError(ctx, w, r, resp, t, h, start)
+	}
+
 	bufp := p.bufs.Get().(*[]byte)
 	defer p.bufs.Put(bufp)
 	buf := *bufp
@@ -248,4 +257,40 @@ func isEventStream(ct string) bool {
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && mt == "text/event-stream"
+}
+
+// maxErrorBody bounds an upstream error answer, which is read whole: an
+// OpenAI error body is a few hundred bytes.
+const maxErrorBody = 64 << 10
+
+// relayError relays a pod's error answer (a status of 400 or more that is
+// not retried) as an OpenAI error body: the pod's own when it is one,
+// converted from vLLM's older flat shape, or replaced by one that names the
+// status when it is not (an HTML page of a load balancer, a stack trace).
+// The pod's other headers pass through. A body that cannot be read is a
+// failed attempt, retried like a connection error.
+func (p *Proxy) relayError(ctx context.Context, w http.ResponseWriter, r *http.Request, resp *http.Response, t Target, h Hooks, start time.Time) (res Result, err error, retry bool) {
+	res.Status = resp.StatusCode
+	data, rerr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	if rerr != nil {
+		return res, attemptError(ctx, r, t, "read from", rerr), true
+	}
+	out := openai.UpstreamErrorBody(resp.StatusCode, data)
+	copyResponseHeader(w.Header(), resp.Header)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	if h.OnResponse != nil {
+		h.OnResponse(t, w.Header())
+	}
+	w.WriteHeader(resp.StatusCode)
+	n, werr := w.Write(out)
+	res.Bytes = int64(n)
+	res.FirstByte = time.Since(start)
+	if h.OnFirstByte != nil {
+		h.OnFirstByte(t)
+	}
+	if werr != nil {
+		return res, fmt.Errorf("%w: write to client: %w", ErrCanceled, werr), false
+	}
+	return res, nil, false
 }

@@ -206,8 +206,8 @@ func TestForwardFailures(t *testing.T) {
 		wantCode   string // OpenAI error code; "" for a relayed pod body
 		wantMsg    string
 	}{
-		{"no targets", func(t *testing.T) []Target { return nil }, nil, 503, ErrNoTarget, `"no_pod_available"`, "no target"},
-		{"all refused", func(t *testing.T) []Target { return []Target{refusedTarget(t), refusedTarget(t)} }, nil, 502, ErrUpstream, `"upstream_failure"`, "refused"},
+		{"no targets", func(t *testing.T) []Target { return nil }, nil, 503, ErrNoTarget, `"no_pod_available"`, "no upstream server is available"},
+		{"all refused", func(t *testing.T) []Target { return []Target{refusedTarget(t), refusedTarget(t)} }, nil, 502, ErrUpstream, `"upstream_failure"`, "failed to answer"},
 		{"header timeouts", func(t *testing.T) []Target { return []Target{hang(t), hang(t)} },
 			func(c *Config) { c.ResponseHeaderTimeout = 200 * time.Millisecond }, 504, ErrTimeout, `"upstream_timeout"`, "timed out"},
 		{"request timeout", func(t *testing.T) []Target { return []Target{hang(t)} },
@@ -247,6 +247,21 @@ func TestForwardFailures(t *testing.T) {
 			}
 			if string(eb.Error.Code) != tt.wantCode || !strings.Contains(eb.Error.Message, tt.wantMsg) || eb.Error.Type != openai.TypeServer {
 				t.Errorf("client body: got %s, want code %s, type server_error, message containing %q", data, tt.wantCode, tt.wantMsg)
+			}
+			// The client never sees the pods' addresses nor the dial
+			// errors; the returned error (for the logs) names them.
+			for _, tg := range targets {
+				if strings.Contains(string(data), tg.Address) || strings.Contains(string(data), tg.Pod) {
+					t.Errorf("client body %s names target %s (%s)", data, tg.Pod, tg.Address)
+				}
+				if tt.wantErr != nil && !strings.Contains(ferr.Error(), tg.Pod) {
+					t.Errorf("Forward error %q does not name target %s for the logs", ferr, tg.Pod)
+				}
+			}
+			for _, internal := range []string{"dial tcp", "connection refused", "proxy:"} {
+				if strings.Contains(string(data), internal) {
+					t.Errorf("client body %s contains %q", data, internal)
+				}
 			}
 		})
 	}

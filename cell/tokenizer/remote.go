@@ -99,13 +99,37 @@ func (r *Remote) call(ctx context.Context, req tokenizeRequest, dst []uint32) ([
 		return dst, fmt.Errorf("%w: POST %s: read body: %w", ErrRemote, url, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return dst, fmt.Errorf("%w: POST %s: status %d: %s", ErrRemote, url, resp.StatusCode, snippet(data))
+		return dst, &StatusError{URL: url, Status: resp.StatusCode, Body: data[:min(len(data), maxErrorBody)]}
 	}
 	if len(data) > maxResponse {
 		return dst, fmt.Errorf("%w: POST %s: response larger than %d bytes", ErrRemote, url, maxResponse)
 	}
 	return decodeTokenizeResponse(data, dst)
 }
+
+// maxErrorBody bounds the error answer a StatusError keeps.
+const maxErrorBody = 64 << 10
+
+// StatusError is the error of a /tokenize call the engine answered with a
+// status other than 200. It matches ErrRemote under errors.Is. The engine's
+// answer is kept so that a router can relay the engine's own reason (an
+// unknown model, a prompt longer than the context) to its client.
+type StatusError struct {
+	// URL is the /tokenize URL that was called.
+	URL string
+	// Status is the engine's HTTP status.
+	Status int
+	// Body is the start of the engine's answer (at most 64 KiB).
+	Body []byte
+}
+
+// Error returns "tokenizer: remote /tokenize failed: POST URL: status N: BODY".
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%v: POST %s: status %d: %s", ErrRemote, e.URL, e.Status, snippet(e.Body))
+}
+
+// Unwrap returns ErrRemote.
+func (e *StatusError) Unwrap() error { return ErrRemote }
 
 // decodeTokenizeResponse appends the ids of a /tokenize response body to
 // dst, checking that they are token ids and agree with "count".

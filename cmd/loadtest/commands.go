@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+
+	"github.com/cellrouter/cellrouter/loadtest/trace"
 )
 
 // command is one subcommand: it parses its own flags from args and writes
@@ -96,4 +98,16 @@ func explicitly(fs *flag.FlagSet) func(name string, set func()) {
 			set()
 		}
 	}
+}
+
+// locateTrace finds the trace file a subcommand reads (trace.Locate: a
+// relative path is also looked for above the working directory and the
+// executable); when there is none, the error says how to pass one.
+func locateTrace(name, path string) (string, error) {
+	found, err := trace.Locate(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w; pass --trace PATH with a Mooncake trace (a checkout of the repository has one at %s)",
+			name, err, trace.DefaultPath)
+	}
+	return found, nil
 }

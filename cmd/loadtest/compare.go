@@ -24,7 +24,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	out := fs.String("out", "", "directory for report.json, SVG plots and index.html (none when empty)")
 	d := compare.DefaultConfig()
-	tracePath := fs.String("trace", d.TracePath, "Mooncake trace (JSON Lines); the default is relative to the repository root")
+	tracePath := fs.String("trace", d.TracePath, "Mooncake trace (JSON Lines); a relative path is also looked for above the working directory and the executable")
 	sample := fs.Int("sample", d.Sample, "keep one conversation in N (1 = the whole trace)")
 	maxReq := fs.Int("max-requests", d.MaxRequests, "cap the slice at N requests after sampling (0 = no cap)")
 	timeScale := fs.Float64("time-scale", d.TimeScale, "multiply the trace's arrival times")
@@ -61,6 +61,11 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	apply("kv-overlap-weight", func() { cfg.KVOverlapWeight = *overlap })
 	apply("kv-max-requests", func() { cfg.KVMaxRequests = *kvCap })
 	apply("modes", func() { cfg.Modes = strings.Split(*modes, ",") })
+	tracePathFound, err := locateTrace("compare", cfg.TracePath)
+	if err != nil {
+		return err
+	}
+	cfg.TracePath = tracePathFound
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

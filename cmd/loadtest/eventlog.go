@@ -20,7 +20,7 @@ func runEventlog(_ context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("eventlog", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	d := eventgen.DefaultConfig()
-	tracePath := fs.String("trace", "loadtest/traces/conversation_trace.jsonl", "Mooncake trace (JSON Lines)")
+	tracePath := fs.String("trace", trace.DefaultPath, "Mooncake trace (JSON Lines); a relative path is also looked for above the working directory and the executable")
 	out := fs.String("out", "", "event log file to write (required)")
 	maxReq := fs.Int("max-requests", 0, "use only the first N requests (0 = all)")
 	pods := fs.Int("pods", d.Pods, "engine pods, 1..256")
@@ -43,7 +43,11 @@ func runEventlog(_ context.Context, args []string, stdout, stderr io.Writer) err
 	default:
 		return fmt.Errorf("eventlog: --form %q: want array or map", *form)
 	}
-	recs, err := trace.ReadFile(*tracePath, *maxReq)
+	path, err := locateTrace("eventlog", *tracePath)
+	if err != nil {
+		return err
+	}
+	recs, err := trace.ReadFile(path, *maxReq)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ func runHierarchy(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	quick := fs.Bool("quick", false, "a short run (first 2000 requests); explicit flags still apply")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
-	tracePath := fs.String("trace", d.TracePath, "Mooncake trace (JSON Lines); the default is relative to the repository root")
+	tracePath := fs.String("trace", d.TracePath, "Mooncake trace (JSON Lines); a relative path is also looked for above the working directory and the executable")
 	maxReq := fs.Int("max-requests", d.MaxRequests, "replay only the first N requests (0 = all)")
 	cells := fs.Int("cells", d.Cells, "cells of the hierarchical router")
 	podsPerCell := fs.Int("pods-per-cell", d.PodsPerCell, "pods per cell (cells * pods-per-cell <= 256: the flat index holds them all)")
@@ -62,6 +62,11 @@ func runHierarchy(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	apply("temperature", func() { cfg.Temperature = *temp })
 	apply("busy-threshold", func() { cfg.BusyThreshold = *busy })
 	apply("decode-ms-per-token", func() { cfg.DecodeMsPerToken = *decode })
+	tracePathFound, err := locateTrace("hierarchy", cfg.TracePath)
+	if err != nil {
+		return err
+	}
+	cfg.TracePath = tracePathFound
 	if !*quiet {
 		start := time.Now()
 		cfg.Progress = func(format string, a ...any) {

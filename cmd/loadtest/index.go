@@ -20,7 +20,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	quick := fs.Bool("quick", false, "a short run (first 2000 requests, 0.5s windows, at most 6 steps) for a smoke test; explicit flags still apply")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
-	tracePath := fs.String("trace", d.TracePath, "Mooncake trace (JSON Lines); the default is relative to the repository root")
+	tracePath := fs.String("trace", d.TracePath, "Mooncake trace (JSON Lines); a relative path is also looked for above the working directory and the executable")
 	maxReq := fs.Int("max-requests", d.MaxRequests, "replay only the first N requests (0 = all)")
 	workers := fs.Int("workers", d.Workers, "engine workers (index pods), 1..256")
 	seed := fs.Uint64("seed", d.Seed, "seed of the random split of requests across workers")
@@ -66,6 +66,11 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	apply("max-backlog", func() { cfg.MaxBacklog = *maxBacklog })
 	apply("verify", func() { cfg.Verify = *verify })
 	apply("baseline", func() { cfg.Baseline = *baseline })
+	tracePathFound, err := locateTrace("index", cfg.TracePath)
+	if err != nil {
+		return err
+	}
+	cfg.TracePath = tracePathFound
 	if !*quiet {
 		start := time.Now()
 		cfg.Progress = func(format string, a ...any) {

@@ -23,7 +23,7 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	quick := fs.Bool("quick", false, "a short run (the trace's first 4000 requests) that stays under a minute; explicit flags still apply")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	quiet := fs.Bool("quiet", false, "no progress lines on stderr")
-	tracePath := fs.String("trace", d.TracePath, "Mooncake trace (JSON Lines); the default is relative to the repository root")
+	tracePath := fs.String("trace", d.TracePath, "Mooncake trace (JSON Lines); a relative path is also looked for above the working directory and the executable")
 	maxReq := fs.Int("max-requests", d.MaxRequests, "use only the first N requests (0 = all)")
 	seed := fs.Uint64("seed", d.Seed, "seed of the random split of requests across pods")
 	pods := fs.Int("pods", d.Pods, "engine pods, one publisher each, 1..256")
@@ -61,6 +61,11 @@ func runIngest(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	apply("paced-fraction", func() { cfg.PacedFraction = *paced })
 	apply("verify", func() { cfg.Verify = *verify })
 	apply("timeout", func() { cfg.Timeout = *timeout })
+	tracePathFound, err := locateTrace("ingest", cfg.TracePath)
+	if err != nil {
+		return err
+	}
+	cfg.TracePath = tracePathFound
 	switch *form {
 	case "array":
 		cfg.Form = vllmwire.FormArray

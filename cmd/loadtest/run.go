@@ -22,8 +22,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.SetOutput(stderr)
 	d := replay.DefaultConfig()
 	target := fs.String("target", "", "base URL of the OpenAI endpoint, e.g. http://127.0.0.1:8080 (required)")
-	tracePath := fs.String("trace", "loadtest/traces/conversation_trace.jsonl", "Mooncake trace (JSON Lines); the default is relative to the repository root")
-	model := fs.String("model", d.Model, "model field of the requests")
+	tracePath := fs.String("trace", trace.DefaultPath, "Mooncake trace (JSON Lines); a relative path is also looked for above the working directory and the executable")
+	model := fs.String("model", "", "model field of the requests (default: the first model the target's GET /v1/models lists)")
 	timeScale := fs.Float64("time-scale", d.TimeScale, "multiply the trace's arrival times (0.1 = ten times denser)")
 	rate := fs.Float64("rate", d.Rate, "multiply the arrival rate (2 = twice the requests per second)")
 	conc := fs.Int("concurrency", d.Concurrency, "most requests in flight (0 = no cap); requests over it wait and are counted as delayed")
@@ -49,18 +49,33 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	cfg := d
 	cfg.Target, cfg.Model, cfg.TimeScale, cfg.Rate = *target, *model, *timeScale, *rate
 	cfg.Concurrency, cfg.Stream, cfg.MaxTokensCap, cfg.Timeout = *conc, *stream, *maxTokCap, *timeout
+	if cfg.Model == "" {
+		cfg.Model = d.Model // validated now, asked of the target below
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	recs, err := trace.ReadFile(*tracePath, *maxReq)
+	path, err := locateTrace("run", *tracePath)
+	if err != nil {
+		return err
+	}
+	recs, err := trace.ReadFile(path, *maxReq)
 	if err != nil {
 		return err
 	}
 	if len(recs) == 0 {
-		return fmt.Errorf("run: %s holds no requests", *tracePath)
+		return fmt.Errorf("run: %s holds no requests", path)
 	}
 	if err := replay.CheckTarget(ctx, cfg.Target, 5*time.Second); err != nil {
 		return err
+	}
+	if *model == "" {
+		if cfg.Model, err = replay.FirstModel(ctx, cfg.Target, 10*time.Second); err != nil {
+			return fmt.Errorf("run: %w; pass --model NAME", err)
+		}
+		if !*quiet {
+			fmt.Fprintf(stderr, "model %s (the target's first; --model chooses another)\n", cfg.Model)
+		}
 	}
 	var obs replay.Observer
 	var bar *replay.Progress
