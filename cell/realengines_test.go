@@ -1,12 +1,10 @@
 package cell
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -131,19 +129,6 @@ func TestRealEngineSetups(t *testing.T) {
 		})
 	}
 }
-
-// syncBuffer is a log sink safe for the cell's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 // TestUnindexedWarnings checks that the cell says once per pod and reason,
 // in words, when events arrive but blocks cannot be indexed, and that the
