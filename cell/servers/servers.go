@@ -1,6 +1,7 @@
 // Package servers is the part of a daemon's lifecycle that celld and
-// globald share: serving an HTTP and a gRPC server on their listeners, and
-// stopping both within a deadline.
+// globald share: building the gRPC server (traced),
+// serving an HTTP and a gRPC server on their listeners, and stopping both
+// within a deadline.
 package servers
 
 import (
