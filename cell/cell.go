@@ -103,7 +103,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Cell, error) {
 		return nil, fmt.Errorf("%w: routing.tokenizer_json: %v", ErrConfig, err)
 	}
 	obs := observer{m: c.rm, tr: c.tr, cell: cfg.CellID}
-	if c.router, err = newRouter(cfg, c.ix, c.reg, c.state, tok, obs); err != nil {
+	if c.router, err = newRouter(cfg, c.ix, c.reg, c.state, tracedTokenizer{tok, obs}, obs); err != nil {
 		c.ix.Close()
 		return nil, err
 	}

@@ -69,8 +69,8 @@ func (p *tracedPod) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // ("conflicting Schema URL"). It runs celld with the endpoint pointing at
 // an in-process OTLP receiver, sends a text prompt and checks what arrives:
 // the request span under celld's identity (service.instance.id and
-// cellrouter.cell are the cell id), its stages, and the upstream call,
-// whose context reached the pod.
+// cellrouter.cell are the cell id), the tokenize call as a child of the
+// prepare stage, and the upstream call, whose context reached the pod.
 func TestRunExportsTracesUnderTheCellsIdentity(t *testing.T) {
 	rcv := otlptest.Start(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.Endpoint())
@@ -140,6 +140,7 @@ func TestRunExportsTracesUnderTheCellsIdentity(t *testing.T) {
 	tests := []struct{ span, parent string }{
 		{"cell.request", ""},
 		{"cell.stage.prepare", "cell.request"},
+		{"cell.tokenize", "cell.stage.prepare"},
 		{"cell.upstream", "cell.request"},
 	}
 	for _, tt := range tests {
@@ -155,6 +156,9 @@ func TestRunExportsTracesUnderTheCellsIdentity(t *testing.T) {
 		if s.ParentID != want {
 			t.Errorf("%s has parent %s, want %s (%s)", tt.span, s.ParentID, want, tt.parent)
 		}
+	}
+	if got := byName["cell.tokenize"].Attrs["cellrouter.tokenizer.kind"]; got != "remote" {
+		t.Errorf("tokenizer kind %q, want remote", got)
 	}
 	pod.mu.Lock()
 	got := pod.traceparent
