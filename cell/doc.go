@@ -9,7 +9,7 @@
 //	events.Registry      the pods and their states (cell/events)
 //	events.Applier       the one Sink every transport feeds
 //	transports           vLLM ZMQ (zmqsub), NATS JetStream (natsjs), gRPC Publish (grpcpub)
-//	servers              gRPC (EventPublisher, CellService) and HTTP
+//	servers              gRPC (EventPublisher, CellService, server reflection) and HTTP
 //	                     (/metrics, /healthz, /readyz, REST through grpc-gateway)
 //	loops                registry ticks (kill silent pods), pod health checks
 //

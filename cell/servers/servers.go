@@ -1,5 +1,5 @@
 // Package servers is the part of a daemon's lifecycle that celld and
-// globald share: building the gRPC server (traced),
+// globald share: building the gRPC server (traced, with server reflection),
 // serving an HTTP and a gRPC server on their listeners, and stopping both
 // within a deadline.
 package servers
