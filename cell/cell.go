@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
+	"github.com/cellrouter/cellrouter/api"
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
 	eventsv1 "github.com/cellrouter/cellrouter/api/events/v1"
 	"github.com/cellrouter/cellrouter/api/openai"
@@ -146,6 +147,7 @@ func (c *Cell) buildServers() error {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", c.serveReady)
 	mux.Handle("/v1/cell/", gw)
+	mux.Handle("GET "+api.OpenAPIPath("cell"), api.OpenAPIHandler("cell"))
 	mux.HandleFunc("POST /v1/completions", c.serveInference(openai.KindCompletion))
 	mux.HandleFunc("POST /v1/chat/completions", c.serveInference(openai.KindChat))
 	mux.HandleFunc("GET /v1/models", c.serveModels)

@@ -10,7 +10,8 @@
 //	events.Applier       the one Sink every transport feeds
 //	transports           vLLM ZMQ (zmqsub), NATS JetStream (natsjs), gRPC Publish (grpcpub)
 //	servers              gRPC (EventPublisher, CellService, server reflection) and HTTP
-//	                     (/metrics, /healthz, /readyz, REST through grpc-gateway)
+//	                     (/metrics, /healthz, /readyz, REST through grpc-gateway,
+//	                     its OpenAPI document at /openapi/cell.swagger.json)
 //	loops                registry ticks (kill silent pods), pod health checks
 //
 // Every goroutine Run starts is owned by Run: it stops when Run's context

@@ -2,6 +2,7 @@ package cell
 
 import (
 	"context"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -65,5 +66,19 @@ func TestGRPCReflectionListsTheServices(t *testing.T) {
 		"grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("services %v, want %v", got, want)
+	}
+}
+
+// TestServesCommittedOpenAPI checks that the cell serves the committed
+// OpenAPI document of its REST control plane, byte for byte.
+func TestServesCommittedOpenAPI(t *testing.T) {
+	c := startCell(t, testConfig())
+	want, err := os.ReadFile("../api/cell/v1/cell.swagger.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, got := get(t, "http://"+c.HTTPAddr()+"/openapi/cell.swagger.json")
+	if code != 200 || got != string(want) {
+		t.Fatalf("GET /openapi/cell.swagger.json = %d, %d bytes; want 200 and the %d committed bytes", code, len(got), len(want))
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 
+	"github.com/cellrouter/cellrouter/api"
 	globalv1 "github.com/cellrouter/cellrouter/api/global/v1"
 	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/cell/proxy"
@@ -74,6 +75,7 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", g.serveReady)
 	mux.Handle("/v1/global/", gw)
+	mux.Handle("GET "+api.OpenAPIPath("global"), api.OpenAPIHandler("global"))
 	mux.HandleFunc("POST /v1/completions", g.serveInference(openai.KindCompletion))
 	mux.HandleFunc("POST /v1/chat/completions", g.serveInference(openai.KindChat))
 	mux.HandleFunc("GET /v1/models", g.serveModels)

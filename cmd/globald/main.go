@@ -158,10 +158,11 @@ Try (run it twice: the second answer reports cached tokens from the same pod):
 
   curl -s %s/v1/global/cells        # the cells and their summaries
   curl -s %s/metrics | grep cellrouter_global
+  curl -s %s/openapi/global.swagger.json   # the REST control plane's OpenAPI document
   grpcurl -plaintext %s list        # the gRPC services, by server reflection
 
 Ctrl-C stops everything.
-`, f.Endpoint(), body, f.Endpoint(), f.Endpoint(), f.Global.GRPCAddr())
+`, f.Endpoint(), body, f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Global.GRPCAddr())
 	<-ctx.Done()
 	return nil
 }
