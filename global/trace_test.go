@@ -64,8 +64,11 @@ func TestOneTraceAcrossBothTiers(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get(CellHeader) != "cell-a" {
-		t.Fatalf("status %d, cell %q; want 200 from cell-a", resp.StatusCode, resp.Header.Get(CellHeader))
+	// cell-a holds the prefix, but on a loaded machine a slow probe may
+	// hand the request to cell-b (the choice weighs probe round trips).
+	servedBy, pod := resp.Header.Get(CellHeader), resp.Header.Get("X-Cellrouter-Pod")
+	if resp.StatusCode != 200 || servedBy == "" || pod == "" {
+		t.Fatalf("status %d, cell %q, pod %q; want 200 and both named", resp.StatusCode, servedBy, pod)
 	}
 
 	// The handlers end their spans after the response is written: flush
@@ -104,17 +107,17 @@ func TestOneTraceAcrossBothTiers(t *testing.T) {
 	}
 	handoff := tr.one("global.handoff", root.SpanID, "globald")
 	creq := tr.one("cell.request", handoff.SpanID, "celld")
-	if creq.Instance() != "cell-a" || creq.Resource["cellrouter.cell"] != "cell-a" || creq.Attrs["cellrouter.cell"] != "cell-a" {
-		t.Errorf("cell.request of instance %q, resource cell %q, span cell %q; want cell-a", creq.Instance(), creq.Resource["cellrouter.cell"], creq.Attrs["cellrouter.cell"])
+	if creq.Instance() != servedBy || creq.Resource["cellrouter.cell"] != servedBy || creq.Attrs["cellrouter.cell"] != servedBy {
+		t.Errorf("cell.request of instance %q, resource cell %q, span cell %q; want %s, which served", creq.Instance(), creq.Resource["cellrouter.cell"], creq.Attrs["cellrouter.cell"], servedBy)
 	}
 	for _, st := range []string{"cell.stage.prepare", "cell.stage.filter", "cell.stage.score", "cell.stage.pick"} {
 		tr.one(st, creq.SpanID, "celld")
 	}
 	up := tr.one("cell.upstream", creq.SpanID, "celld")
-	if up.Attrs["cellrouter.pod"] != "cell-a-pod0" {
-		t.Errorf("upstream call to %q, want cell-a-pod0", up.Attrs["cellrouter.pod"])
+	if up.Attrs["cellrouter.pod"] != pod {
+		t.Errorf("upstream call to %q, want %s, which served", up.Attrs["cellrouter.pod"], pod)
 	}
-	got, _ := lastTraceparent.Load("cell-a-pod0")
+	got, _ := lastTraceparent.Load(pod)
 	if want := "00-" + clientTraceID + "-" + up.SpanID + "-01"; got != want {
 		t.Errorf("pod got traceparent %q, want %q (the upstream span's context)", got, want)
 	}
