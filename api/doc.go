@@ -6,4 +6,7 @@
 // The generated code is committed. api/generate.sh regenerates all of it with
 // pinned tool versions (see api/README.md), and the tests of this package
 // check that every .proto file has its generated siblings.
+//
+// This package embeds the committed OpenAPI documents, which the daemons
+// serve at OpenAPIPath (celld the cell's, globald the global tier's).
 package api

@@ -15,9 +15,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
+	"github.com/cellrouter/cellrouter/api"
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
 	eventsv1 "github.com/cellrouter/cellrouter/api/events/v1"
 	"github.com/cellrouter/cellrouter/api/openai"
@@ -27,6 +28,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 	"github.com/cellrouter/cellrouter/cell/proxy"
 	"github.com/cellrouter/cellrouter/cell/servers"
+	"github.com/cellrouter/cellrouter/cell/telemetry"
 )
 
 // transport is an event source the cell runs: one of the plug-ins behind
@@ -61,18 +63,26 @@ type Cell struct {
 	proxy   *proxy.Proxy
 	rm      *routeMetrics
 	promReg *prometheus.Registry
+
+	tp trace.TracerProvider // nil: the global provider
+	tr *telemetry.Tracer
 }
 
 // New builds a cell from a validated configuration and opens its
 // listeners, so the addresses are known before Run (useful with port 0).
-func New(cfg Config, log *slog.Logger) (*Cell, error) {
+func New(cfg Config, log *slog.Logger, opts ...Option) (*Cell, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	c := &Cell{cfg: cfg, log: log.With("cell", cfg.CellID)}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	c := &Cell{cfg: cfg, log: log.With("cell", cfg.CellID), tp: o.tracerProvider}
+	c.tr = telemetry.NewTracer(tracerName, c.tp)
 	var err error
 	if c.ix, err = index.New(cfg.indexConfig()); err != nil {
 		return nil, err
@@ -96,7 +106,8 @@ func New(cfg Config, log *slog.Logger) (*Cell, error) {
 		c.ix.Close()
 		return nil, fmt.Errorf("%w: routing.tokenizer_json: %v", ErrConfig, err)
 	}
-	if c.router, err = newRouter(cfg, c.ix, c.reg, c.state, tok, observer{c.rm}); err != nil {
+	obs := observer{m: c.rm, tr: c.tr, cell: cfg.CellID}
+	if c.router, err = newRouter(cfg, c.ix, c.reg, c.state, tracedTokenizer{tok, obs}, obs); err != nil {
 		c.ix.Close()
 		return nil, err
 	}
@@ -122,7 +133,7 @@ func (c *Cell) buildServers() error {
 		return err
 	}
 	c.state.transportDrops = c.transportDrops(pub)
-	c.grpcSrv = grpc.NewServer(grpc.StatsHandler(otelgrpc.NewServerHandler()))
+	c.grpcSrv = servers.NewGRPC(c.tp)
 	eventsv1.RegisterEventPublisherServer(c.grpcSrv, pub)
 	cellv1.RegisterCellServiceServer(c.grpcSrv, c.state)
 
@@ -142,6 +153,7 @@ func (c *Cell) buildServers() error {
 	if err := servers.MountGateway(mux, gw, cellv1.File_api_cell_v1_cell_proto.Services().ByName("CellService")); err != nil {
 		return fmt.Errorf("cell: gateway: %w", err)
 	}
+	mux.Handle("GET "+api.OpenAPIPath("cell"), api.OpenAPIHandler("cell"))
 	mux.HandleFunc("POST /v1/completions", c.serveInference(openai.KindCompletion))
 	mux.HandleFunc("POST /v1/chat/completions", c.serveInference(openai.KindChat))
 	mux.HandleFunc("GET /v1/models", c.serveModels)
@@ -251,8 +263,8 @@ func (c *Cell) Run(ctx context.Context) error {
 }
 
 // Run builds a cell from cfg and serves until ctx ends.
-func Run(ctx context.Context, cfg Config, log *slog.Logger) error {
-	c, err := New(cfg, log)
+func Run(ctx context.Context, cfg Config, log *slog.Logger, opts ...Option) error {
+	c, err := New(cfg, log, opts...)
 	if err != nil {
 		return err
 	}

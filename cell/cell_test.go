@@ -36,9 +36,9 @@ func testConfig() Config {
 	return cfg
 }
 
-func startCell(t *testing.T, cfg Config) *Cell {
+func startCell(t *testing.T, cfg Config, opts ...Option) *Cell {
 	t.Helper()
-	c, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -97,8 +97,8 @@ func (c *Cell) serveInference(kind openai.Kind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := tracer().Start(ctx, "cell.request", trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("cellrouter.cell", c.cfg.CellID)))
+		ctx, span := c.tr.Get().Start(ctx, "cell.request", trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(telemetry.CellKey.String(c.cfg.CellID)))
 		defer span.End()
 		c.rm.inflight.Inc()
 		defer c.rm.inflight.Dec()
@@ -192,8 +192,8 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 		},
 		OnRequest: func(t proxy.Target, out *http.Request) {
 			var ctx = r.Context()
-			ctx, upstream = tracer().Start(ctx, "cell.upstream", trace.WithSpanKind(trace.SpanKindClient),
-				trace.WithAttributes(attribute.String("cellrouter.pod", t.Pod), attribute.String("cellrouter.leg", leg),
+			ctx, upstream = c.tr.Get().Start(ctx, "cell.upstream", trace.WithSpanKind(trace.SpanKindClient),
+				trace.WithAttributes(telemetry.CellKey.String(c.cfg.CellID), attribute.String("cellrouter.pod", t.Pod), attribute.String("cellrouter.leg", leg),
 					attribute.Int("cellrouter.matched_blocks", depthOf(t.Pod)), attribute.Int("cellrouter.blocks", blocks)))
 			telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(out.Header))
 		},

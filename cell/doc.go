@@ -9,8 +9,9 @@
 //	events.Registry      the pods and their states (cell/events)
 //	events.Applier       the one Sink every transport feeds
 //	transports           vLLM ZMQ (zmqsub), NATS JetStream (natsjs), gRPC Publish (grpcpub)
-//	servers              gRPC (EventPublisher, CellService) and HTTP
-//	                     (/metrics, /healthz, /readyz, REST through grpc-gateway)
+//	servers              gRPC (EventPublisher, CellService, server reflection) and HTTP
+//	                     (/metrics, /healthz, /readyz, REST through grpc-gateway,
+//	                     its OpenAPI document at /openapi/cell.swagger.json)
 //	loops                registry ticks (kill silent pods), pod health checks
 //
 // Every goroutine Run starts is owned by Run: it stops when Run's context
@@ -20,4 +21,12 @@
 // reported ready (connected, and caught up with the initial replay or the
 // stream's backlog), so a load balancer does not route to a cell that is
 // still filling its index.
+//
+// Tracing: a data-plane request is the span cell.request (continuing the
+// caller's W3C context), with a span per pipeline stage (cell.stage.*), one
+// for the tokenization of a text prompt inside prepare (cell.tokenize: the
+// tokenizer's kind, the tokens made, whether the cache of remote answers
+// hit) and one per upstream call (cell.upstream), whose context reaches the
+// pod. Every span names the cell (cellrouter.cell). The spans go to the
+// process's global provider, or to the cell's own (WithTracerProvider).
 package cell

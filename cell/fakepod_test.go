@@ -18,8 +18,9 @@ type fakePod struct {
 	id  string
 	srv *httptest.Server
 
-	mu       sync.Mutex
-	requests []recorded
+	mu        sync.Mutex
+	requests  []recorded
+	tokenizes int // /tokenize calls
 	// fail makes the pod answer 503 to inference requests.
 	fail bool
 	// hold, when set, keeps streaming responses open until the client goes
@@ -67,6 +68,9 @@ func (p *fakePod) serve(w http.ResponseWriter, r *http.Request) {
 			Prompt string `json:"prompt"`
 		}
 		json.NewDecoder(r.Body).Decode(&req)
+		p.mu.Lock()
+		p.tokenizes++
+		p.mu.Unlock()
 		if req.Model != "m" {
 			// vLLM's answer for a model it does not serve.
 			w.Header().Set("Content-Type", "application/json")

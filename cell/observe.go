@@ -13,12 +13,10 @@ import (
 	"github.com/cellrouter/cellrouter/cell/telemetry"
 )
 
-// tracer is the cell's OpenTelemetry tracer: a no-op unless the daemon
-// installed a provider (telemetry.Setup).
-func tracer() trace.Tracer { return cellTracer.Get() }
-
-// cellTracer follows the global provider (telemetry.Setup, or a test's).
-var cellTracer = telemetry.NewTracer("github.com/cellrouter/cellrouter/cell")
+// tracerName is the instrumentation scope of the cell's spans. A cell's
+// tracer (Cell.tr) is of its own provider (WithTracerProvider) or of the
+// global one: a no-op unless the daemon installed a provider.
+const tracerName = "github.com/cellrouter/cellrouter/cell"
 
 // routeMetrics are the data plane's Prometheus metrics.
 type routeMetrics struct {
@@ -77,15 +75,20 @@ func newRouteMetrics(cellID string, reg prometheus.Registerer) *routeMetrics {
 }
 
 // observer reports pipeline stages to tracing (a span per stage) and
-// metrics (time per stage).
-type observer struct{ m *routeMetrics }
+// metrics (time per stage). Every span names the cell, which tells the
+// cells of one process apart when they share a provider.
+type observer struct {
+	m    *routeMetrics
+	tr   *telemetry.Tracer
+	cell string
+}
 
 var _ pipeline.Observer = observer{}
 
 func (o observer) Stage(ctx context.Context, profile string, st pipeline.Stage) (context.Context, func(error)) {
 	start := time.Now()
-	ctx, span := tracer().Start(ctx, "cell.stage."+st.String(), trace.WithAttributes(
-		attribute.String("cellrouter.profile", profile)))
+	ctx, span := o.tr.Get().Start(ctx, "cell.stage."+st.String(), trace.WithAttributes(
+		telemetry.CellKey.String(o.cell), attribute.String("cellrouter.profile", profile)))
 	return ctx, func(err error) {
 		if o.m != nil {
 			o.m.stageTime.WithLabelValues(profile, st.String()).Observe(time.Since(start).Seconds())

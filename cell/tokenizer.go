@@ -14,13 +14,15 @@ import (
 // cellTokenizer turns text prompts and chats into token ids: in process
 // with a configured tokenizer.json (and chat template), else through the
 // /tokenize endpoint of a healthy pod, which applies the model's own
-// template, so the router's token ids are the engine's.
+// template, so the router's token ids are the engine's. Remote answers are
+// cached.
 type cellTokenizer struct {
 	local   tokenizer.Tokenizer // nil: every call is remote
 	chatLoc bool                // local has a chat template
 	client  *http.Client
 	timeout time.Duration
 	pods    func() []pipeline.Candidate
+	cache   *tokenCache // of remote answers
 }
 
 var _ plugins.Tokenizer = (*cellTokenizer)(nil)
@@ -29,7 +31,8 @@ var _ plugins.Tokenizer = (*cellTokenizer)(nil)
 var errNoTokenizePod = errors.New("cell: text prompt but no tokenizer_json and no healthy pod to /tokenize it")
 
 func newTokenizer(cfg Config, pods func() []pipeline.Candidate) (*cellTokenizer, error) {
-	t := &cellTokenizer{client: &http.Client{}, timeout: cfg.Routing.TokenizeTimeout, pods: pods}
+	t := &cellTokenizer{client: &http.Client{}, timeout: cfg.Routing.TokenizeTimeout, pods: pods,
+		cache: newTokenCache(remoteTokenCacheTokens)}
 	if cfg.Routing.TokenizerJSON != "" {
 		opts := tokenizer.Options{}
 		if cfg.Routing.ChatTemplate != "" {
@@ -56,11 +59,18 @@ func (t *cellTokenizer) Tokenize(ctx context.Context, req *pipeline.Request) ([]
 		msgs[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
 	}
 	if t.local != nil && (!req.Chat || t.chatLoc) {
+		noteTokenize(ctx, "local", false, "")
 		if req.Chat {
 			return t.local.EncodeChat(ctx, msgs, nil)
 		}
 		return t.local.Encode(ctx, req.Prompt, true, nil)
 	}
+	key := keyOf(req)
+	if ids, ok := t.cache.get(key); ok {
+		noteTokenize(ctx, "remote", true, "")
+		return append([]uint32(nil), ids...), nil
+	}
+	noteTokenize(ctx, "remote", false, "")
 	var last error = errNoTokenizePod
 	for _, c := range t.pods() {
 		if !c.Healthy || c.Draining {
@@ -75,6 +85,8 @@ func (t *cellTokenizer) Tokenize(ctx context.Context, req *pipeline.Request) ([]
 			ids, err = r.Encode(ctx, req.Prompt, true, nil)
 		}
 		if err == nil {
+			noteTokenize(ctx, "remote", false, c.Pod)
+			t.cache.put(key, append([]uint32(nil), ids...))
 			return ids, nil
 		}
 		var se *tokenizer.StatusError

@@ -57,13 +57,13 @@ type Daemon struct {
 
 // NewDaemon builds the router, opens its listeners and joins the pool (the
 // join is retried in Run until a seed answers).
-func NewDaemon(cfg Config, pool PoolConfig, log *slog.Logger) (*Daemon, error) {
+func NewDaemon(cfg Config, pool PoolConfig, log *slog.Logger, opts ...Option) (*Daemon, error) {
 	if log == nil {
 		log = slog.Default()
 	}
 	d := &Daemon{pool: pool}
 	dir := &lazyDirectory{}
-	g, err := New(cfg, dir, nil, log)
+	g, err := New(cfg, dir, nil, log, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +82,10 @@ func NewDaemon(cfg Config, pool PoolConfig, log *slog.Logger) (*Daemon, error) {
 
 // GossipAddr is the replica's memberlist address: a seed for cells.
 func (d *Daemon) GossipAddr() string { return d.node.Addr() }
+
+// NodeName is the replica's name in the pool (PoolConfig.Name, or
+// "global/" and its HTTP address): its service instance in traces.
+func (d *Daemon) NodeName() string { return d.node.Name() }
 
 // Run joins the seeds (retrying) and serves until ctx ends; then it leaves
 // the pool.

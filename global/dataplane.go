@@ -23,7 +23,7 @@ const CellHeader = "X-Cellrouter-Cell"
 func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := tracer().Start(ctx, "global.request", trace.WithSpanKind(trace.SpanKindServer))
+		ctx, span := g.tr.Get().Start(ctx, "global.request", trace.WithSpanKind(trace.SpanKindServer))
 		defer span.End()
 		body, err := openai.ReadBody(w, r, g.cfg.MaxBodyBytes)
 		if err != nil {
@@ -89,7 +89,7 @@ func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d 
 	hooks := proxy.Hooks{
 		OnRequest: func(t proxy.Target, out *http.Request) {
 			var ctx = r.Context()
-			ctx, span = tracer().Start(ctx, "global.handoff", trace.WithSpanKind(trace.SpanKindClient),
+			ctx, span = g.tr.Get().Start(ctx, "global.handoff", trace.WithSpanKind(trace.SpanKindClient),
 				trace.WithAttributes(attribute.String("cellrouter.cell", t.Pod)))
 			telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(out.Header))
 		},

@@ -36,7 +36,9 @@
 // an order out; probing and hand-off live at the edges. Every request is one
 // OpenTelemetry trace: global.request, global.summary_lookup, one
 // global.probe per probed cell, global.handoff, and the cell's spans under
-// it (W3C context crosses the gRPC probe and the HTTP hand-off).
+// it (W3C context crosses the gRPC probe and the HTTP hand-off). The gRPC
+// server answers server reflection, and the HTTP server serves the OpenAPI
+// document of the REST control plane at /openapi/global.swagger.json.
 //
 // Dependencies: global uses cell/blockhash (hashing), cell/proxy (the relay,
 // shared with the cell), cell/telemetry and api/openai, never the cell

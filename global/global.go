@@ -12,13 +12,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
 
+	"github.com/cellrouter/cellrouter/api"
 	globalv1 "github.com/cellrouter/cellrouter/api/global/v1"
 	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/cell/proxy"
 	"github.com/cellrouter/cellrouter/cell/servers"
+	"github.com/cellrouter/cellrouter/cell/telemetry"
 )
 
 // Global is a running global router's parts: New builds them and opens the
@@ -30,6 +31,7 @@ type Global struct {
 	proxy  *proxy.Proxy
 	m      *metrics
 	prober *grpcProber
+	tr     *telemetry.Tracer
 
 	grpcLis, httpLis net.Listener
 	grpcSrv          *grpc.Server
@@ -38,19 +40,21 @@ type Global struct {
 
 // New builds a global router over the cells of dir. A nil prober probes
 // cells over gRPC.
-func New(cfg Config, dir Directory, pr Prober, log *slog.Logger) (*Global, error) {
+func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option) (*Global, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	g := &Global{cfg: cfg, log: log}
+	o := buildOptions(opts)
+	g := &Global{cfg: cfg, log: log, tr: telemetry.NewTracer(tracerName, o.tracerProvider)}
 	if pr == nil {
-		g.prober = newGRPCProber()
+		g.prober = newGRPCProber(o.tracerProvider)
 		pr = g.prober
 	}
 	var err error
 	if g.rt, err = NewRouter(cfg, dir, pr); err != nil {
 		return nil, err
 	}
+	g.rt.tr = g.tr
 	if g.proxy, err = proxy.New(cfg.proxyConfig()); err != nil {
 		return nil, err
 	}
@@ -59,7 +63,7 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger) (*Global, error
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	svc := &service{rt: g.rt, g: g}
-	g.grpcSrv = grpc.NewServer(grpc.StatsHandler(otelgrpc.NewServerHandler()))
+	g.grpcSrv = servers.NewGRPC(o.tracerProvider)
 	globalv1.RegisterGlobalServiceServer(g.grpcSrv, svc)
 	gw := servers.NewGateway()
 	if err := globalv1.RegisterGlobalServiceHandlerServer(context.Background(), gw, svc); err != nil {
@@ -72,6 +76,7 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger) (*Global, error
 	if err := servers.MountGateway(mux, gw, globalv1.File_api_global_v1_global_proto.Services().ByName("GlobalService")); err != nil {
 		return nil, fmt.Errorf("global: gateway: %w", err)
 	}
+	mux.Handle("GET "+api.OpenAPIPath("global"), api.OpenAPIHandler("global"))
 	mux.HandleFunc("POST /v1/completions", g.serveInference(openai.KindCompletion))
 	mux.HandleFunc("POST /v1/chat/completions", g.serveInference(openai.KindChat))
 	mux.HandleFunc("GET /v1/models", g.serveModels)

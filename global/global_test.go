@@ -34,6 +34,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// lastTraceparent maps a test pod's id to the traceparent header of its
+// last inference request.
+var lastTraceparent sync.Map
+
 // testPod is an instant OpenAI pod that says who answered.
 func testPod(t *testing.T, id string, hits *sync.Map) string {
 	t.Helper()
@@ -46,6 +50,7 @@ func testPod(t *testing.T, id string, hits *sync.Map) string {
 			return
 		}
 		io.Copy(io.Discard, r.Body)
+		lastTraceparent.Store(id, r.Header.Get("traceparent"))
 		n, _ := hits.LoadOrStore(id, new(atomic.Int64))
 		n.(*atomic.Int64).Add(1)
 		fmt.Fprintf(w, `{"choices":[{"text":"from %s"}],"usage":{"prompt_tokens":10,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":5}}}`, id)
@@ -60,7 +65,7 @@ type testCell struct {
 	c  *cell.Cell
 }
 
-func startTestCell(t *testing.T, id string, hits *sync.Map) *testCell {
+func startTestCell(t *testing.T, id string, hits *sync.Map, opts ...cell.Option) *testCell {
 	t.Helper()
 	cfg := cell.DefaultConfig()
 	cfg.CellID, cfg.HTTPAddr, cfg.GRPCAddr, cfg.HealthInterval = id, "127.0.0.1:0", "127.0.0.1:0", 0
@@ -68,7 +73,7 @@ func startTestCell(t *testing.T, id string, hits *sync.Map) *testCell {
 		pid := fmt.Sprintf("%s-pod%d", id, i)
 		cfg.Pods = append(cfg.Pods, cell.PodConfig{ID: pid, Address: testPod(t, pid, hits)})
 	}
-	c, err := cell.New(cfg, quiet)
+	c, err := cell.New(cfg, quiet, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,12 +124,12 @@ func (tc *testCell) view(t *testing.T) CellView {
 	return CellView{ID: tc.id, HTTPAddr: tc.c.HTTPAddr(), GRPCAddr: tc.c.GRPCAddr(), Alive: true, Summary: s, SummaryBytes: s.SizeBytes()}
 }
 
-func startGlobal(t *testing.T, dir Directory) *Global {
+func startGlobal(t *testing.T, dir Directory, opts ...Option) *Global {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.HTTPAddr, cfg.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.ProbeTimeout = 5 * time.Second // a loaded test machine
-	g, err := New(cfg, dir, nil, quiet)
+	g, err := New(cfg, dir, nil, quiet, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,12 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
+	"github.com/cellrouter/cellrouter/cell/telemetry"
 )
 
 // Prober asks one cell for its exact answer (CellService.Route, which
@@ -20,13 +22,24 @@ type Prober interface {
 	Probe(ctx context.Context, cell *CellView, req *cellv1.RouteRequest) (*cellv1.RouteResponse, error)
 }
 
-// grpcProber keeps one client connection per cell.
+// grpcProber keeps one client connection per cell. Each call is traced
+// (a client span passing the W3C trace context to the cell).
 type grpcProber struct {
+	trace []otelgrpc.Option
+
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
 }
 
-func newGRPCProber() *grpcProber { return &grpcProber{conns: map[string]*grpc.ClientConn{}} }
+// newGRPCProber traces calls on tp, or on the global provider when tp is
+// nil.
+func newGRPCProber(tp trace.TracerProvider) *grpcProber {
+	p := &grpcProber{conns: map[string]*grpc.ClientConn{}, trace: []otelgrpc.Option{otelgrpc.WithPropagators(telemetry.Propagator)}}
+	if tp != nil {
+		p.trace = append(p.trace, otelgrpc.WithTracerProvider(tp))
+	}
+	return p
+}
 
 func (p *grpcProber) conn(addr string) (*grpc.ClientConn, error) {
 	p.mu.Lock()
@@ -35,7 +48,7 @@ func (p *grpcProber) conn(addr string) (*grpc.ClientConn, error) {
 		return c, nil
 	}
 	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithStatsHandler(otelgrpc.NewClientHandler()))
+		grpc.WithStatsHandler(otelgrpc.NewClientHandler(p.trace...)))
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +83,7 @@ func (p *grpcProber) close() {
 
 // probeAll probes the candidates in parallel, all bounded by timeout, with
 // a span per probe, and returns the answers in candidate order.
-func probeAll(ctx context.Context, pr Prober, timeout time.Duration, views []CellView, cands []Candidate, req *cellv1.RouteRequest) []ProbeAnswer {
+func probeAll(ctx context.Context, tr *telemetry.Tracer, pr Prober, timeout time.Duration, views []CellView, cands []Candidate, req *cellv1.RouteRequest) []ProbeAnswer {
 	answers := make([]ProbeAnswer, len(cands))
 	// One deadline for the whole fan-out (one timer, not one per probe).
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -78,7 +91,7 @@ func probeAll(ctx context.Context, pr Prober, timeout time.Duration, views []Cel
 	var wg sync.WaitGroup
 	probe := func(i int, c Candidate) {
 		v := &views[c.Cell]
-		pctx, span := tracer().Start(ctx, "global.probe")
+		pctx, span := tr.Get().Start(ctx, "global.probe")
 		defer span.End()
 		start := time.Now()
 		resp, err := pr.Probe(pctx, v, req)

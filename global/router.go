@@ -11,6 +11,7 @@ import (
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
 	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cell/telemetry"
 )
 
 // Request is what the global router needs of a request.
@@ -44,6 +45,7 @@ type Router struct {
 	dir    Directory
 	prober Prober
 	hasher blockhash.Hasher
+	tr     *telemetry.Tracer
 
 	mu       sync.Mutex
 	draining map[string]bool
@@ -58,7 +60,7 @@ func NewRouter(cfg Config, dir Directory, pr Prober) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Router{cfg: cfg, dir: dir, prober: pr, hasher: h, draining: map[string]bool{}}, nil
+	return &Router{cfg: cfg, dir: dir, prober: pr, hasher: h, tr: telemetry.NewTracer(tracerName, nil), draining: map[string]bool{}}, nil
 }
 
 // views returns the directory's cells with the router's draining marks.
@@ -108,7 +110,7 @@ func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
 	start := time.Now()
 	views := rt.views()
 	chain := rt.chain(req)
-	_, span := tracer().Start(ctx, "global.summary_lookup")
+	_, span := rt.tr.Get().Start(ctx, "global.summary_lookup")
 	cands, cold := Search(rt.cfg.Search, views, chain, xxh3.HashString(req.Model+"\x00"+firstBytes(req.Prompt, 256)))
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("cellrouter.candidates", len(cands)), attribute.Bool("cellrouter.cold", cold),
@@ -129,7 +131,7 @@ func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
 		if req.CacheSalt != "" {
 			probe.ExtraKeys = []string{req.CacheSalt}
 		}
-		d.Answers = probeAll(ctx, rt.prober, rt.cfg.ProbeTimeout, views, cands, probe)
+		d.Answers = probeAll(ctx, rt.tr, rt.prober, rt.cfg.ProbeTimeout, views, cands, probe)
 		d.Order = Choose(rt.cfg.Choose, d.Answers, len(chain))
 	}
 	d.Order = appendFallbacks(d.Order, views, rt.cfg.MaxAttempts)

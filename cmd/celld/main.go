@@ -11,24 +11,32 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/cellrouter/cellrouter/cell"
 	"github.com/cellrouter/cellrouter/cell/telemetry"
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "celld:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+// run starts the daemon as args say, logging to logw, and serves until ctx
+// ends.
+func run(ctx context.Context, args []string, logw io.Writer) error {
 	fs := flag.NewFlagSet("celld", flag.ContinueOnError)
+	fs.SetOutput(logw)
 	configPath := fs.String("config", "", "path to the YAML configuration (empty: all defaults)")
 	httpAddr := fs.String("http-addr", "", "override http_addr")
 	grpcAddr := fs.String("grpc-addr", "", "override grpc_addr")
@@ -45,7 +53,7 @@ func run(args []string) error {
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
+	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: lv}))
 
 	cfg := cell.DefaultConfig()
 	if *configPath != "" {
@@ -76,12 +84,23 @@ func run(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	shutdown, err := telemetry.Setup(ctx, "celld")
+	tel, err := telemetry.Setup(ctx)
 	if err != nil {
 		return fmt.Errorf("tracing: %w", err)
 	}
-	defer shutdown(context.Background())
+	defer flush(tel, log)
+	if err := tel.Install(ctx, telemetry.Identity{Service: "celld", Instance: cfg.CellID, Cell: cfg.CellID}); err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
 	return cell.Run(ctx, cfg, log)
+}
+
+// flush exports the spans still buffered, waiting at most a few seconds
+// for an unreachable collector.
+func flush(tel *telemetry.Telemetry, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		log.Warn("tracing: flush", "err", err)
+	}
 }

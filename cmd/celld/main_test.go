@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"io"
 	"strings"
 	"testing"
 )
@@ -19,7 +21,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"--kv-overlap-score-weight", "-2"}, "kv_overlap_score_weight"},
 	}
 	for _, tt := range tests {
-		err := run(tt.args)
+		err := run(context.Background(), tt.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("run(%q) = %v, want an error mentioning %q", tt.args, err, tt.want)
 		}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -17,13 +18,18 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/cellrouter/cellrouter/cell/telemetry"
 	"github.com/cellrouter/cellrouter/global"
 	"github.com/cellrouter/cellrouter/loadtest/fleet"
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "globald:", err)
 		os.Exit(1)
 	}
@@ -34,8 +40,11 @@ type seeds []string
 func (s *seeds) String() string     { return strings.Join(*s, ",") }
 func (s *seeds) Set(v string) error { *s = append(*s, v); return nil }
 
-func run(args []string) error {
+// run starts the daemon (or the demo fleet) as args say, printing the
+// demo's instructions to out and logging to logw, and serves until ctx ends.
+func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	fs := flag.NewFlagSet("globald", flag.ContinueOnError)
+	fs.SetOutput(logw)
 	d := global.DefaultConfig()
 	p := global.DefaultPoolConfig()
 	demo := fs.Bool("demo", false, "start a local fleet (simulated pods, cells, this endpoint) on an embedded default")
@@ -65,17 +74,15 @@ func run(args []string) error {
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return fmt.Errorf("--log-level: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	shutdown, err := telemetry.Setup(ctx, "globald")
+	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: lv}))
+	tel, err := telemetry.Setup(ctx)
 	if err != nil {
 		return fmt.Errorf("tracing: %w", err)
 	}
-	defer shutdown(context.Background())
+	defer flush(tel, log)
 
 	if *demo {
-		return runDemo(ctx, *demoCells, *demoPods, *httpAddr, *grpcAddr, log)
+		return runDemo(ctx, tel, *demoCells, *demoPods, *httpAddr, *grpcAddr, out, log)
 	}
 	cfg := d
 	cfg.HTTPAddr, cfg.GRPCAddr, cfg.BlockSize = *httpAddr, *grpcAddr, *blockSize
@@ -88,15 +95,38 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	// The replica's identity in traces is its pool name, known once the
+	// daemon is built; its spans follow the global provider installed now.
+	if err := tel.Install(ctx, telemetry.Identity{Service: "globald", Instance: dmn.NodeName()}); err != nil {
+		stopped, cancel := context.WithCancel(ctx)
+		cancel()
+		dmn.Run(stopped) // closes the listeners and leaves the pool
+		return fmt.Errorf("tracing: %w", err)
+	}
 	log.Info("globald", "gossip", dmn.GossipAddr())
 	return dmn.Run(ctx)
 }
 
-// runDemo starts the local fleet and prints a request to try.
-func runDemo(ctx context.Context, cells, pods int, httpAddr, grpcAddr string, log *slog.Logger) error {
+// flush exports the spans still buffered, waiting at most a few seconds
+// for an unreachable collector.
+func flush(tel *telemetry.Telemetry, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		log.Warn("tracing: flush", "err", err)
+	}
+}
+
+// runDemo starts the local fleet and prints a request to try. With tracing
+// on, each cell exports under its own identity (service.name celld,
+// service.instance.id its cell id) and the global router under globald's.
+func runDemo(ctx context.Context, tel *telemetry.Telemetry, cells, pods int, httpAddr, grpcAddr string, out io.Writer, log *slog.Logger) error {
 	cfg := fleet.DefaultConfig()
 	cfg.Cells, cfg.PodsPerCell, cfg.GlobalHTTPAddr, cfg.GlobalGRPCAddr = cells, pods, httpAddr, grpcAddr
 	cfg.Log = log.With("demo", true)
+	if tel.Enabled() {
+		cfg.TracerProvider = func(id telemetry.Identity) (trace.TracerProvider, error) { return tel.Provider(ctx, id) }
+	}
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	f, err := fleet.Start(sctx, cfg)
 	cancel()
@@ -107,16 +137,20 @@ func runDemo(ctx context.Context, cells, pods int, httpAddr, grpcAddr string, lo
 		return err
 	}
 	defer f.Close()
+	if err := tel.Install(ctx, telemetry.Identity{Service: "globald", Instance: f.Global.NodeName()}); err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
 	prompt := make([]int, 64)
 	for i := range prompt {
 		prompt[i] = 1000 + i
 	}
 	body, _ := json.Marshal(map[string]any{"model": cfg.Pod.Model, "prompt": prompt, "max_tokens": 8})
-	fmt.Printf("cellrouter demo: %d cells x %d simulated pods behind %s\n\n", cells, pods, f.Endpoint())
+	fmt.Fprintf(out, "cellrouter demo: %d cells x %d simulated pods behind %s\n\n", cells, pods, f.Endpoint())
 	for i, c := range f.Cells {
-		fmt.Printf("  cell-%d  http://%s  (%d pods)\n", i, c.HTTPAddr(), len(f.Pods[i]))
+		fmt.Fprintf(out, "  cell-%d  http://%s  grpc %s  (%d pods)\n", i, c.HTTPAddr(), c.GRPCAddr(), len(f.Pods[i]))
 	}
-	fmt.Printf(`
+	fmt.Fprintf(out, "  global  grpc %s\n", f.Global.GRPCAddr())
+	fmt.Fprintf(out, `
 Try (run it twice: the second answer reports cached tokens from the same pod):
 
   curl -s %s/v1/completions -H 'Content-Type: application/json' \
@@ -124,9 +158,11 @@ Try (run it twice: the second answer reports cached tokens from the same pod):
 
   curl -s %s/v1/global/cells        # the cells and their summaries
   curl -s %s/metrics | grep cellrouter_global
+  curl -s %s/openapi/global.swagger.json   # the REST control plane's OpenAPI document
+  grpcurl -plaintext %s list        # the gRPC services, by server reflection
 
 Ctrl-C stops everything.
-`, f.Endpoint(), body, f.Endpoint(), f.Endpoint())
+`, f.Endpoint(), body, f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Global.GRPCAddr())
 	<-ctx.Done()
 	return nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"io"
 	"strings"
 	"testing"
 )
@@ -17,7 +19,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"--demo", "--demo-cells", "0"}, "Cells"},
 	}
 	for _, tt := range tests {
-		err := run(tt.args)
+		err := run(context.Background(), tt.args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("run(%q) = %v, want an error mentioning %q", tt.args, err, tt.want)
 		}

@@ -8,7 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/cellrouter/cellrouter/cell"
+	"github.com/cellrouter/cellrouter/cell/telemetry"
 	"github.com/cellrouter/cellrouter/global"
 	"github.com/cellrouter/cellrouter/loadtest/enginesim"
 )
@@ -28,6 +31,12 @@ type Config struct {
 	Routing cell.RoutingConfig
 	// Log receives the parts' logs (nil: discarded).
 	Log *slog.Logger
+	// TracerProvider, when set, gives each cell its own tracer provider:
+	// it is called once per cell with the cell's identity (service "celld",
+	// instance and cell its id), so a tracing backend tells the cells of
+	// the one process apart. The global router always uses the process's
+	// global provider. Nil: every part uses the global provider.
+	TracerProvider func(telemetry.Identity) (trace.TracerProvider, error)
 }
 
 // DefaultConfig is the demo fleet: two cells of four pods.
@@ -115,7 +124,15 @@ func Start(ctx context.Context, cfg Config) (f *Fleet, err error) {
 			ccfg.Pods = append(ccfg.Pods, cell.PodConfig{ID: p.ID(), Address: p.HTTPAddr(), Role: string(p.Role()),
 				ZMQEndpoint: p.ZMQEndpoint(), ReplayEndpoint: p.ReplayEndpoint(), KVBlocks: cfg.Pod.Blocks})
 		}
-		c, err := cell.New(ccfg, log.With("part", ccfg.CellID))
+		var opts []cell.Option
+		if cfg.TracerProvider != nil {
+			tp, err := cfg.TracerProvider(telemetry.Identity{Service: "celld", Instance: ccfg.CellID, Cell: ccfg.CellID})
+			if err != nil {
+				return f, fmt.Errorf("fleet: %s: tracing: %w", ccfg.CellID, err)
+			}
+			opts = append(opts, cell.WithTracerProvider(tp))
+		}
+		c, err := cell.New(ccfg, log.With("part", ccfg.CellID), opts...)
 		if err != nil {
 			return f, err
 		}
