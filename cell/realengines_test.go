@@ -13,6 +13,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/events/vllmpub"
 	"github.com/cellrouter/cellrouter/cell/events/vllmwire"
+	"github.com/cellrouter/cellrouter/cell/servers/servertest"
 )
 
 // These tests run the set-ups in which real vLLM streams were seen to go
@@ -135,7 +136,7 @@ func TestRealEngineSetups(t *testing.T) {
 // state API reports transport drops by reason while leaving harmless
 // duplicates out of events_dropped.
 func TestUnindexedWarnings(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &servertest.LogBuffer{}
 	cfg := testConfig()
 	cfg.ZMQ.Bind = "tcp://127.0.0.1:0"
 	cfg.Events.Models = []string{"m"}

@@ -1,54 +1,22 @@
 package cell
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 	"github.com/cellrouter/cellrouter/cell/plugins"
+	"github.com/cellrouter/cellrouter/cell/servers/servertest"
 	"github.com/cellrouter/cellrouter/cell/tokenizer"
 )
-
-// do sends one request and returns the status, the headers and the body.
-func do(t *testing.T, method, url, body string) (int, http.Header, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b)
-}
-
-// errorBody decodes an OpenAI error body, failing the test when body is not
-// one.
-func errorBody(t *testing.T, body string) openai.ErrorDetail {
-	t.Helper()
-	var eb struct {
-		Error *openai.ErrorDetail `json:"error"`
-	}
-	if err := json.Unmarshal([]byte(body), &eb); err != nil || eb.Error == nil {
-		t.Fatalf("body %s is not an OpenAI error body (%v)", body, err)
-	}
-	return *eb.Error
-}
 
 // TestRetrieveModel checks GET /v1/models/{id} at the cell: the pod's entry
 // in OpenAI's shape (ids with a slash too), and OpenAI's 404 for a model no
@@ -68,7 +36,7 @@ func TestRetrieveModel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, _, body := do(t, "GET", base+tt.id, "")
+			status, _, body := servertest.Do(t, "GET", base+tt.id, "")
 			if status != tt.wantStatus {
 				t.Fatalf("status: got %d (%s), want %d", status, body, tt.wantStatus)
 			}
@@ -76,7 +44,7 @@ func TestRetrieveModel(t *testing.T) {
 				t.Errorf("body: got %s, want %s", body, tt.wantBody)
 			}
 			if status == 404 {
-				e := errorBody(t, body)
+				e := servertest.ErrorBody(t, body)
 				if string(e.Code) != `"model_not_found"` || e.Type != openai.TypeInvalidRequest || !strings.Contains(e.Message, "gpt-9") {
 					t.Errorf("body: got %s, want model_not_found naming gpt-9", body)
 				}
@@ -111,36 +79,18 @@ func TestCellHTTPErrorsAreOpenAIShaped(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			status, hdr, body := do(t, tt.method, base+tt.path, tt.body)
+			status, hdr, body := servertest.Do(t, tt.method, base+tt.path, tt.body)
 			if status != tt.wantStatus || hdr.Get("Allow") != tt.wantAllow {
 				t.Fatalf("got %d Allow %q (%s), want %d Allow %q", status, hdr.Get("Allow"), body, tt.wantStatus, tt.wantAllow)
 			}
 			if ct := hdr.Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type: got %q, want application/json", ct)
 			}
-			if e := errorBody(t, body); string(e.Code) != `"`+tt.wantCode+`"` || e.Message == "" || e.Type != openai.TypeInvalidRequest {
+			if e := servertest.ErrorBody(t, body); string(e.Code) != `"`+tt.wantCode+`"` || e.Message == "" || e.Type != openai.TypeInvalidRequest {
 				t.Errorf("body: got %s, want code %q and type invalid_request_error", body, tt.wantCode)
 			}
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the cell's logging goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestUpstreamFailuresHideInternals checks what a client sees when the
@@ -151,7 +101,7 @@ func (s *syncBuffer) String() string {
 func TestUpstreamFailuresHideInternals(t *testing.T) {
 	pod := newFakePod(t, "a")
 	dead := deadAddr(t)
-	var logs syncBuffer
+	var logs servertest.LogBuffer
 	cfg := testConfig()
 	cfg.Pods = []PodConfig{{ID: "a", Address: pod.addr(), KVBlocks: 10000}, {ID: "gone", Address: dead, KVBlocks: 10000}}
 	c, err := New(cfg, slog.New(slog.NewTextHandler(&logs, nil)))
@@ -167,24 +117,24 @@ func TestUpstreamFailuresHideInternals(t *testing.T) {
 
 	// A chat for a model the pods do not serve: the pod's /tokenize says
 	// 404 with an OpenAI body, which the client gets as it is.
-	status, _, body := do(t, "POST", base+"/v1/chat/completions", `{"model":"nope","messages":[{"role":"user","content":"hi"}]}`)
+	status, _, body := servertest.Do(t, "POST", base+"/v1/chat/completions", `{"model":"nope","messages":[{"role":"user","content":"hi"}]}`)
 	if status != http.StatusNotFound {
 		t.Fatalf("unknown model: got %d %s, want the pod's 404", status, body)
 	}
-	e := errorBody(t, body)
+	e := servertest.ErrorBody(t, body)
 	if e.Message != "The model nope does not exist." || e.Type != "NotFoundError" || string(e.Code) != "404" {
 		t.Errorf("unknown model: got %s, want the pod's error as it is", body)
 	}
 
 	// Drain the live pod: requests go to the dead one only.
-	if status, _, body := do(t, "POST", base+"/v1/cell/pods/a:drain", "{}"); status != 200 {
+	if status, _, body := servertest.Do(t, "POST", base+"/v1/cell/pods/a:drain", "{}"); status != 200 {
 		t.Fatalf("drain: got %d %s", status, body)
 	}
 	resp, body := completion(t, base, promptTokens(3), false, nil)
 	if resp.StatusCode != http.StatusBadGateway {
 		t.Fatalf("dead pod: got %d %s, want 502", resp.StatusCode, body)
 	}
-	e = errorBody(t, body)
+	e = servertest.ErrorBody(t, body)
 	if string(e.Code) != `"upstream_failure"` || e.Type != openai.TypeServer {
 		t.Errorf("dead pod: got %s, want server_error upstream_failure", body)
 	}

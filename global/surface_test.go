@@ -2,44 +2,14 @@ package global
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/cellrouter/cellrouter/api/openai"
+	"github.com/cellrouter/cellrouter/cell/servers/servertest"
 )
-
-// request sends one request and returns the status, headers and body.
-func request(t *testing.T, method, url, body string) (int, http.Header, string) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b)
-}
-
-// errorDetail decodes an OpenAI error body, failing the test when body is
-// not one.
-func errorDetail(t *testing.T, body string) openai.ErrorDetail {
-	t.Helper()
-	var eb struct {
-		Error *openai.ErrorDetail `json:"error"`
-	}
-	if err := json.Unmarshal([]byte(body), &eb); err != nil || eb.Error == nil {
-		t.Fatalf("body %s is not an OpenAI error body (%v)", body, err)
-	}
-	return *eb.Error
-}
 
 // TestGlobalRetrieveModel checks GET /v1/models/{id} at the global tier: a
 // cell's answer (from its pods' lists) in OpenAI's shape, OpenAI's 404 for
@@ -52,7 +22,7 @@ func TestGlobalRetrieveModel(t *testing.T) {
 	g := startGlobal(t, dir)
 	base := "http://" + g.HTTPAddr() + "/v1/models/"
 
-	status, _, body := request(t, "GET", base+"m", "")
+	status, _, body := servertest.Do(t, "GET", base+"m", "")
 	var m map[string]any
 	if err := json.Unmarshal([]byte(body), &m); status != 200 || err != nil {
 		t.Fatalf("GET m: got %d %s, want 200 and a model", status, body)
@@ -60,13 +30,13 @@ func TestGlobalRetrieveModel(t *testing.T) {
 	if m["id"] != "m" || m["object"] != "model" || m["created"] != float64(1700000000) || !strings.HasPrefix(m["owned_by"].(string), "cell-a-pod") {
 		t.Errorf("GET m: got %s, want id m, object model, created and owned_by from the pod", body)
 	}
-	status, _, body = request(t, "GET", base+"gpt-9", "")
-	if e := errorDetail(t, body); status != 404 || string(e.Code) != `"model_not_found"` {
+	status, _, body = servertest.Do(t, "GET", base+"gpt-9", "")
+	if e := servertest.ErrorBody(t, body); status != 404 || string(e.Code) != `"model_not_found"` {
 		t.Errorf("GET gpt-9: got %d %s, want 404 model_not_found", status, body)
 	}
 	dir.set()
-	status, _, body = request(t, "GET", base+"m", "")
-	if e := errorDetail(t, body); status != 503 || string(e.Code) != `"no_cell_available"` {
+	status, _, body = servertest.Do(t, "GET", base+"m", "")
+	if e := servertest.ErrorBody(t, body); status != 503 || string(e.Code) != `"no_cell_available"` {
 		t.Errorf("GET m without cells: got %d %s, want 503 no_cell_available", status, body)
 	}
 }
@@ -96,11 +66,11 @@ func TestGlobalHTTPErrorsAreOpenAIShaped(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			status, hdr, body := request(t, tt.method, base+tt.path, tt.body)
+			status, hdr, body := servertest.Do(t, tt.method, base+tt.path, tt.body)
 			if status != tt.wantStatus || hdr.Get("Allow") != tt.wantAllow {
 				t.Fatalf("got %d Allow %q (%s), want %d Allow %q", status, hdr.Get("Allow"), body, tt.wantStatus, tt.wantAllow)
 			}
-			e := errorDetail(t, body)
+			e := servertest.ErrorBody(t, body)
 			if string(e.Code) != `"`+tt.wantCode+`"` || e.Type != openai.TypeForStatus(status) || !strings.Contains(e.Message, tt.wantMsg) {
 				t.Errorf("body: got %s, want code %q, type %s, message containing %q", body, tt.wantCode, openai.TypeForStatus(status), tt.wantMsg)
 			}
@@ -122,7 +92,7 @@ func TestHandoffFailureHidesCellAddresses(t *testing.T) {
 	if resp.StatusCode != http.StatusBadGateway {
 		t.Fatalf("got %d %s, want 502", resp.StatusCode, body)
 	}
-	e := errorDetail(t, body)
+	e := servertest.ErrorBody(t, body)
 	if string(e.Code) != `"upstream_failure"` || e.Type != openai.TypeServer {
 		t.Errorf("got %s, want server_error upstream_failure", body)
 	}

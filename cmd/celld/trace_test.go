@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,26 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellrouter/cellrouter/cell/servers/servertest"
 	"github.com/cellrouter/cellrouter/cell/telemetry/otlptest"
 )
-
-// syncBuffer is an io.Writer the test reads while run writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // tracedPod is an OpenAI pod that tokenizes by bytes and remembers the
 // traceparent of its last completion request.
@@ -83,7 +65,7 @@ func TestRunExportsTracesUnderTheCellsIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	logs, errc := &syncBuffer{}, make(chan error, 1)
+	logs, errc := &servertest.LogBuffer{}, make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {

@@ -8,34 +8,16 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/cellrouter/cellrouter/cell/servers/servertest"
 	"github.com/cellrouter/cellrouter/cell/telemetry/otlptest"
 	"github.com/cellrouter/cellrouter/loadtest/fleet"
 )
 
-// syncBuffer is an io.Writer the test reads while run writes to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitMatch polls w until re matches, and returns the first submatch.
-func waitMatch(t *testing.T, w *syncBuffer, re *regexp.Regexp, errc <-chan error) string {
+func waitMatch(t *testing.T, w *servertest.LogBuffer, re *regexp.Regexp, errc <-chan error) string {
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
@@ -54,8 +36,8 @@ func waitMatch(t *testing.T, w *syncBuffer, re *regexp.Regexp, errc <-chan error
 
 // startRun runs the command with args in the background; the returned
 // function stops it and returns run's error.
-func startRun(t *testing.T, args ...string) (out, logs *syncBuffer, errc chan error, stop func() error) {
-	out, logs, errc = &syncBuffer{}, &syncBuffer{}, make(chan error, 1)
+func startRun(t *testing.T, args ...string) (out, logs *servertest.LogBuffer, errc chan error, stop func() error) {
+	out, logs, errc = &servertest.LogBuffer{}, &servertest.LogBuffer{}, make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { errc <- run(ctx, args, out, logs) }()
 	stopped := false
