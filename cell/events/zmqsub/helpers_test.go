@@ -15,6 +15,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/events/vllmpub"
 	"github.com/cellrouter/cellrouter/cell/index"
+	"github.com/go-zeromq/zmq4"
 )
 
 // waitTimeout is how long tests wait for the system to converge; generous
@@ -266,4 +267,18 @@ func publishAll(t testing.TB, p *vllmpub.Publisher, ref *cell, pod, model string
 		rb.Pod, rb.Model, rb.Seq = pod, model, seq
 		ref.apply(t, &rb)
 	}
+}
+
+// muteReplay returns the address of a ROUTER socket that accepts replay
+// requests and never answers, closed at the end of the test.
+func muteReplay(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	mute := zmq4.NewRouter(ctx, zmq4.WithLogger(nil))
+	if err := mute.Listen("tcp://127.0.0.1:0"); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mute.Close(); cancel() })
+	return "tcp://" + mute.Addr().String()
 }

@@ -1,14 +1,12 @@
 package zmqsub
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/cellrouter/cellrouter/cell/events/vllmpub"
 	"github.com/cellrouter/cellrouter/cell/events/vllmwire"
-	"github.com/go-zeromq/zmq4"
 )
 
 func topicPtr(s string) *string { return &s }
@@ -161,17 +159,9 @@ func TestBindTopicPrefix(t *testing.T) {
 // that never answers; engine b's events must still be applied at once, not
 // after a's replay times out.
 func TestBindSlowReplayStallsOnlyItsPod(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	mute := zmq4.NewRouter(ctx, zmq4.WithLogger(nil))
-	if err := mute.Listen("tcp://127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	defer mute.Close()
-
 	got, ref := newCell(t), newCell(t)
 	book := &replayBook{}
-	book.set("a", "tcp://"+mute.Addr().String())
+	book.set("a", muteReplay(t))
 	cfg := testConfig()
 	cfg.Bind, cfg.ResolveReplay = "tcp://127.0.0.1:0", book.get
 	cfg.ReplayTimeout = time.Hour // longer than any test wait

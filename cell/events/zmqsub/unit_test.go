@@ -1,7 +1,6 @@
 package zmqsub
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +8,6 @@ import (
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/events/vllmpub"
 	"github.com/cellrouter/cellrouter/cell/events/vllmwire"
-	"github.com/go-zeromq/zmq4"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -150,14 +148,7 @@ func FuzzReplayFrames(f *testing.F) {
 // TestReplayTimeoutGivesUp points the subscriber at a replay socket that
 // never answers: the replay times out and the gap is given up.
 func TestReplayTimeoutGivesUp(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	mute := zmq4.NewRouter(ctx, zmq4.WithLogger(nil))
-	if err := mute.Listen("tcp://127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	defer mute.Close()
-	muteEP := "tcp://" + mute.Addr().String()
+	muteEP := muteReplay(t)
 
 	r := newRig(t, false, vllmwire.FormArray, func(c *vllmpub.Config) {
 		c.ReplayEndpoint = ""
