@@ -246,26 +246,13 @@ func (a *Applier) Tick(now time.Time) []string {
 // cleared (its view lost events), and its next batch is accepted as a new
 // baseline. It reports false if holder was not waiting for a replay.
 func (a *Applier) GiveUp(holderID string) bool {
-	a.mu.RLock()
-	h := a.holders[holderID]
-	a.mu.RUnlock()
-	if h == nil {
-		return false
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, _, degraded := h.seq.Degraded(); h.dead || !degraded {
-		return false
-	}
-	h.clearState()
-	a.ix.ClearPod(h.slot)
-	h.seq.Reset()
-	a.counters.GiveUps.Add(1)
-	a.counters.Clears.Add(1)
-	if a.reg != nil {
-		a.reg.SetDegraded(h.pod, h.id, false)
-	}
-	return true
+	return a.reset(holderID, func(h *holder) bool {
+		_, _, degraded := h.seq.Degraded()
+		if degraded {
+			a.counters.GiveUps.Add(1)
+		}
+		return degraded
+	})
 }
 
 // ResetHolder forgets what the holder of pod's rank (rank -1: none) has
@@ -275,16 +262,21 @@ func (a *Applier) GiveUp(holderID string) bool {
 // contradicts), before it replays the engine's buffer again. It reports
 // false when there is no such holder.
 func (a *Applier) ResetHolder(pod string, rank int) bool {
-	id := holderID(a.podOf(pod), rank)
+	return a.reset(holderID(a.podOf(pod), rank), func(*holder) bool { return true })
+}
+
+// reset clears a live holder's blocks and sequence, when ok (called with
+// the holder locked) agrees, and reports whether it did.
+func (a *Applier) reset(holderID string, ok func(*holder) bool) bool {
 	a.mu.RLock()
-	h := a.holders[id]
+	h := a.holders[holderID]
 	a.mu.RUnlock()
 	if h == nil {
 		return false
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.dead {
+	if h.dead || !ok(h) {
 		return false
 	}
 	h.clearState()
