@@ -58,6 +58,7 @@ type Cell struct {
 	gossipAddr atomic.Value // string
 
 	router  *router
+	tok     *cellTokenizer
 	proxy   *proxy.Proxy
 	rm      *routeMetrics
 	promReg *prometheus.Registry
@@ -93,6 +94,7 @@ func New(cfg Config, log *slog.Logger) (*Cell, error) {
 		c.ix.Close()
 		return nil, fmt.Errorf("%w: routing.tokenizer_json: %v", ErrConfig, err)
 	}
+	c.tok = tok
 	if c.router, err = newRouter(cfg, c.ix, c.reg, c.state, tok, observer{c.rm}); err != nil {
 		c.ix.Close()
 		return nil, err
@@ -139,6 +141,7 @@ func (c *Cell) buildServers() error {
 	mux.HandleFunc("POST /v1/completions", c.serveInference(openai.KindCompletion))
 	mux.HandleFunc("POST /v1/chat/completions", c.serveInference(openai.KindChat))
 	mux.HandleFunc("GET /v1/models", c.serveModels)
+	mux.HandleFunc("POST "+TokenizePath, c.serveTokenize)
 	c.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 
 	if c.grpcLis, err = net.Listen("tcp", c.cfg.GRPCAddr); err != nil {
