@@ -3,8 +3,8 @@ package tokenizer
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"sync"
