@@ -58,11 +58,21 @@ type testCell struct {
 
 func startTestCell(t *testing.T, id string, hits *sync.Map) *testCell {
 	t.Helper()
+	return startTestCellWith(t, id, hits, nil)
+}
+
+// startTestCellWith starts a test cell whose configuration mod changes
+// first (when not nil).
+func startTestCellWith(t *testing.T, id string, hits *sync.Map, mod func(*cell.Config)) *testCell {
+	t.Helper()
 	cfg := cell.DefaultConfig()
 	cfg.CellID, cfg.HTTPAddr, cfg.GRPCAddr, cfg.HealthInterval = id, "127.0.0.1:0", "127.0.0.1:0", 0
 	for i := 0; i < 2; i++ {
 		pid := fmt.Sprintf("%s-pod%d", id, i)
 		cfg.Pods = append(cfg.Pods, cell.PodConfig{ID: pid, Address: testPod(t, pid, hits)})
+	}
+	if mod != nil {
+		mod(&cfg)
 	}
 	c, err := cell.New(cfg, quiet)
 	if err != nil {
@@ -117,8 +127,18 @@ func (tc *testCell) view(t *testing.T) CellView {
 
 func startGlobal(t *testing.T, dir Directory) *Global {
 	t.Helper()
+	return startGlobalWith(t, dir, nil)
+}
+
+// startGlobalWith starts a global router whose configuration mod changes
+// first (when not nil).
+func startGlobalWith(t *testing.T, dir Directory, mod func(*Config)) *Global {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.HTTPAddr, cfg.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
+	if mod != nil {
+		mod(&cfg)
+	}
 	cfg.ProbeTimeout = 5 * time.Second // a loaded test machine
 	g, err := New(cfg, dir, nil, quiet)
 	if err != nil {

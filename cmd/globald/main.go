@@ -2,6 +2,7 @@
 // front of many cells, which it learns through gossip. See package global.
 //
 //	globald --http-addr :8000 --grpc-addr :8001 --gossip-bind :7946 [--seed HOST:PORT ...]
+//	        [--tokenizer MODEL=/path/tokenizer.json[,CHAT_TEMPLATE] ...]
 //	globald --demo      # a whole local fleet: simulated pods, two cells and the global endpoint
 package main
 
@@ -34,6 +35,19 @@ type seeds []string
 func (s *seeds) String() string     { return strings.Join(*s, ",") }
 func (s *seeds) Set(v string) error { *s = append(*s, v); return nil }
 
+// tokenizers collects repeated --tokenizer flags.
+type tokenizers []global.ModelTokenizer
+
+func (t *tokenizers) String() string { return fmt.Sprint(len(*t), " tokenizers") }
+func (t *tokenizers) Set(v string) error {
+	m, err := global.ParseModelTokenizer(v)
+	if err != nil {
+		return err
+	}
+	*t = append(*t, m)
+	return nil
+}
+
 func run(args []string) error {
 	fs := flag.NewFlagSet("globald", flag.ContinueOnError)
 	d := global.DefaultConfig()
@@ -50,6 +64,12 @@ func run(args []string) error {
 	probeTimeout := fs.Duration("probe-timeout", d.ProbeTimeout, "deadline of one probe")
 	prefillW := fs.Float64("prefill-weight", d.Choose.PrefillWeight, "cost of a block to prefill against a block of load")
 	rttW := fs.Float64("rtt-weight", d.Choose.RTTWeight, "cost of a millisecond of probe round trip, in blocks")
+	var toks tokenizers
+	fs.Var(&toks, "tokenizer", "MODEL=PATH[,CHAT_TEMPLATE]: tokenize the model's text prompts and chats in process with the tokenizer.json and "+
+		"built-in chat template its cells use (repeatable); other models go to a cell's /tokenize")
+	remoteTok := fs.Bool("remote-tokenize", d.Tokenize.Remote, "ask a cell's /tokenize for text prompts and chats no --tokenizer covers (false: route them cold)")
+	tokTimeout := fs.Duration("tokenize-timeout", d.Tokenize.RemoteTimeout, "bound of one remote tokenization (then the request goes cold)")
+	tokCache := fs.Int64("tokenize-cache-mb", d.Tokenize.CacheBytes>>20, "memory bound of the tokenization cache in MiB (0: off)")
 	attempts := fs.Int("max-attempts", d.MaxAttempts, "cells tried before the first byte")
 	reqTimeout := fs.Duration("request-timeout", d.RequestTimeout, "bound of a whole hand-off")
 	gossipBind := fs.String("gossip-bind", p.Bind, "memberlist address")
@@ -82,6 +102,7 @@ func run(args []string) error {
 	cfg.Search.MaxProbes, cfg.Search.Slack, cfg.Search.ColdBlocks = *maxProbes, *slack, *coldBlocks
 	cfg.ProbeTimeout, cfg.Choose.PrefillWeight, cfg.Choose.RTTWeight = *probeTimeout, *prefillW, *rttW
 	cfg.MaxAttempts, cfg.RequestTimeout = *attempts, *reqTimeout
+	cfg.Tokenize.Models, cfg.Tokenize.Remote, cfg.Tokenize.RemoteTimeout, cfg.Tokenize.CacheBytes = toks, *remoteTok, *tokTimeout, *tokCache<<20
 	pool := p
 	pool.Bind, pool.Advertise, pool.SecretKey, pool.Seeds = *gossipBind, *gossipAdv, *secret, seedList
 	dmn, err := global.NewDaemon(cfg, pool, log)
