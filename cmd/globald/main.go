@@ -8,7 +8,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -128,23 +127,20 @@ func runDemo(ctx context.Context, cells, pods int, httpAddr, grpcAddr string, lo
 		return err
 	}
 	defer f.Close()
-	prompt := make([]int, 64)
-	for i := range prompt {
-		prompt[i] = 1000 + i
-	}
-	body, _ := json.Marshal(map[string]any{"model": cfg.Pod.Model, "prompt": prompt, "max_tokens": 8})
+	body := fleet.ExampleChat(cfg.Pod.Model)
 	fmt.Printf("cellrouter demo: %d cells x %d simulated pods behind %s\n\n", cells, pods, f.Endpoint())
 	for i, c := range f.Cells {
 		fmt.Printf("  cell-%d  http://%s  (%d pods)\n", i, c.HTTPAddr(), len(f.Pods[i]))
 	}
 	fmt.Printf(`
-Try (run it twice: the second answer reports cached tokens from the same pod):
+Try a chat (send it twice: the global tier tokenizes it as the cells and pods do, so the
+second send is routed by summary to the same pod and reports cached tokens):
 
-  curl -s %s/v1/completions -H 'Content-Type: application/json' \
+  curl -s %s/v1/chat/completions -H 'Content-Type: application/json' \
     -d '%s' -D - | grep -iE 'x-cellrouter|cached_tokens|^{'
 
   curl -s %s/v1/global/cells        # the cells and their summaries
-  curl -s %s/metrics | grep cellrouter_global
+  curl -s %s/metrics | grep cellrouter_global_requests   # path="summary_chat" on the second send
 
 Ctrl-C stops everything.
 `, f.Endpoint(), body, f.Endpoint(), f.Endpoint())
