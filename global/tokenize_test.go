@@ -133,7 +133,7 @@ type fakeTokenizeCell struct {
 	fail  atomic.Bool
 }
 
-func startFakeTokenizeCell(t *testing.T, id string, bpe *tokenizer.BPE) *fakeTokenizeCell {
+func startFakeTokenizeCell(t testing.TB, id string, bpe *tokenizer.BPE) *fakeTokenizeCell {
 	t.Helper()
 	f := &fakeTokenizeCell{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
