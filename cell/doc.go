@@ -20,4 +20,10 @@
 // reported ready (connected, and caught up with the initial replay or the
 // stream's backlog), so a load balancer does not route to a cell that is
 // still filling its index.
+//
+// Text prompts and chats are tokenized by the cell's tokenizer (cellTokenizer):
+// in process with routing.tokenizer_json (and routing.chat_template for
+// chats), else through a healthy pod's /tokenize. POST /tokenize serves the
+// same tokenizer in vLLM's shape, so that the global tier, for a model it
+// has no tokenizer file for, hashes exactly what the cell hashes.
 package cell
