@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/zeebo/xxh3"
+	"go.opentelemetry.io/otel/propagation"
 
+	"github.com/cellrouter/cellrouter/cell/telemetry"
 	"github.com/cellrouter/cellrouter/cell/tokenizer"
 )
 
@@ -96,7 +98,7 @@ func NewTokenizer(cfg TokenizeConfig) (*Tokenizer, error) {
 	}
 	t := &Tokenizer{
 		local: map[string]localModel{}, remote: cfg.Remote, timeout: cfg.RemoteTimeout,
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}},
+		client: &http.Client{Transport: propagating{&http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}}},
 		cache:  tokenizer.NewTokenCache(cfg.CacheBytes), near: newNearest(),
 		keySeed: 0x6c62272e07bb0142,
 	}
@@ -226,6 +228,17 @@ func (t *Tokenizer) remoteKey(req *Request) tokenizer.CacheKey {
 	}
 	s := h.Sum128()
 	return tokenizer.CacheKey{Hi: s.Hi, Lo: s.Lo}
+}
+
+// propagating sends the W3C trace context of each request's context along,
+// so that the cell's side of a remote tokenization joins the request's
+// trace.
+type propagating struct{ base http.RoundTripper }
+
+func (p propagating) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	telemetry.Propagator.Inject(r.Context(), propagation.HeaderCarrier(r.Header))
+	return p.base.RoundTrip(r)
 }
 
 // observeRTT feeds a probe's round trip into the choice of the nearest

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/cellrouter/cellrouter/cell"
 	"github.com/cellrouter/cellrouter/cell/tokenizer"
 )
@@ -128,9 +130,10 @@ func TestTokenizerLocal(t *testing.T) {
 // fakeTokenizeCell serves a cell's POST /tokenize with the fixture, and
 // counts its calls; fail makes it answer 500.
 type fakeTokenizeCell struct {
-	view  CellView
-	calls atomic.Int64
-	fail  atomic.Bool
+	view        CellView
+	calls       atomic.Int64
+	fail        atomic.Bool
+	traceparent atomic.Value // string: the last call's header
 }
 
 func startFakeTokenizeCell(t testing.TB, id string, bpe *tokenizer.BPE) *fakeTokenizeCell {
@@ -138,6 +141,7 @@ func startFakeTokenizeCell(t testing.TB, id string, bpe *tokenizer.BPE) *fakeTok
 	f := &fakeTokenizeCell{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.calls.Add(1)
+		f.traceparent.Store(r.Header.Get("traceparent"))
 		if r.URL.Path != "/tokenize" || f.fail.Load() {
 			http.Error(w, "no", http.StatusInternalServerError)
 			return
@@ -219,6 +223,21 @@ func TestTokenizerRemote(t *testing.T) {
 	}
 	failing.fail.Store(false)
 	other.fail.Store(false)
+
+	// The call carries the request's trace context.
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	tctx := trace.ContextWithSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled}))
+	if _, info, err = tk.Tokenize(tctx, &Request{Model: "m", Prompt: "a traced prompt"}, cells, nil); err != nil {
+		t.Fatal(err)
+	}
+	asked := a
+	if info.Cell == "b" {
+		asked = b
+	}
+	if tp, _ := asked.traceparent.Load().(string); !strings.Contains(tp, tid.String()) {
+		t.Fatalf("traceparent %q, want trace %s", tp, tid)
+	}
 
 	// The built-in template refuses a tool message: the cell renders it.
 	tool := &Request{Model: "local", Chat: true, Messages: []tokenizer.Message{{Role: "user", Content: "6*7?"}, {Role: "tool", Content: "42"}}}
