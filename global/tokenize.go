@@ -126,10 +126,9 @@ func (t *Tokenizer) CacheStats() tokenizer.CacheStats { return t.cache.Stats() }
 // in-process tokenizer, then the cache of remote answers, then the cells
 // among cells, nearest first. The error is ErrNoTokenizer when nothing
 // covers the request, or the last remote failure.
-func (t *Tokenizer) Tokenize(ctx context.Context, req *Request, cells []CellView, dst []uint32) ([]uint32, TokenizeInfo, error) {
+func (t *Tokenizer) Tokenize(ctx context.Context, req *Request, cells []CellView, dst []uint32) (_ []uint32, info TokenizeInfo, _ error) {
 	start := time.Now()
-	var info TokenizeInfo
-	defer func() { info.Took = time.Since(start) }()
+	defer func() { info.Took = time.Since(start) }() // info is the named result
 	if lm, ok := t.local[req.Model]; ok && (!req.Chat || lm.chat) {
 		if !req.Chat {
 			info.Source = SourceLocal

@@ -184,8 +184,8 @@ func TestTokenizerRemote(t *testing.T) {
 	want := ref.EncodeString(text.Prompt, true, nil)
 
 	got, info, err := tk.Tokenize(ctx, text, cells, nil)
-	if err != nil || !slices.Equal(got, want) || info.Source != SourceRemote {
-		t.Fatalf("first call: %v %+v %v, want %v from remote", got, info, err, want)
+	if err != nil || !slices.Equal(got, want) || info.Source != SourceRemote || info.Took <= 0 {
+		t.Fatalf("first call: %v %+v %v, want %v from remote, timed", got, info, err, want)
 	}
 	first := info.Cell
 	calls := a.calls.Load() + b.calls.Load()
@@ -333,13 +333,24 @@ func TestTextAndChatRoutedBySummary(t *testing.T) {
 				t.Fatalf("text: %d %s, want cell-b-pod1", resp.StatusCode, body)
 			}
 			_, metrics := get(t, url+"/metrics")
-			for _, want := range []string{
+			// In process, both requests are tokenized locally; through the
+			// cells, the chat is a remote call and the text prompt the
+			// cached answer of the dry run's call.
+			counts := map[string][]string{"local": {"local 2", "remote 0", "cache 0"}, "remote": {"local 0", "remote 1", "cache 1"}}[mode]
+			want := []string{
 				`cellrouter_global_requests_total{outcome="ok",path="summary_chat"} 1`,
 				`cellrouter_global_requests_total{outcome="ok",path="summary_text"} 1`,
-				fmt.Sprintf(`cellrouter_global_tokenize_seconds_count{source=%q} `, map[string]string{"local": SourceLocal, "remote": SourceRemote}[mode]),
 				`cellrouter_global_tokenize_errors_total{source="remote"} 0`,
 				`cellrouter_global_tokenize_cache_total{result="hit"}`,
-			} {
+			}
+			for _, c := range counts {
+				source, n, _ := strings.Cut(c, " ")
+				want = append(want, fmt.Sprintf(`cellrouter_global_tokenize_seconds_count{source=%q} %s`, source, n))
+			}
+			if strings.Contains(metrics, `cellrouter_global_tokenize_seconds_sum{source="`+mode+`"} 0`+"\n") {
+				t.Errorf("tokenize time sums to 0")
+			}
+			for _, want := range want {
 				if !strings.Contains(metrics, want) {
 					t.Errorf("metrics lack %q", want)
 				}
