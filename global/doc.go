@@ -65,8 +65,11 @@
 // every message and tokenizers encode the text between special tokens
 // independently, so the in-process tokenizers cache the ids of each such
 // segment: a conversation's next turn encodes only its new messages (the
-// 8th turn of a 4k-token chat in about a third of the time; the template
-// rendering itself costs a few microseconds). Remote answers are cached
+// 8th turn of a 4k-token chat in a quarter to a third of the time; the
+// template rendering itself costs a few microseconds). On the Mooncake
+// trace made into chats (loadtest hierarchy --prompt chat) a third of the
+// segment lookups hit, near the trace's bound (0.37: the share of its
+// hash ids seen before). Remote answers are cached
 // whole, by a 128-bit hash of model, kind and prompt or messages, so a
 // repeated prompt (a retry, a resent request) costs no round trip. Hits
 // and misses are in cellrouter_global_tokenize_cache_total.

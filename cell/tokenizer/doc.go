@@ -32,8 +32,8 @@
 // (Options.Segments). Encoding is a pure function of each segment, and a
 // chat template puts special tokens around every message, so a
 // conversation's next turn only encodes its new messages: the 8th turn of
-// a 4k-token conversation takes about 35 us instead of 120 us
-// (BenchmarkEncodeChatTurns); rendering the template is most of what
+// a 4k-token conversation takes 18-36 us instead of 85-120 us
+// (BenchmarkEncodeChatTurns, on a busy 2-core machine); rendering the template is most of what
 // remains. The global tier also keeps remote /tokenize answers in one.
 //
 // Correctness is checked against Hugging Face's own JavaScript port of the
