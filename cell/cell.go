@@ -60,6 +60,7 @@ type Cell struct {
 	gossipAddr atomic.Value // string
 
 	router  *router
+	tok     *cellTokenizer
 	proxy   *proxy.Proxy
 	rm      *routeMetrics
 	promReg *prometheus.Registry
@@ -106,6 +107,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Cell, error) {
 		c.ix.Close()
 		return nil, fmt.Errorf("%w: routing.tokenizer_json: %v", ErrConfig, err)
 	}
+	c.tok = tok
 	obs := observer{m: c.rm, tr: c.tr, cell: cfg.CellID}
 	if c.router, err = newRouter(cfg, c.ix, c.reg, c.state, tracedTokenizer{tok, obs}, obs); err != nil {
 		c.ix.Close()
@@ -158,6 +160,7 @@ func (c *Cell) buildServers() error {
 	mux.HandleFunc("POST /v1/chat/completions", c.serveInference(openai.KindChat))
 	mux.HandleFunc("GET /v1/models", c.serveModels)
 	mux.HandleFunc("GET /v1/models/{id...}", c.serveModel)
+	mux.HandleFunc("POST "+TokenizePath, c.serveTokenize)
 	c.httpSrv = &http.Server{Handler: servers.OpenAIErrors(mux), ReadHeaderTimeout: 10 * time.Second}
 
 	if c.grpcLis, err = net.Listen("tcp", c.cfg.GRPCAddr); err != nil {

@@ -29,4 +29,10 @@
 // hit) and one per upstream call (cell.upstream), whose context reaches the
 // pod. Every span names the cell (cellrouter.cell). The spans go to the
 // process's global provider, or to the cell's own (WithTracerProvider).
+//
+// Text prompts and chats are tokenized by the cell's tokenizer (cellTokenizer):
+// in process with routing.tokenizer_json (and routing.chat_template for
+// chats), else through a healthy pod's /tokenize. POST /tokenize serves the
+// same tokenizer in vLLM's shape, so that the global tier, for a model it
+// has no tokenizer file for, hashes exactly what the cell hashes.
 package cell

@@ -22,7 +22,7 @@ type cellTokenizer struct {
 	client  *http.Client
 	timeout time.Duration
 	pods    func() []pipeline.Candidate
-	cache   *tokenCache // of remote answers
+	cache   *tokenizer.TokenCache // of remote answers
 }
 
 var _ plugins.Tokenizer = (*cellTokenizer)(nil)
@@ -32,7 +32,7 @@ var errNoTokenizePod = errors.New("cell: text prompt but no tokenizer_json and n
 
 func newTokenizer(cfg Config, pods func() []pipeline.Candidate) (*cellTokenizer, error) {
 	t := &cellTokenizer{client: &http.Client{}, timeout: cfg.Routing.TokenizeTimeout, pods: pods,
-		cache: newTokenCache(remoteTokenCacheTokens)}
+		cache: tokenizer.NewTokenCache(remoteTokenCacheBytes)}
 	if cfg.Routing.TokenizerJSON != "" {
 		opts := tokenizer.Options{}
 		if cfg.Routing.ChatTemplate != "" {
@@ -66,9 +66,9 @@ func (t *cellTokenizer) Tokenize(ctx context.Context, req *pipeline.Request) ([]
 		return t.local.Encode(ctx, req.Prompt, true, nil)
 	}
 	key := keyOf(req)
-	if ids, ok := t.cache.get(key); ok {
+	if ids, ok := t.cache.Get(key, nil); ok {
 		noteTokenize(ctx, "remote", true, "")
-		return append([]uint32(nil), ids...), nil
+		return ids, nil
 	}
 	noteTokenize(ctx, "remote", false, "")
 	var last error = errNoTokenizePod
@@ -86,7 +86,7 @@ func (t *cellTokenizer) Tokenize(ctx context.Context, req *pipeline.Request) ([]
 		}
 		if err == nil {
 			noteTokenize(ctx, "remote", false, c.Pod)
-			t.cache.put(key, append([]uint32(nil), ids...))
+			t.cache.Put(key, ids)
 			return ids, nil
 		}
 		var se *tokenizer.StatusError

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
 	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cell/tokenizer"
 	"github.com/cellrouter/cellrouter/gossip"
 )
 
@@ -107,5 +109,57 @@ func BenchmarkSearch(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		Search(DefaultSearchConfig(), views, chain, 0)
+	}
+}
+
+// BenchmarkTokenize times the global tier's tokenization of a prompt of
+// about 1k tokens sharing its start with the others and ending in its own
+// words: a text prompt and a chat (system message plus a question) in
+// process, and the same through a cell's /tokenize (an in-process HTTP
+// server with the same tokenizer), each request new so that no remote
+// answer is cached.
+func BenchmarkTokenize(b *testing.B) {
+	tmpl, _ := tokenizer.ChatTemplateByName("chatml")
+	ref, err := tokenizer.LoadFile(fixtureTokenizer, tokenizer.Options{ChatTemplate: tmpl})
+	if err != nil {
+		b.Fatal(err)
+	}
+	prefix := strings.Repeat("The router reads the prompt, turns it into tokens and hashes the tokens block by block. ", 40)
+	fake := startFakeTokenizeCell(b, "cell", ref)
+	for _, c := range []struct {
+		name   string
+		remote bool
+		chat   bool
+	}{{"local/text", false, false}, {"local/chat", false, true}, {"remote/text", true, false}, {"remote/chat", true, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			cfg := DefaultTokenizeConfig()
+			if !c.remote {
+				cfg.Models = []ModelTokenizer{{Model: "m", File: fixtureTokenizer, ChatTemplate: "chatml"}}
+			}
+			tk, err := NewTokenizer(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cells := []CellView{fake.view}
+			req := func(i int) *Request {
+				q := fmt.Sprintf("Request %d asks where it should go.", i)
+				if c.chat {
+					return &Request{Model: "m", Chat: true, Messages: []tokenizer.Message{{Role: "system", Content: prefix}, {Role: "user", Content: q}}}
+				}
+				return &Request{Model: "m", Prompt: prefix + q}
+			}
+			var dst []uint32
+			dst, _, _ = tk.Tokenize(context.Background(), req(-1), cells, dst[:0])
+			n := len(dst)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if dst, _, err = tk.Tokenize(context.Background(), req(i), cells, dst[:0]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(n), "tokens/op")
+		})
 	}
 }

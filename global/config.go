@@ -17,6 +17,8 @@ type Config struct {
 	// BlockSize is the cells' router block size: the global tier hashes
 	// requests exactly as cells do, or summaries never match.
 	BlockSize int
+	// Tokenize says how text prompts and chats become token ids.
+	Tokenize TokenizeConfig
 	// Search and Choose tune candidate search and the choice among probes.
 	Search SearchConfig
 	Choose ChooseConfig
@@ -40,6 +42,7 @@ func DefaultConfig() Config {
 		HTTPAddr:              "127.0.0.1:8000",
 		GRPCAddr:              "127.0.0.1:8001",
 		BlockSize:             blockhash.DefaultBlockSize,
+		Tokenize:              DefaultTokenizeConfig(),
 		Search:                DefaultSearchConfig(),
 		Choose:                DefaultChooseConfig(),
 		ProbeTimeout:          50 * time.Millisecond,
@@ -81,6 +84,9 @@ func (c Config) Validate() error {
 		return bad("max_body_bytes", c.MaxBodyBytes, "want >= 1024")
 	case c.ShutdownTimeout <= 0:
 		return bad("shutdown_timeout", c.ShutdownTimeout, "must be positive")
+	}
+	if err := c.Tokenize.Validate(); err != nil {
+		return err
 	}
 	return c.proxyConfig().Validate()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/cell/proxy"
 	"github.com/cellrouter/cellrouter/cell/telemetry"
+	"github.com/cellrouter/cellrouter/cell/tokenizer"
 )
 
 // CellHeader tells the client which cell served its request.
@@ -35,18 +36,12 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 			openai.WriteRequestError(w, err)
 			return
 		}
-		req := &Request{Model: oreq.Model, CacheSalt: oreq.CacheSalt}
-		if kind == openai.KindCompletion && oreq.Prompt.IsTokens() {
-			req.TokenIDs = oreq.Prompt.Tokens
-		} else if kind == openai.KindCompletion {
-			req.Prompt = oreq.Prompt.Text
-		} else if len(oreq.Messages) > 0 {
-			req.Prompt = oreq.Messages[0].Content
-		}
+		req := requestOf(kind, oreq)
 		d, err := g.rt.Decide(ctx, req)
-		path := "summary"
-		if d != nil && d.Cold {
-			path = "cold"
+		path := "cold_" + req.Kind().String()
+		if d != nil {
+			path = routePath(d)
+			g.m.observeTokenize(d)
 		}
 		if err != nil {
 			g.m.requests.WithLabelValues(path, "no_cell").Inc()
@@ -68,6 +63,42 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 			attribute.Int("cellrouter.blocks", d.Blocks))
 		g.handoff(w, r.WithContext(ctx), body, d, path)
 	}
+}
+
+// requestOf is the global router's view of a parsed OpenAI request: every
+// chat message (role and text, as the cell's tokenizer sees them), or the
+// prompt's token ids or text.
+func requestOf(kind openai.Kind, oreq *openai.Request) *Request {
+	req := &Request{Model: oreq.Model, CacheSalt: oreq.CacheSalt}
+	switch {
+	case kind == openai.KindChat:
+		req.Chat = true
+		req.Messages = make([]tokenizer.Message, len(oreq.Messages))
+		for i, m := range oreq.Messages {
+			req.Messages[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
+		}
+	case oreq.Prompt.IsTokens():
+		req.TokenIDs = oreq.Prompt.Tokens
+	default:
+		req.Prompt = oreq.Prompt.Text
+	}
+	return req
+}
+
+// routePath is the path label of a decision: how it was routed
+// ("summary": probed by summary; "cold": no summary knew the prefix;
+// "untokenized": a text prompt or chat the global tier could not
+// tokenize, hence cold), then the prompt kind ("tokens", "text", "chat"),
+// such as "summary_chat".
+func routePath(d *Decision) string {
+	how := "summary"
+	switch {
+	case d.Untokenized:
+		how = "untokenized"
+	case d.Cold:
+		how = "cold"
+	}
+	return how + "_" + d.Prompt.String()
 }
 
 // handoff sends the request to the chosen cell, whose picker makes the

@@ -60,6 +60,7 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option)
 	}
 	reg := prometheus.NewRegistry()
 	g.m = newMetrics(reg)
+	registerCache(reg, g.rt.Tokenizer())
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	svc := &service{rt: g.rt, g: g}

@@ -67,11 +67,21 @@ type testCell struct {
 
 func startTestCell(t *testing.T, id string, hits *sync.Map, opts ...cell.Option) *testCell {
 	t.Helper()
+	return startTestCellWith(t, id, hits, nil, opts...)
+}
+
+// startTestCellWith starts a test cell whose configuration mod changes
+// first (when not nil).
+func startTestCellWith(t *testing.T, id string, hits *sync.Map, mod func(*cell.Config), opts ...cell.Option) *testCell {
+	t.Helper()
 	cfg := cell.DefaultConfig()
 	cfg.CellID, cfg.HTTPAddr, cfg.GRPCAddr, cfg.HealthInterval = id, "127.0.0.1:0", "127.0.0.1:0", 0
 	for i := 0; i < 2; i++ {
 		pid := fmt.Sprintf("%s-pod%d", id, i)
 		cfg.Pods = append(cfg.Pods, cell.PodConfig{ID: pid, Address: testPod(t, pid, hits)})
+	}
+	if mod != nil {
+		mod(&cfg)
 	}
 	c, err := cell.New(cfg, quiet, opts...)
 	if err != nil {
@@ -126,8 +136,18 @@ func (tc *testCell) view(t *testing.T) CellView {
 
 func startGlobal(t *testing.T, dir Directory, opts ...Option) *Global {
 	t.Helper()
+	return startGlobalWith(t, dir, nil, opts...)
+}
+
+// startGlobalWith starts a global router whose configuration mod changes
+// first (when not nil).
+func startGlobalWith(t *testing.T, dir Directory, mod func(*Config), opts ...Option) *Global {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.HTTPAddr, cfg.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
+	if mod != nil {
+		mod(&cfg)
+	}
 	cfg.ProbeTimeout = 5 * time.Second // a loaded test machine
 	g, err := New(cfg, dir, nil, quiet, opts...)
 	if err != nil {

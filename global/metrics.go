@@ -1,6 +1,11 @@
 package global
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"context"
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // metrics are the global tier's Prometheus metrics.
 type metrics struct {
@@ -17,12 +22,16 @@ type metrics struct {
 	cells        *prometheus.GaugeVec
 	summaryAge   *prometheus.GaugeVec
 	summaryBytes *prometheus.GaugeVec
+	tokenizeTime *prometheus.HistogramVec
+	tokenizeErrs *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellrouter_global_requests_total",
-			Help: "Requests by path: summary (probed) or cold (stable hash), and outcome."}, []string{"path", "outcome"}),
+			Help: "Requests by path and outcome. The path is how the request was routed (summary: probed by summary; cold: " +
+				"no summary knew the prefix; untokenized: a text prompt or chat the global tier could not tokenize, hence cold) " +
+				"and its prompt kind (tokens, text, chat), such as summary_chat."}, []string{"path", "outcome"}),
 		decisionTime: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cellrouter_global_decision_seconds",
 			Help: "Time to choose a cell, probes included.", Buckets: prometheus.ExponentialBuckets(1e-5, 2, 16)}),
 		probes: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cellrouter_global_probes_per_request",
@@ -48,9 +57,52 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		summaryBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cellrouter_global_summary_bytes",
 			Help: "Size of each cell's summary."}, []string{"cell"}),
 	}
+	m.tokenizeTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "cellrouter_global_tokenize_seconds",
+		Help:    "Time to tokenize a text prompt or chat, by source: local (in process), remote (a cell's /tokenize), cache (a remote answer kept).",
+		Buckets: prometheus.ExponentialBuckets(1e-6, 2, 21)}, []string{"source"})
+	m.tokenizeErrs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellrouter_global_tokenize_errors_total",
+		Help: "Tokenizations that failed, by source: local (the built-in template refused a message; the request went remote) " +
+			"or remote (the cells' /tokenize failed or timed out; the request went cold)."}, []string{"source"})
+	for _, s := range []string{SourceLocal, SourceRemote, SourceCache} {
+		m.tokenizeTime.WithLabelValues(s)
+	}
+	for _, s := range []string{SourceLocal, SourceRemote} {
+		m.tokenizeErrs.WithLabelValues(s)
+	}
+	reg.MustRegister(m.tokenizeTime, m.tokenizeErrs)
 	reg.MustRegister(m.requests, m.decisionTime, m.probes, m.candidates, m.probeErrors, m.handoffs, m.retries,
 		m.predictedTok, m.realisedTok, m.promptTok, m.cells, m.summaryAge, m.summaryBytes)
 	return m
+}
+
+// observeTokenize records how a decision tokenized its prompt.
+func (m *metrics) observeTokenize(d *Decision) {
+	t := &d.Tokenize
+	if t.Source != "" {
+		m.tokenizeTime.WithLabelValues(t.Source).Observe(t.Took.Seconds())
+	}
+	if t.LocalErr != nil {
+		m.tokenizeErrs.WithLabelValues(SourceLocal).Inc()
+	}
+	if t.RemoteErr != nil && !errors.Is(t.RemoteErr, context.Canceled) {
+		m.tokenizeErrs.WithLabelValues(SourceRemote).Inc()
+	}
+}
+
+// registerCache exports the tokenization cache's counters, read at
+// scrape time.
+func registerCache(reg prometheus.Registerer, tok *Tokenizer) {
+	for _, r := range []struct {
+		result string
+		get    func() uint64
+	}{{"hit", func() uint64 { return tok.CacheStats().Hits }}, {"miss", func() uint64 { return tok.CacheStats().Misses }}} {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellrouter_global_tokenize_cache_total",
+			Help:        "Lookups in the tokenization cache (in-process segments and remote answers), by result.",
+			ConstLabels: prometheus.Labels{"result": r.result}}, func() float64 { return float64(r.get()) }))
+	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cellrouter_global_tokenize_cache_bytes",
+		Help: "Bytes the tokenization cache holds (token ids and per-entry overhead)."},
+		func() float64 { return float64(tok.CacheStats().Bytes) }))
 }
 
 // observeCells refreshes the per-cell gauges from a directory snapshot.

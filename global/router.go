@@ -8,10 +8,13 @@ import (
 
 	"github.com/zeebo/xxh3"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
 	"github.com/cellrouter/cellrouter/cell/blockhash"
 	"github.com/cellrouter/cellrouter/cell/telemetry"
+	"github.com/cellrouter/cellrouter/cell/tokenizer"
 )
 
 // Request is what the global router needs of a request.
@@ -20,6 +23,20 @@ type Request struct {
 	// TokenIDs is the prompt as tokens; Prompt the text when there are none.
 	TokenIDs []uint32
 	Prompt   string
+	// Chat says the prompt is Messages (a /v1/chat/completions request).
+	Chat     bool
+	Messages []tokenizer.Message
+}
+
+// Kind says what the request's prompt is.
+func (r *Request) Kind() PromptKind {
+	switch {
+	case r.Chat:
+		return PromptChat
+	case len(r.TokenIDs) > 0 || r.Prompt == "":
+		return PromptTokens
+	}
+	return PromptText
 }
 
 // Decision is where a request goes and why.
@@ -31,8 +48,16 @@ type Decision struct {
 	// probes' answers (empty on the cold path).
 	Candidates []Candidate
 	Answers    []ProbeAnswer
-	// Cold is true when no summary knew the prefix.
+	// Cold is true when no summary knew the prefix (or the prompt could
+	// not be tokenized).
 	Cold bool
+	// Prompt is the request's prompt kind; Untokenized is true for a text
+	// prompt or chat the global tier could not tokenize (Tokenize says
+	// why), which then went the cold path.
+	Prompt      PromptKind
+	Untokenized bool
+	// Tokenize says how the prompt was tokenized (zero for token ids).
+	Tokenize TokenizeInfo
 	// Blocks is the request's chain length.
 	Blocks int
 	// Took is the decision time, probes included.
@@ -46,6 +71,7 @@ type Router struct {
 	prober Prober
 	hasher blockhash.Hasher
 	tr     *telemetry.Tracer
+	tok    *Tokenizer
 
 	mu       sync.Mutex
 	draining map[string]bool
@@ -60,7 +86,11 @@ func NewRouter(cfg Config, dir Directory, pr Prober) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Router{cfg: cfg, dir: dir, prober: pr, hasher: h, tr: telemetry.NewTracer(tracerName, nil), draining: map[string]bool{}}, nil
+	tok, err := NewTokenizer(cfg.Tokenize)
+	if err != nil {
+		return nil, err
+	}
+	return &Router{cfg: cfg, dir: dir, prober: pr, hasher: h, tr: telemetry.NewTracer(tracerName, nil), tok: tok, draining: map[string]bool{}}, nil
 }
 
 // views returns the directory's cells with the router's draining marks.
@@ -96,28 +126,67 @@ func (rt *Router) SetDraining(cell string, on bool) bool {
 
 // chain hashes the request's tokens as the cells do (the cells' default
 // profile seeds with the model and the cache salt).
-func (rt *Router) chain(req *Request) []blockhash.Hash {
-	if len(req.TokenIDs) == 0 {
+func (rt *Router) chain(req *Request, toks []uint32) []blockhash.Hash {
+	if len(toks) == 0 {
 		return nil
 	}
 	seed := blockhash.Seed(blockhash.Keys{Model: req.Model, CacheSalt: req.CacheSalt})
-	return rt.hasher.Chain(seed, req.TokenIDs, nil)
+	return rt.hasher.Chain(seed, toks, nil)
 }
 
-// Decide searches the summaries, probes the candidates and orders the
-// cells. Nothing in any cell changes.
+// tokenize returns the request's token ids: its own, or those of its text
+// prompt or chat as the cells would tokenize them (nil when that failed;
+// d.Tokenize says why).
+func (rt *Router) tokenize(ctx context.Context, req *Request, views []CellView, d *Decision) []uint32 {
+	if d.Prompt == PromptTokens {
+		return req.TokenIDs
+	}
+	ctx, span := rt.tr.Get().Start(ctx, "global.tokenize", trace.WithAttributes(attribute.String("cellrouter.prompt", d.Prompt.String())))
+	defer span.End()
+	toks, info, err := rt.tok.Tokenize(ctx, req, views, nil)
+	d.Tokenize = info
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("cellrouter.tokenize.source", info.Source), attribute.Int("cellrouter.tokens", len(toks)))
+		if info.Cell != "" {
+			span.SetAttributes(attribute.String("cellrouter.cell", info.Cell))
+		}
+	}
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		d.Untokenized = true
+		return nil
+	}
+	return toks
+}
+
+// coldKey names a prompt that has no tokens for the stable hash: its model
+// and the start of its text (a chat's first message, so a conversation's
+// turns stay together).
+func coldKey(req *Request) uint64 {
+	text := req.Prompt
+	if req.Chat && len(req.Messages) > 0 {
+		text = req.Messages[0].Content
+	}
+	return xxh3.HashString(req.Model + "\x00" + firstBytes(text, 256))
+}
+
+// Decide tokenizes a text prompt or chat, searches the summaries, probes
+// the candidates and orders the cells. Nothing in any cell changes.
 func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
 	start := time.Now()
 	views := rt.views()
-	chain := rt.chain(req)
+	d := &Decision{Views: views, Prompt: req.Kind()}
+	toks := rt.tokenize(ctx, req, views, d)
+	chain := rt.chain(req, toks)
 	_, span := rt.tr.Get().Start(ctx, "global.summary_lookup")
-	cands, cold := Search(rt.cfg.Search, views, chain, xxh3.HashString(req.Model+"\x00"+firstBytes(req.Prompt, 256)))
+	cands, cold := Search(rt.cfg.Search, views, chain, coldKey(req))
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("cellrouter.candidates", len(cands)), attribute.Bool("cellrouter.cold", cold),
 			attribute.Int("cellrouter.cells", len(views)))
 	}
 	span.End()
-	d := &Decision{Views: views, Candidates: cands, Cold: cold, Blocks: len(chain)}
+	d.Candidates, d.Cold, d.Blocks = cands, cold, len(chain)
 	if len(cands) == 0 {
 		d.Took = time.Since(start)
 		return d, ErrNoCell
@@ -127,11 +196,16 @@ func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
 			d.Order = append(d.Order, c.Cell)
 		}
 	} else {
-		probe := &cellv1.RouteRequest{Model: req.Model, TokenIds: req.TokenIDs, Prompt: req.Prompt, MaxCandidates: 1}
+		probe := &cellv1.RouteRequest{Model: req.Model, TokenIds: toks, MaxCandidates: 1}
 		if req.CacheSalt != "" {
 			probe.ExtraKeys = []string{req.CacheSalt}
 		}
 		d.Answers = probeAll(ctx, rt.tr, rt.prober, rt.cfg.ProbeTimeout, views, cands, probe)
+		for _, a := range d.Answers {
+			if a.Err == nil {
+				rt.tok.observeRTT(views[a.Cell].ID, a.RTT)
+			}
+		}
 		d.Order = Choose(rt.cfg.Choose, d.Answers, len(chain))
 	}
 	d.Order = appendFallbacks(d.Order, views, rt.cfg.MaxAttempts)
@@ -168,6 +242,9 @@ func firstBytes(s string, n int) string {
 	}
 	return s
 }
+
+// Tokenizer returns the router's tokenizer (for metrics and tools).
+func (rt *Router) Tokenizer() *Tokenizer { return rt.tok }
 
 // Cells returns the router's current view of the cells (draining marks
 // included), for operators and tools.

@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -89,5 +91,67 @@ func BenchmarkLoad(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		loadFixture(b, "qwen2", Options{})
+	}
+}
+
+// conversation returns a chat of turns user/assistant message pairs of
+// about 300 tokens each under tok, built from the sample corpus.
+func conversation(tok *BPE, turns int) []Message {
+	var msgs []Message
+	for i := 0; i < turns; i++ {
+		body := englishPrompt(tok, 300+i)
+		msgs = append(msgs, Message{Role: "user", Content: fmt.Sprintf("Question %d: %s", i, body)},
+			Message{Role: "assistant", Content: fmt.Sprintf("Answer %d: %s", i, body[len(body)/2:])})
+	}
+	return msgs
+}
+
+// BenchmarkEncodeChatTurns measures the steady state of a multi-turn
+// conversation: the 8th turn (about 5k tokens) encoded after the earlier
+// turns were, with no segment cache and with one (only the new messages
+// are encoded; the rest come from the cache).
+func BenchmarkEncodeChatTurns(b *testing.B) {
+	for _, seg := range []bool{false, true} {
+		name := "nosegments"
+		if seg {
+			name = "segments"
+		}
+		b.Run(name, func(b *testing.B) {
+			opts := Options{ChatTemplate: chatTemplates["qwen2"]}
+			if seg {
+				opts.Segments = NewTokenCache(64 << 20)
+			}
+			tok := loadFixture(b, "qwen2", opts)
+			msgs := conversation(tok, 8)
+			for k := 1; k < 8; k++ {
+				tok.EncodeChat(context.Background(), msgs[:2*k-1], nil)
+			}
+			last := msgs[:15]
+			dst, _ := tok.EncodeChat(context.Background(), last, nil)
+			n := len(dst)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				dst, _ = tok.EncodeChat(context.Background(), last, dst[:0])
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(n), "tokens/op")
+		})
+	}
+}
+
+// BenchmarkTokenCacheGet measures a hit on a 2k-token entry: hash the
+// text, look up, copy the ids out.
+func BenchmarkTokenCacheGet(b *testing.B) {
+	tok := loadFixture(b, "qwen2", Options{})
+	text := englishPrompt(tok, 2000)
+	c := NewTokenCache(64 << 20)
+	ids := tok.EncodeString(text, false, nil)
+	c.Put(KeyOf(1, text), ids)
+	dst := make([]uint32, 0, len(ids))
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		dst, _ = c.Get(KeyOf(1, text), dst[:0])
 	}
 }

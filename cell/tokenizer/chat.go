@@ -78,6 +78,7 @@ type chatML struct {
 
 func (c chatML) Render(messages []Message, addGenerationPrompt bool) (string, error) {
 	var b strings.Builder
+	b.Grow(renderedSize(messages, len("<|im_start|>\n<|im_end|>\n"), len(c.defaultSystem)+64))
 	if c.defaultSystem != "" && (len(messages) > 0 || c.alwaysSystem) && (len(messages) == 0 || messages[0].Role != "system") {
 		writeChatML(&b, "system", c.defaultSystem)
 	}
@@ -106,6 +107,7 @@ type llama3 struct{}
 
 func (llama3) Render(messages []Message, addGenerationPrompt bool) (string, error) {
 	var b strings.Builder
+	b.Grow(renderedSize(messages, len("<|start_header_id|><|end_header_id|>\n\n<|eot_id|>"), 96))
 	for i, m := range messages {
 		if i == 0 {
 			b.WriteString("<|begin_of_text|>")
@@ -120,6 +122,17 @@ func (llama3) Render(messages []Message, addGenerationPrompt bool) (string, erro
 		b.WriteString("<|start_header_id|>assistant<|end_header_id|>\n\n")
 	}
 	return b.String(), nil
+}
+
+// renderedSize is the length of messages rendered with perMessage bytes of
+// markup each and extra bytes besides, so Render allocates its text once
+// (growing a builder over a long conversation was most of its cost).
+func renderedSize(messages []Message, perMessage, extra int) int {
+	n := extra
+	for _, m := range messages {
+		n += perMessage + len(m.Role) + len(m.Content)
+	}
+	return n
 }
 
 // isPythonSpace is Python's str.isspace for one character, which Jinja's

@@ -27,6 +27,15 @@
 // English prompt encodes in about 0.1 ms (50-80 ns per token), a cold one
 // in 0.3-1.3 ms depending on the vocabulary.
 //
+// A TokenCache (a bounded, sharded LRU of token ids by 128-bit content
+// hash) can hold whole segments, the runs of text between two added tokens
+// (Options.Segments). Encoding is a pure function of each segment, and a
+// chat template puts special tokens around every message, so a
+// conversation's next turn only encodes its new messages: the 8th turn of
+// a 4k-token conversation takes 18-36 us instead of 85-120 us
+// (BenchmarkEncodeChatTurns, on a busy 2-core machine); rendering the template is most of what
+// remains. The global tier also keeps remote /tokenize answers in one.
+//
 // Correctness is checked against Hugging Face's own JavaScript port of the
 // tokenizers library (testdata/oracle.mjs wrote testdata/*.golden.json for
 // the hand-made fixtures; the same script checked real Llama-3, Qwen3 and

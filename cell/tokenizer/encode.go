@@ -17,7 +17,18 @@ type Options struct {
 	// CacheSize is the number of slots of the word cache; zero means
 	// DefaultCacheSize and a negative value disables the cache.
 	CacheSize int
+	// Segments, when not nil, caches the ids of whole segments: the runs
+	// of text between two added tokens (for a chat, about one message
+	// each), of at least MinCachedSegment bytes. Encoding is a pure
+	// function of each segment, so a conversation's next turn encodes
+	// only its new messages. Several tokenizers may share one cache.
+	Segments *TokenCache
 }
+
+// MinCachedSegment is the shortest segment, in bytes, that goes through
+// Options.Segments: shorter ones (a role name, a newline) encode faster
+// through the word cache than a hash lookup.
+const MinCachedSegment = 128
 
 // preTokenizer is the supported pre-tokenizer: a split pattern, then the
 // byte-level mapping with an optional leading space.
@@ -38,6 +49,8 @@ type BPE struct {
 	added     *addedMatcher
 	addedNorm *addedMatcher
 	cache     *wordCache
+	segments  *TokenCache
+	segSeed   uint64 // keys this tokenizer's segments in a shared cache
 	chat      ChatTemplate
 	// decode maps ids to their raw text: bytes for byte-level vocabulary,
 	// the token string otherwise, and the content of added tokens.
@@ -88,10 +101,25 @@ func (t *BPE) EncodeString(text string, addSpecial bool, dst []uint32) []uint32 
 	return dst
 }
 
-// encodeSegment encodes raw text that holds no raw-matched added token:
-// it normalizes it, splits out the added tokens matched in normalized text,
-// and encodes the rest piece by piece.
+// encodeSegment encodes raw text that holds no raw-matched added token,
+// through the segment cache when there is one.
 func (t *BPE) encodeSegment(seg string, dst []uint32) []uint32 {
+	if t.segments == nil || len(seg) < MinCachedSegment {
+		return t.encodeSegmentUncached(seg, dst)
+	}
+	k := KeyOf(t.segSeed, seg)
+	start := len(dst)
+	if dst, ok := t.segments.Get(k, dst); ok {
+		return dst
+	}
+	dst = t.encodeSegmentUncached(seg, dst)
+	t.segments.Put(k, dst[start:])
+	return dst
+}
+
+// encodeSegmentUncached normalizes a segment, splits out the added tokens
+// matched in normalized text, and encodes the rest piece by piece.
+func (t *BPE) encodeSegmentUncached(seg string, dst []uint32) []uint32 {
 	seg = t.norm.apply(seg)
 	for i := 0; i < len(seg); {
 		start, end, id, ok := t.addedNorm.find(seg, i)

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"strings"
 )
@@ -146,6 +147,7 @@ func Load(data []byte, opts Options) (*BPE, error) {
 		size = DefaultCacheSize
 	}
 	t.cache = newWordCache(size)
+	t.segments, t.segSeed = opts.Segments, maphash.Comparable(maphash.MakeSeed(), 0)
 	return t, nil
 }
 

@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"os"
 	"strings"
@@ -76,5 +78,30 @@ func TestLoadFileMissing(t *testing.T) {
 	_, err := LoadFile("testdata/does-not-exist.json", Options{})
 	if !errors.Is(err, os.ErrNotExist) || !strings.HasPrefix(err.Error(), "tokenizer: load ") {
 		t.Errorf("LoadFile(missing) got %v, want a tokenizer: load error wrapping ErrNotExist", err)
+	}
+}
+
+// TestDemoJSONIsTheFixture checks that the embedded demo tokenizer is the
+// committed Qwen2-style fixture, loads, and has its chat template's
+// special tokens.
+func TestDemoJSONIsTheFixture(t *testing.T) {
+	want, err := os.ReadFile("testdata/qwen2.tokenizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := DemoJSON(); !bytes.Equal(got, want) {
+		t.Fatalf("DemoJSON() differs from testdata/qwen2.tokenizer.json")
+	}
+	tmpl, err := ChatTemplateByName(DemoChatTemplate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := Load(DemoJSON(), Options{ChatTemplate: tmpl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := tok.EncodeChat(context.Background(), []Message{{Role: "user", Content: "hi"}}, nil)
+	if err != nil || len(ids) == 0 || tok.Decode(ids) != "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n" {
+		t.Fatalf("EncodeChat = %v (%q), %v", ids, tok.Decode(ids), err)
 	}
 }

@@ -2,12 +2,12 @@
 // front of many cells, which it learns through gossip. See package global.
 //
 //	globald --http-addr :8000 --grpc-addr :8001 --gossip-bind :7946 [--seed HOST:PORT ...]
+//	        [--tokenizer MODEL=/path/tokenizer.json[,CHAT_TEMPLATE] ...]
 //	globald --demo      # a whole local fleet: simulated pods, two cells and the global endpoint
 package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -40,6 +40,19 @@ type seeds []string
 func (s *seeds) String() string     { return strings.Join(*s, ",") }
 func (s *seeds) Set(v string) error { *s = append(*s, v); return nil }
 
+// tokenizers collects repeated --tokenizer flags.
+type tokenizers []global.ModelTokenizer
+
+func (t *tokenizers) String() string { return fmt.Sprint(len(*t), " tokenizers") }
+func (t *tokenizers) Set(v string) error {
+	m, err := global.ParseModelTokenizer(v)
+	if err != nil {
+		return err
+	}
+	*t = append(*t, m)
+	return nil
+}
+
 // run starts the daemon (or the demo fleet) as args say, printing the
 // demo's instructions to out and logging to logw, and serves until ctx ends.
 func run(ctx context.Context, args []string, out, logw io.Writer) error {
@@ -66,6 +79,12 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	secret := fs.String("gossip-secret-key", "", "base64 pool encryption key (16, 24 or 32 bytes)")
 	var seedList seeds
 	fs.Var(&seedList, "seed", "gossip pool member to join (repeatable)")
+	var toks tokenizers
+	fs.Var(&toks, "tokenizer", "MODEL=PATH[,CHAT_TEMPLATE]: tokenize the model's text prompts and chats in process with the tokenizer.json and "+
+		"built-in chat template its cells use (repeatable); other models go to a cell's /tokenize")
+	remoteTok := fs.Bool("remote-tokenize", d.Tokenize.Remote, "ask a cell's /tokenize for text prompts and chats no --tokenizer covers (false: route them cold)")
+	tokTimeout := fs.Duration("tokenize-timeout", d.Tokenize.RemoteTimeout, "bound of one remote tokenization (then the request goes cold)")
+	tokCache := fs.Int64("tokenize-cache-mb", d.Tokenize.CacheBytes>>20, "memory bound of the tokenization cache in MiB (0: off)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -89,6 +108,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	cfg.Search.MaxProbes, cfg.Search.Slack, cfg.Search.ColdBlocks = *maxProbes, *slack, *coldBlocks
 	cfg.ProbeTimeout, cfg.Choose.PrefillWeight, cfg.Choose.RTTWeight = *probeTimeout, *prefillW, *rttW
 	cfg.MaxAttempts, cfg.RequestTimeout = *attempts, *reqTimeout
+	cfg.Tokenize.Models, cfg.Tokenize.Remote, cfg.Tokenize.RemoteTimeout, cfg.Tokenize.CacheBytes = toks, *remoteTok, *tokTimeout, *tokCache<<20
 	pool := p
 	pool.Bind, pool.Advertise, pool.SecretKey, pool.Seeds = *gossipBind, *gossipAdv, *secret, seedList
 	dmn, err := global.NewDaemon(cfg, pool, log)
@@ -140,24 +160,21 @@ func runDemo(ctx context.Context, tel *telemetry.Telemetry, cells, pods int, htt
 	if err := tel.Install(ctx, telemetry.Identity{Service: "globald", Instance: f.Global.NodeName()}); err != nil {
 		return fmt.Errorf("tracing: %w", err)
 	}
-	prompt := make([]int, 64)
-	for i := range prompt {
-		prompt[i] = 1000 + i
-	}
-	body, _ := json.Marshal(map[string]any{"model": cfg.Pod.Model, "prompt": prompt, "max_tokens": 8})
+	body := fleet.ExampleChat(cfg.Pod.Model)
 	fmt.Fprintf(out, "cellrouter demo: %d cells x %d simulated pods behind %s\n\n", cells, pods, f.Endpoint())
 	for i, c := range f.Cells {
 		fmt.Fprintf(out, "  cell-%d  http://%s  grpc %s  (%d pods)\n", i, c.HTTPAddr(), c.GRPCAddr(), len(f.Pods[i]))
 	}
 	fmt.Fprintf(out, "  global  grpc %s\n", f.Global.GRPCAddr())
 	fmt.Fprintf(out, `
-Try (run it twice: the second answer reports cached tokens from the same pod):
+Try a chat (send it twice: the global tier tokenizes it as the cells and pods do, so the
+second send is routed by summary to the same pod and reports cached tokens):
 
-  curl -s %s/v1/completions -H 'Content-Type: application/json' \
+  curl -s %s/v1/chat/completions -H 'Content-Type: application/json' \
     -d '%s' -D - | grep -iE 'x-cellrouter|cached_tokens|^{'
 
   curl -s %s/v1/global/cells        # the cells and their summaries
-  curl -s %s/metrics | grep cellrouter_global
+  curl -s %s/metrics | grep cellrouter_global_requests   # path="summary_chat" on the second send
   curl -s %s/openapi/global.swagger.json   # the REST control plane's OpenAPI document
   grpcurl -plaintext %s list        # the gRPC services, by server reflection
 

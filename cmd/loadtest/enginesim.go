@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/cellrouter/cellrouter/cell/events/vllmwire"
+	"github.com/cellrouter/cellrouter/cell/tokenizer"
 	"github.com/cellrouter/cellrouter/loadtest/enginesim"
 )
 
@@ -36,6 +37,8 @@ func runEnginesim(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	decode := fs.Duration("decode-per-token", d.DecodePerToken, "modelled time per output token after the first")
 	scale := fs.Float64("time-scale", d.TimeScale, "multiplies every modelled duration before sleeping (0: never sleep)")
 	perChunk := fs.Int("tokens-per-chunk", d.TokensPerChunk, "output tokens per streamed chunk")
+	tokJSON := fs.String("tokenizer-json", "", "tokenize text and chats with this Hugging Face tokenizer.json (\"demo\": the demo tokenizer); empty: the word hasher")
+	chatTmpl := fs.String("chat-template", "chatml", "built-in chat template used with --tokenizer-json")
 	form := fs.String("form", "array", "KV-event payload form: array or map")
 	noReplay := fs.Bool("no-replay", false, "no replay socket")
 	noEvents := fs.Bool("no-events", false, "publish no KV events")
@@ -62,6 +65,25 @@ func runEnginesim(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		pc.Events.Form = vllmwire.FormMap
 	default:
 		return fmt.Errorf("enginesim: --form %q, want array or map", *form)
+	}
+	switch *tokJSON {
+	case "":
+	case "demo":
+		tmpl, err := tokenizer.ChatTemplateByName(*chatTmpl)
+		if err != nil {
+			return err
+		}
+		bpe, err := tokenizer.Load(tokenizer.DemoJSON(), tokenizer.Options{})
+		if err != nil {
+			return err
+		}
+		pc.Tokenizer = &enginesim.HFTokenizer{BPE: bpe, Template: tmpl}
+	default:
+		hf, err := enginesim.LoadHFTokenizer(*tokJSON, *chatTmpl)
+		if err != nil {
+			return err
+		}
+		pc.Tokenizer = hf
 	}
 	pc.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if *verbose {

@@ -36,6 +36,10 @@ func runHierarchy(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	overlap := fs.Float64("overlap-weight", d.OverlapWeight, "weight of a prefill block against an active block (cells and global choice)")
 	temp := fs.Float64("temperature", d.Temperature, "softmax temperature of the cells' picker (0 = lowest cost)")
 	busy := fs.Float64("busy-threshold", d.BusyThreshold, "active/total blocks above which a pod is filtered as busy")
+	prompt := fs.String("prompt", d.Prompt, "what requests carry: tokens (512 ids per hash id), text (about 512 tokens of text per hash id) "+
+		"or chat (one message per hash id); text and chats are tokenized by the engines, the global tier and the cells")
+	tokJSON := fs.String("tokenizer-json", d.TokenizerJSON, "tokenizer.json of the text modes (default: the demo tokenizer)")
+	chatTmpl := fs.String("chat-template", d.ChatTemplate, "built-in chat template of the text modes (default: the demo tokenizer's, chatml)")
 	decode := fs.Float64("decode-ms-per-token", d.DecodeMsPerToken, "load model: ms of trace time a request holds its pod per output token")
 	if help, err := parseFlags("hierarchy", fs, args); help || err != nil {
 		return err
@@ -62,6 +66,9 @@ func runHierarchy(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	apply("temperature", func() { cfg.Temperature = *temp })
 	apply("busy-threshold", func() { cfg.BusyThreshold = *busy })
 	apply("decode-ms-per-token", func() { cfg.DecodeMsPerToken = *decode })
+	apply("prompt", func() { cfg.Prompt = *prompt })
+	apply("tokenizer-json", func() { cfg.TokenizerJSON = *tokJSON })
+	apply("chat-template", func() { cfg.ChatTemplate = *chatTmpl })
 	tracePathFound, err := locateTrace("hierarchy", cfg.TracePath)
 	if err != nil {
 		return err

@@ -22,6 +22,10 @@ func TestDispatchErrors(t *testing.T) {
 		{"bad window", []string{"index", "--window", "0s"}, "Window must be >= 1ms"},
 		{"stray argument", []string{"index", "extra"}, `unexpected argument "extra"`},
 		{"missing trace", []string{"index", "--trace", "does-not-exist.jsonl", "--quiet"}, "does-not-exist.jsonl"},
+		{"missing tokenizer", []string{"enginesim", "--tokenizer-json", "no-such-tokenizer.json"}, "no-such-tokenizer.json"},
+		{"unknown chat template", []string{"enginesim", "--tokenizer-json", "demo", "--chat-template", "jinja"}, `unknown chat template "jinja"`},
+		{"bad overhead prompt", []string{"overhead", "--prompt", "image"}, `Prompt = "image"`},
+		{"bad hierarchy prompt", []string{"hierarchy", "--prompt", "image", "--quiet"}, `Prompt must be tokens, text or chat, got "image"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

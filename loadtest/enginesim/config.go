@@ -71,6 +71,11 @@ type Config struct {
 	// [ReservedTokens, Vocab). Default trace.Vocab (128000), so trace-derived
 	// prompts are accepted.
 	Vocab int
+	// Tokenizer tokenizes text prompts and chats; nil means the word
+	// hasher Tokenizer{Vocab} with RenderChat's template. An HFTokenizer
+	// makes the pod tokenize as a real model does. Vocab still bounds the
+	// ids of token-array prompts and of generated tokens.
+	Tokenizer TextTokenizer
 	// MaxRunning is the running-batch limit (vLLM's max_num_seqs): at most
 	// this many requests prefill or decode at once; the others wait in a
 	// FIFO queue. Default DefaultMaxRunning.

@@ -25,6 +25,12 @@
 // not (the template starts with it). Generated tokens are a deterministic
 // function of the prompt, rendered as " t<id>" words.
 //
+// Config.Tokenizer replaces the word hasher: an HFTokenizer tokenizes with
+// a Hugging Face tokenizer.json and a built-in chat template (package
+// cell/tokenizer), exactly as cells and the global tier configured with
+// the same file and template do, so that the routers' hashes of a text
+// prompt or chat are the blocks the pod caches (loadtest/fleet uses it).
+//
 // # KV cache and events
 //
 // The KV cache is package engine's model: Config.Blocks blocks of

@@ -87,7 +87,7 @@ func newOutput(p *Pod, g *genRequest, pl prefillPlan) *output {
 func (o *output) text(from, to int) string {
 	b := make([]byte, 0, 8*(to-from))
 	for k := from; k < to; k++ {
-		b = appendTokenText(b, o.p.tok.outputToken(o.key, k))
+		b = appendTokenText(b, o.p.words.outputToken(o.key, k))
 	}
 	return string(b)
 }

@@ -23,7 +23,8 @@ type Pod struct {
 	cfg     Config
 	id      string
 	log     *slog.Logger
-	tok     Tokenizer
+	tok     TextTokenizer
+	words   Tokenizer // generated tokens' ids
 	cache   *kvCache
 	sched   *scheduler
 	pub     *vllmpub.Publisher // nil when events are disabled
@@ -58,7 +59,10 @@ func NewPod(cfg Config) (*Pod, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	p := &Pod{cfg: cfg, log: log, tok: Tokenizer{Vocab: cfg.Vocab}, sched: newScheduler(cfg.MaxRunning), created: time.Now().Unix()}
+	p := &Pod{cfg: cfg, log: log, tok: cfg.Tokenizer, words: Tokenizer{Vocab: cfg.Vocab}, sched: newScheduler(cfg.MaxRunning), created: time.Now().Unix()}
+	if p.tok == nil {
+		p.tok = wordTokenizer{p.words}
+	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if cfg.HTTPAddr != "" {
 		ln, err := net.Listen("tcp", cfg.HTTPAddr)

@@ -115,7 +115,11 @@ func (p *Pod) parseGenerate(kind openai.Kind, body []byte) (*genRequest, *apiErr
 	case openai.KindChat:
 		gen := ex.AddGenerationPrompt == nil || *ex.AddGenerationPrompt
 		addSpecial := ex.AddSpecialTokens != nil && *ex.AddSpecialTokens
-		g.tokens = p.tok.EncodeChat(req.Messages, gen, addSpecial, nil)
+		toks, err := p.tok.EncodeChat(req.Messages, gen, addSpecial, nil)
+		if err != nil {
+			return nil, badRequest("messages", "%v", err)
+		}
+		g.tokens = toks
 	}
 	if len(g.tokens) == 0 {
 		return nil, badRequest("prompt", "the prompt is empty")

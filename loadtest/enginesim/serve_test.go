@@ -204,9 +204,26 @@ func TestStreamChunks(t *testing.T) {
 
 // TestTokenizeConsistency checks that /tokenize returns the ids the
 // completion endpoints use: the ids of a text prompt (or a chat), sent
-// back as a token prompt, hit the blocks the text request stored.
+// back as a token prompt, hit the blocks the text request stored; with
+// the word hasher and with a Hugging Face tokenizer.
 func TestTokenizeConsistency(t *testing.T) {
-	p := startPod(t, testConfig())
+	hf, err := LoadHFTokenizer(fixtureTokenizer, "qwen2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range []struct {
+		name string
+		tok  TextTokenizer
+	}{{"words", nil}, {"hf", hf}} {
+		t.Run(tok.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Tokenizer = tok.tok
+			testTokenizeConsistency(t, startPod(t, cfg))
+		})
+	}
+}
+
+func testTokenizeConsistency(t *testing.T, p *Pod) {
 	msgs := []map[string]string{{"role": "system", "content": words("s", 50)}, {"role": "user", "content": words("v", 20)}}
 	cases := []struct {
 		name     string

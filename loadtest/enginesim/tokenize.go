@@ -83,7 +83,11 @@ func (p *Pod) tokenize(data []byte) ([]uint32, *apiError) {
 		}
 		gen := req.AddGenerationPrompt == nil || *req.AddGenerationPrompt
 		addSpecial := req.AddSpecialTokens != nil && *req.AddSpecialTokens
-		return p.tok.EncodeChat(chat.Messages, gen, addSpecial, []uint32{}), nil
+		ids, err := p.tok.EncodeChat(chat.Messages, gen, addSpecial, []uint32{})
+		if err != nil {
+			return nil, badRequest("messages", "%v", err)
+		}
+		return ids, nil
 	}
 	return nil, badRequest("prompt", "give prompt or messages")
 }

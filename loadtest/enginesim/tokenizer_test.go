@@ -1,10 +1,15 @@
 package enginesim
 
 import (
+	"context"
+	"encoding/json"
+	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cellrouter/cellrouter/api/openai"
+	"github.com/cellrouter/cellrouter/cell/tokenizer"
 	"github.com/cellrouter/cellrouter/loadtest/trace"
 )
 
@@ -68,5 +73,54 @@ func TestTokenizerPrefixStable(t *testing.T) {
 	}
 	if got := RenderChat([]openai.Message{{Role: "bad role|", Content: "x"}}, true); got != "<|bos|>\n<|other|>\nx\n<|end|>\n<|assistant|>\n" {
 		t.Errorf("RenderChat with a bad role: got %q", got)
+	}
+}
+
+// fixtureTokenizer is cell/tokenizer's small Qwen2-style fixture.
+const fixtureTokenizer = "../../cell/tokenizer/testdata/qwen2.tokenizer.json"
+
+// TestHFTokenizerMatchesCellTokenizer checks that a pod with an
+// HFTokenizer answers /tokenize with exactly the ids cell/tokenizer gives
+// for the same prompt and chat (what a cell or the global tier configured
+// with the file and template computes), and that the chat template's
+// refusals are 400s.
+func TestHFTokenizerMatchesCellTokenizer(t *testing.T) {
+	hf, err := LoadHFTokenizer(fixtureTokenizer, "chatml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.Tokenizer = hf
+	p := startPod(t, cfg)
+	tmpl, _ := tokenizer.ChatTemplateByName("chatml")
+	ref, err := tokenizer.LoadFile(fixtureTokenizer, tokenizer.Options{ChatTemplate: tmpl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []tokenizer.Message{{Role: "system", Content: "Route it."}, {Role: "user", Content: words("v", 40)}}
+	wantChat, _ := ref.EncodeChat(context.Background(), msgs, nil)
+	for _, tc := range []struct {
+		name string
+		body map[string]any
+		want []uint32
+	}{
+		{"prompt", map[string]any{"prompt": words("w", 60)}, ref.EncodeString(words("w", 60), true, nil)},
+		{"chat", map[string]any{"messages": msgs}, wantChat},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := post(t, p, PathTokenize, tc.body)
+			var out struct {
+				Tokens []uint32 `json:"tokens"`
+			}
+			if err := json.Unmarshal(r.body, &out); err != nil || r.status != 200 || !slices.Equal(out.Tokens, tc.want) {
+				t.Fatalf("got %d %s, want 200 with %v", r.status, r.body, tc.want)
+			}
+		})
+	}
+	q, _ := LoadHFTokenizer(fixtureTokenizer, "qwen2.5")
+	cfg.Tokenizer = q
+	r := post(t, startPod(t, cfg), openai.PathChatCompletions, map[string]any{"messages": []map[string]string{{"role": "tool", "content": "42"}}})
+	if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "messages") {
+		t.Fatalf("tool message under qwen2.5: got %d %s, want a 400 naming messages", r.status, r.body)
 	}
 }

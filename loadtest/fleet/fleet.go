@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/cellrouter/cellrouter/cell"
 	"github.com/cellrouter/cellrouter/cell/telemetry"
+	"github.com/cellrouter/cellrouter/cell/tokenizer"
 	"github.com/cellrouter/cellrouter/global"
 	"github.com/cellrouter/cellrouter/loadtest/enginesim"
 )
@@ -27,8 +30,19 @@ type Config struct {
 	GlobalHTTPAddr, GlobalGRPCAddr string
 	// SummaryInterval is how often cells publish their summaries.
 	SummaryInterval time.Duration
-	// Routing is the cells' routing configuration.
+	// Routing is the cells' routing configuration (its tokenizer_json and
+	// chat_template are set from the fields below).
 	Routing cell.RoutingConfig
+	// TokenizerJSON and ChatTemplate are the model's tokenizer: every pod
+	// tokenizes text prompts and chats with them (enginesim.HFTokenizer),
+	// and so do the cells and the global tier, in process unless told
+	// otherwise below. "" means the demo tokenizer (tokenizer.DemoJSON,
+	// written to a temporary file) with its chat template.
+	TokenizerJSON, ChatTemplate string
+	// CellsTokenizeRemote makes the cells ask their pods' /tokenize
+	// instead of loading the tokenizer; GlobalTokenizeRemote makes the
+	// global tier ask the cells' /tokenize.
+	CellsTokenizeRemote, GlobalTokenizeRemote bool
 	// Log receives the parts' logs (nil: discarded).
 	Log *slog.Logger
 	// TracerProvider, when set, gives each cell its own tracer provider:
@@ -72,6 +86,7 @@ type Fleet struct {
 	Pods   [][]*enginesim.Pod
 
 	fleets []*enginesim.Fleet
+	tmpDir string // holds the demo tokenizer; removed by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	errs   chan error
@@ -94,8 +109,19 @@ func Start(ctx context.Context, cfg Config) (f *Fleet, err error) {
 			f.Close()
 		}
 	}()
+	tokFile, tmpl, err := f.tokenizer(cfg)
+	if err != nil {
+		return f, err
+	}
+	hf, err := enginesim.LoadHFTokenizer(tokFile, tmpl)
+	if err != nil {
+		return f, err
+	}
 	gcfg := global.DefaultConfig()
 	gcfg.HTTPAddr, gcfg.GRPCAddr, gcfg.BlockSize = cfg.GlobalHTTPAddr, cfg.GlobalGRPCAddr, cfg.Pod.BlockSize
+	if !cfg.GlobalTokenizeRemote {
+		gcfg.Tokenize.Models = []global.ModelTokenizer{{Model: cfg.Pod.Model, File: tokFile, ChatTemplate: tmpl}}
+	}
 	pool := global.DefaultPoolConfig()
 	pool.Bind = "127.0.0.1:0"
 	if f.Global, err = global.NewDaemon(gcfg, pool, log.With("part", "globald")); err != nil {
@@ -106,6 +132,7 @@ func Start(ctx context.Context, cfg Config) (f *Fleet, err error) {
 		fc := enginesim.DefaultFleetConfig()
 		fc.Pods, fc.Pod = cfg.PodsPerCell, cfg.Pod
 		fc.Pod.ID = fmt.Sprintf("c%d-pod", i)
+		fc.Pod.Tokenizer = hf
 		sim, err := enginesim.StartFleet(fc)
 		if err != nil {
 			return f, err
@@ -118,6 +145,10 @@ func Start(ctx context.Context, cfg Config) (f *Fleet, err error) {
 		ccfg.Events.BlockSize = cfg.Pod.BlockSize
 		ccfg.Events.DefaultModel = cfg.Pod.Model
 		ccfg.Routing = cfg.Routing
+		ccfg.Routing.TokenizerJSON, ccfg.Routing.ChatTemplate = "", ""
+		if !cfg.CellsTokenizeRemote {
+			ccfg.Routing.TokenizerJSON, ccfg.Routing.ChatTemplate = tokFile, tmpl
+		}
 		ccfg.Gossip.Bind, ccfg.Gossip.Seeds = "127.0.0.1:0", []string{f.Global.GossipAddr()}
 		ccfg.Gossip.SummaryInterval = cfg.SummaryInterval
 		for _, p := range sim.Pods() {
@@ -159,6 +190,26 @@ func Start(ctx context.Context, cfg Config) (f *Fleet, err error) {
 	}
 }
 
+// tokenizer returns the fleet's tokenizer file and chat template, writing
+// the demo tokenizer to a temporary directory when none is configured.
+func (f *Fleet) tokenizer(cfg Config) (file, template string, err error) {
+	if cfg.TokenizerJSON != "" {
+		template = cfg.ChatTemplate
+		if template == "" {
+			template = tokenizer.DemoChatTemplate
+		}
+		return cfg.TokenizerJSON, template, nil
+	}
+	if f.tmpDir, err = os.MkdirTemp("", "cellrouter-fleet-"); err != nil {
+		return "", "", fmt.Errorf("fleet: %w", err)
+	}
+	file = filepath.Join(f.tmpDir, "tokenizer.json")
+	if err := os.WriteFile(file, tokenizer.DemoJSON(), 0o600); err != nil {
+		return "", "", fmt.Errorf("fleet: %w", err)
+	}
+	return file, tokenizer.DemoChatTemplate, nil
+}
+
 func (f *Fleet) run(ctx context.Context, name string, run func(context.Context) error) {
 	f.wg.Add(1)
 	go func() {
@@ -179,6 +230,9 @@ func (f *Fleet) Close() error {
 	var errs []error
 	for _, s := range f.fleets {
 		errs = append(errs, s.Close())
+	}
+	if f.tmpDir != "" {
+		errs = append(errs, os.RemoveAll(f.tmpDir))
 	}
 	close(f.errs)
 	for err := range f.errs {

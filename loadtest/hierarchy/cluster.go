@@ -39,15 +39,15 @@ type cluster struct {
 }
 
 // newCluster builds a cluster of the given fleet-wide pods, each with a
-// cache of blocksPerPod blocks. trackHeld keeps the held set a summary
-// needs.
-func newCluster(id string, pods []int, cfg Config, h blockhash.Hasher, trackHeld bool) (*cluster, error) {
+// cache of blocksPerPod blocks; tok tokenizes text prompts and chats (nil
+// for token prompts). trackHeld keeps the held set a summary needs.
+func newCluster(id string, pods []int, cfg Config, h blockhash.Hasher, tok plugins.Tokenizer, trackHeld bool) (*cluster, error) {
 	ix, err := index.New(index.DefaultConfig())
 	if err != nil {
 		return nil, fmt.Errorf("hierarchy: %w", err)
 	}
 	r := pipeline.NewRegistry()
-	plugins.Register(r, plugins.Deps{Index: ix, Hasher: h})
+	plugins.Register(r, plugins.Deps{Index: ix, Hasher: h, Tokenizer: tok})
 	prof, err := r.Build(plugins.DefaultProfile("default", cfg.OverlapWeight, cfg.Temperature, cfg.BusyThreshold))
 	if err != nil {
 		ix.Close()

@@ -52,6 +52,14 @@ type Config struct {
 	// DecodeMsPerToken sets the load model: a request occupies its pod for
 	// output_length * DecodeMsPerToken of trace time.
 	DecodeMsPerToken float64 `json:"decode_ms_per_token"`
+	// Prompt is what requests carry: PromptTokens (token ids, the
+	// default), PromptText or PromptChat (text the engines, the global
+	// tier and the cells tokenize).
+	Prompt string `json:"prompt"`
+	// TokenizerJSON and ChatTemplate are the tokenizer of the text modes;
+	// "" means the demo tokenizer (tokenizer.DemoJSON) and its template.
+	TokenizerJSON string `json:"tokenizer_json"`
+	ChatTemplate  string `json:"chat_template"`
 	// Progress, if not nil, receives progress lines.
 	Progress func(format string, args ...any) `json:"-"`
 }
@@ -82,6 +90,7 @@ func DefaultConfig() Config {
 		Temperature:       0,
 		BusyThreshold:     0.95,
 		DecodeMsPerToken:  20,
+		Prompt:            PromptTokens,
 	}
 }
 
@@ -129,6 +138,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("hierarchy: BusyThreshold must be in (0, 1], got %v", c.BusyThreshold)
 	case !(c.DecodeMsPerToken >= 0):
 		return fmt.Errorf("hierarchy: DecodeMsPerToken must be >= 0, got %v", c.DecodeMsPerToken)
+	case c.Prompt != PromptTokens && c.Prompt != PromptText && c.Prompt != PromptChat:
+		return fmt.Errorf("hierarchy: Prompt must be tokens, text or chat, got %q", c.Prompt)
 	}
 	if err := c.summaryConfig().Validate(); err != nil {
 		return fmt.Errorf("hierarchy: %w", err)

@@ -41,6 +41,23 @@
 // hierarchical router makes exactly the flat router's decisions (a test
 // checks it).
 //
+// # Text prompts
+//
+// With Config.Prompt "text" or "chat" (loadtest hierarchy --prompt chat),
+// requests carry text instead of token ids: every hash id becomes about
+// 512 tokens of English words (trace.AppendText), concatenated into a
+// completion prompt or made one chat message each (system first, then
+// user and assistant in turn). The engine models cache the blocks of the
+// engine's tokenization (package cell/tokenizer with Config.TokenizerJSON,
+// by default the demo tokenizer, and its chat template); the global tier
+// tokenizes with global.Tokenizer (its segment cache included) to search
+// the summaries, and its probes carry its token ids, as globald's do; the
+// serving cell's selector tokenizes the text again at the hand-off, as
+// celld's Tokens preparer does. The report counts the requests whose chain
+// at the global tier or at the serving cell differs from the engine's
+// (tokenize.mismatches, which must be 0) and times the global tier's
+// tokenization.
+//
 // A false probe is a probed cell whose exact best match (the deepest prefix
 // any of its pods holds, from the probe's index match) is zero or below the
 // summary's estimate. Gossip bytes are counted with the real codec: per

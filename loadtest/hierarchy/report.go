@@ -45,6 +45,10 @@ type Report struct {
 	Temperature       float64 `json:"temperature"`
 	BusyThreshold     float64 `json:"busy_threshold"`
 	DecodeMsPerToken  float64 `json:"decode_ms_per_token"`
+	// Prompt is the prompt kind; Tokenize says how text was tokenized
+	// (absent for token prompts).
+	Prompt   string          `json:"prompt"`
+	Tokenize *TokenizeReport `json:"tokenize,omitempty"`
 	// Reuse.
 	ReuseFlat         float64 `json:"reuse_flat"`
 	ReuseHier         float64 `json:"reuse_hier"`
@@ -106,7 +110,7 @@ func (s *sim) report(recs []trace.Record) *Report {
 		BlocksPerPod: c.BlocksPerPod, SummaryIntervalS: c.SummaryInterval, MaxProbes: c.MaxProbes,
 		ProbeSlack: c.ProbeSlack, ColdBlocks: c.ColdBlocks, Stride: c.Stride, FalsePositiveRate: c.FalsePositiveRate,
 		OverlapWeight: c.OverlapWeight, Temperature: c.Temperature, BusyThreshold: c.BusyThreshold,
-		DecodeMsPerToken:  c.DecodeMsPerToken,
+		DecodeMsPerToken: c.DecodeMsPerToken, Prompt: c.Prompt,
 		MatchedBlocksFlat: s.matchedFlat, MatchedBlocksHier: s.matchedHier,
 		Probes: h.probes, FalseProbes: h.falseProbes, ColdRequests: h.colds,
 		EvictedBlocksFlat:  s.flat.cl.evicted,
@@ -218,6 +222,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(tw, "trace\t%s (%d requests, %d blocks, %.0f s)\n", r.Trace, r.Requests, r.Blocks, r.TraceSeconds)
 	fmt.Fprintf(tw, "fleet\t%d cells x %d pods, %d blocks/pod of %d tokens, seed %d\n", r.Cells, r.PodsPerCell, r.BlocksPerPod, r.BlockSize, r.Seed)
 	fmt.Fprintf(tw, "global tier\tsummaries every %gs, stride %d, fpr %g; max %d probes, slack %d\n", r.SummaryIntervalS, r.Stride, r.FalsePositiveRate, r.MaxProbes, r.ProbeSlack)
+	if t := r.Tokenize; t != nil {
+		fmt.Fprintf(tw, "prompts\t%s, tokenized by the engines, the global tier and the cells (%s tokenizer, %s template), %.0f tokens each\n",
+			r.Prompt, t.Tokenizer, t.ChatTemplate, t.TokensPerRequest)
+		fmt.Fprintf(tw, "global tokenize\tmean %.1f us, p99 %.1f us, cache hit ratio %.3f (%d bytes); chains differing from the engine's: %d\n",
+			t.GlobalMeanUs, t.GlobalP99Us, t.CacheHitRatio, t.CacheBytes, t.Mismatches)
+	}
 	fmt.Fprintf(tw, "\t\n")
 	fmt.Fprintf(tw, "\tflat\thierarchical\n")
 	fmt.Fprintf(tw, "prefix reuse\t%.4f\t%.4f\n", r.ReuseFlat, r.ReuseHier)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cellrouter/cellrouter/cell/blockhash"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
+	"github.com/cellrouter/cellrouter/cell/plugins"
 	"github.com/cellrouter/cellrouter/global"
 )
 
@@ -17,8 +18,13 @@ type request struct {
 	i int
 	// now is the arrival in ns of trace time; end when its load ends.
 	now, end int64
-	req      *pipeline.Request
-	chain    []blockhash.Hash
+	// req is what the cells' selectors see at the hand-off (token ids, or
+	// a text prompt or chat they tokenize); probe what a probe carries
+	// (the global tier's token ids).
+	req, probe *pipeline.Request
+	// chain is the engine's chain of the prompt; search the global tier's
+	// (equal unless the tiers tokenize differently).
+	chain, search []blockhash.Hash
 	// blocks is the load the request puts on its pod while it runs.
 	blocks int
 }
@@ -51,12 +57,12 @@ type flatRouter struct {
 	served []int64
 }
 
-func newFlatRouter(cfg Config, h blockhash.Hasher) (*flatRouter, error) {
+func newFlatRouter(cfg Config, h blockhash.Hasher, tok plugins.Tokenizer) (*flatRouter, error) {
 	pods := make([]int, cfg.Pods())
 	for i := range pods {
 		pods[i] = i
 	}
-	cl, err := newCluster("flat", pods, cfg, h, false)
+	cl, err := newCluster("flat", pods, cfg, h, tok, false)
 	if err != nil {
 		return nil, err
 	}
@@ -93,13 +99,15 @@ type hierRouter struct {
 	cap int
 
 	answers []global.ProbeAnswer
+	// text checks the serving cell's chain in text modes (nil otherwise).
+	text *texter
 
 	// Counters.
 	probeHist                  []int64 // requests by number of probes
 	probes, falseProbes, colds int64
 }
 
-func newHierRouter(cfg Config, h blockhash.Hasher) (*hierRouter, error) {
+func newHierRouter(cfg Config, h blockhash.Hasher, tok plugins.Tokenizer) (*hierRouter, error) {
 	hr := &hierRouter{
 		search: global.SearchConfig{MaxProbes: cfg.MaxProbes, Slack: cfg.ProbeSlack, ColdBlocks: cfg.ColdBlocks},
 		choose: global.ChooseConfig{PrefillWeight: cfg.OverlapWeight, RTTWeight: global.DefaultChooseConfig().RTTWeight},
@@ -113,7 +121,7 @@ func newHierRouter(cfg Config, h blockhash.Hasher) (*hierRouter, error) {
 			pods[i] = c*cfg.PodsPerCell + i
 		}
 		id := fmt.Sprintf("cell-%02d", c)
-		cl, err := newCluster(id, pods, cfg, h, true)
+		cl, err := newCluster(id, pods, cfg, h, tok, true)
 		if err != nil {
 			hr.close()
 			return nil, err
@@ -156,7 +164,7 @@ func (h *hierRouter) publish() error {
 // route decides across cells, hands off, admits and starts the request's
 // load; it returns the pod's prefix hit in blocks.
 func (h *hierRouter) route(ctx context.Context, r *request) (int, error) {
-	cands, cold := global.Search(h.search, h.views, r.chain, 0)
+	cands, cold := global.Search(h.search, h.views, r.search, 0)
 	if len(cands) == 0 {
 		return 0, fmt.Errorf("hierarchy: request %d: %w", r.i, global.ErrNoCell)
 	}
@@ -168,7 +176,7 @@ func (h *hierRouter) route(ctx context.Context, r *request) (int, error) {
 		h.answers = h.answers[:0]
 		for _, c := range cands {
 			cl := h.cells[c.Cell]
-			p, err := cl.decide(ctx, r.req, h.dec.reseed(r.i))
+			p, err := cl.decide(ctx, r.probe, h.dec.reseed(r.i))
 			a := global.ProbeAnswer{Cell: c.Cell, Err: err}
 			if err == nil {
 				pc := &cl.cands[p.local]
@@ -184,7 +192,7 @@ func (h *hierRouter) route(ctx context.Context, r *request) (int, error) {
 			}
 			h.answers = append(h.answers, a)
 		}
-		cell = global.Choose(h.choose, h.answers, len(r.chain))[0]
+		cell = global.Choose(h.choose, h.answers, len(r.search))[0]
 	}
 	h.probes += int64(n)
 	h.probeHist[n]++
@@ -192,6 +200,9 @@ func (h *hierRouter) route(ctx context.Context, r *request) (int, error) {
 	p, err := cl.decide(ctx, r.req, h.dec.reseed(r.i))
 	if err != nil {
 		return 0, err
+	}
+	if h.text != nil {
+		h.text.checkCell(cl.rc, r.chain)
 	}
 	matched := cl.admit(p.local, r.now, r.chain)
 	h.load.start(cl, p.local, r.blocks, r.end)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cellrouter/cellrouter/cell/blockhash"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
+	"github.com/cellrouter/cellrouter/cell/plugins"
 	"github.com/cellrouter/cellrouter/loadtest/trace"
 )
 
@@ -33,6 +34,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	rep := s.report(recs)
+	if s.text != nil {
+		rep.Tokenize = s.text.report(len(recs))
+	}
 	rep.WallSeconds = time.Since(start).Seconds()
 	return rep, nil
 }
@@ -44,6 +48,8 @@ type sim struct {
 	seed   blockhash.Hash
 	flat   *flatRouter
 	hier   *hierRouter
+	// text tokenizes text prompts and chats (nil for token prompts).
+	text *texter
 
 	nextGen                  int // the next summary generation's number
 	blocks                   int64
@@ -57,19 +63,30 @@ func newSim(cfg Config) (*sim, error) {
 		return nil, fmt.Errorf("hierarchy: %w", err)
 	}
 	s := &sim{cfg: cfg, hasher: h, seed: blockhash.Seed(blockhash.Keys{Model: Model}), summaryIntervalNs: cfg.SummaryInterval * 1e9}
-	if s.flat, err = newFlatRouter(cfg, h); err != nil {
+	var tok plugins.Tokenizer
+	if cfg.Prompt != PromptTokens {
+		if s.text, err = newTexter(cfg); err != nil {
+			return nil, err
+		}
+		tok = s.text.cell
+	}
+	if s.flat, err = newFlatRouter(cfg, h, tok); err != nil {
+		s.text.close()
 		return nil, err
 	}
-	if s.hier, err = newHierRouter(cfg, h); err != nil {
+	if s.hier, err = newHierRouter(cfg, h, tok); err != nil {
 		s.flat.cl.close()
+		s.text.close()
 		return nil, err
 	}
+	s.hier.text = s.text
 	return s, nil
 }
 
 func (s *sim) close() {
 	s.flat.cl.close()
 	s.hier.close()
+	s.text.close()
 }
 
 // genAt returns the trace time of summary generation k, in ns.
@@ -78,12 +95,16 @@ func (s *sim) genAt(k int) int64 { return int64(float64(k) * s.summaryIntervalNs
 // replay routes every request, in trace order, through both routers. Each
 // request's prompt is every hash id expanded to 512 tokens; its chain is
 // hashed once here (for the engine models and the global search) and again
-// by each selector's block-hashes preparer, exactly as a cell would.
+// by each selector's block-hashes preparer, exactly as a cell would. In
+// the text modes the prompt is every hash id's text (one message each in
+// a chat): the engine tokenizes it for its cache, the global tier for its
+// search and probes, and the serving cell at the hand-off.
 func (s *sim) replay(ctx context.Context, recs []trace.Record) error {
 	t0 := recs[0].Timestamp
-	var toks []uint32
-	var chain []blockhash.Hash
+	var toks, gtoks []uint32
+	var chain, gchain []blockhash.Hash
 	req := &pipeline.Request{Model: Model}
+	probe := &pipeline.Request{Model: Model}
 	for i, rec := range recs {
 		if i%256 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -107,16 +128,27 @@ func (s *sim) replay(ctx context.Context, recs []trace.Record) error {
 		s.hier.load.advance(now)
 
 		toks = toks[:0]
-		for _, id := range rec.HashIDs {
-			toks = trace.AppendTokens(toks, id)
+		r := request{i: i, now: now, req: req, probe: req}
+		if s.text == nil {
+			for _, id := range rec.HashIDs {
+				toks = trace.AppendTokens(toks, id)
+			}
+			chain = s.hasher.Chain(s.seed, toks, chain[:0])
+			req.TokenIDs = toks
+			r.chain, r.search = chain, chain
+		} else {
+			toks = s.text.prepare(&rec, toks)
+			chain = s.hasher.Chain(s.seed, toks, chain[:0])
+			var err error
+			if gtoks, err = s.text.globalTokens(ctx, toks, gtoks[:0]); err != nil {
+				return err
+			}
+			gchain = s.hasher.Chain(s.seed, gtoks, gchain[:0])
+			probe.TokenIDs = gtoks
+			r.req, r.probe, r.chain, r.search = s.text.request, probe, chain, gchain
 		}
-		chain = s.hasher.Chain(s.seed, toks, chain[:0])
-		req.TokenIDs = toks
-		r := request{
-			i: i, now: now, req: req, chain: chain,
-			end:    now + int64(float64(rec.OutputLength)*s.cfg.DecodeMsPerToken*float64(time.Millisecond)),
-			blocks: len(chain) + (rec.OutputLength+s.cfg.BlockSize-1)/s.cfg.BlockSize,
-		}
+		r.end = now + int64(float64(rec.OutputLength)*s.cfg.DecodeMsPerToken*float64(time.Millisecond))
+		r.blocks = len(chain) + (rec.OutputLength+s.cfg.BlockSize-1)/s.cfg.BlockSize
 		mf, err := s.flat.route(ctx, &r)
 		if err != nil {
 			return err

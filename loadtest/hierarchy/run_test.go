@@ -247,3 +247,40 @@ func TestRunErrors(t *testing.T) {
 		t.Error("Run with a cancelled context got nil, want an error")
 	}
 }
+
+// TestRunTextPrompts replays the small trace with text prompts and chats:
+// the engines, the global tier and the serving cells tokenize alike (no
+// mismatch), prefixes are reused, and chats hit the global tier's segment
+// cache (a conversation's earlier messages).
+func TestRunTextPrompts(t *testing.T) {
+	for _, prompt := range []string{PromptText, PromptChat} {
+		t.Run(prompt, func(t *testing.T) {
+			cfg := smallConfig()
+			cfg.MaxRequests, cfg.Prompt = 120, prompt
+			rep, err := Run(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk := rep.Tokenize
+			if rep.Prompt != prompt || tk == nil || tk.Tokenizer != "demo" {
+				t.Fatalf("report prompt %q, tokenize %+v", rep.Prompt, tk)
+			}
+			if tk.Mismatches != 0 {
+				t.Errorf("%d chains differ from the engine's", tk.Mismatches)
+			}
+			if rep.MatchedBlocksFlat <= 0 || rep.MatchedBlocksHier <= 0 || rep.Probes == 0 {
+				t.Errorf("matched blocks flat %d hier %d, probes %d: want prefixes reused through summaries",
+					rep.MatchedBlocksFlat, rep.MatchedBlocksHier, rep.Probes)
+			}
+			if tk.TokensPerRequest < 100 || tk.GlobalMeanUs <= 0 || tk.GlobalP99Us < 0 {
+				t.Errorf("tokenize report %+v", tk)
+			}
+			if prompt == PromptChat && tk.CacheHitRatio <= 0 {
+				t.Errorf("chat cache hit ratio %v, want > 0 (shared messages)", tk.CacheHitRatio)
+			}
+			if !rep.IndexConsistent {
+				t.Errorf("index inconsistent")
+			}
+		})
+	}
+}

@@ -3,16 +3,18 @@ package overhead
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/cellrouter/cellrouter/cell"
+	"github.com/cellrouter/cellrouter/cell/tokenizer"
 )
 
 // Config says what to measure.
@@ -28,11 +30,18 @@ type Config struct {
 	// Pods is the number of pods behind the cell (all equally good: the
 	// decision still scores every one).
 	Pods int
+	// Prompt is what the direct-versus-cell measurement sends: PromptTokens
+	// (token ids), PromptText (text the cell tokenizes) or PromptChat.
+	Prompt string
+	// Global also measures the global tier in front of the cell, for every
+	// prompt kind (GlobalTier).
+	Global bool
 }
 
-// DefaultConfig measures 2000 requests per side and mode.
+// DefaultConfig measures 2000 requests per side and mode, with token
+// prompts, and the global tier.
 func DefaultConfig() Config {
-	return Config{Requests: 2000, Warmup: 200, PromptTokens: 1024, Chunks: 16, Pods: 16}
+	return Config{Requests: 2000, Warmup: 200, PromptTokens: 1024, Chunks: 16, Pods: 16, Prompt: PromptTokens, Global: true}
 }
 
 // Validate names the first bad field.
@@ -42,8 +51,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("overhead: Requests = %d, want >= 10", c.Requests)
 	case c.Warmup < 0:
 		return fmt.Errorf("overhead: Warmup = %d, want >= 0", c.Warmup)
-	case c.PromptTokens < 1:
-		return fmt.Errorf("overhead: PromptTokens = %d, want >= 1", c.PromptTokens)
+	case c.PromptTokens < 64:
+		return fmt.Errorf("overhead: PromptTokens = %d, want >= 64", c.PromptTokens)
+	case c.Prompt != PromptTokens && c.Prompt != PromptText && c.Prompt != PromptChat:
+		return fmt.Errorf("overhead: Prompt = %q, want tokens, text or chat", c.Prompt)
 	case c.Chunks < 1:
 		return fmt.Errorf("overhead: Chunks = %d, want >= 1", c.Chunks)
 	case c.Pods < 1 || c.Pods > 256:
@@ -71,15 +82,20 @@ type Mode struct {
 
 // Report is the result. The top-level fields are the non-streaming mode.
 type Report struct {
-	Requests      int     `json:"requests"`
-	Pods          int     `json:"pods"`
-	PromptTokens  int     `json:"prompt_tokens"`
+	Requests     int `json:"requests"`
+	Pods         int `json:"pods"`
+	PromptTokens int `json:"prompt_tokens"`
+	// Prompt is the kind of prompt of the direct and cell sides.
+	Prompt        string  `json:"prompt"`
 	DirectP99Ms   float64 `json:"direct_p99_ms"`
 	CellP99Ms     float64 `json:"cell_p99_ms"`
 	OverheadP99Ms float64 `json:"overhead_p99_ms"`
 	NonStreaming  Mode    `json:"non_streaming"`
 	Streaming     Mode    `json:"streaming"`
 	GoMaxProcs    int     `json:"go_max_procs"`
+	// GlobalTier is the global tier's added latency by prompt kind (nil
+	// unless Config.Global).
+	GlobalTier *GlobalTier `json:"global_tier,omitempty"`
 }
 
 // Run starts the pods and a cell, measures, and stops everything.
@@ -93,9 +109,27 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			p.close()
 		}
 	}()
+	// Every router tokenizes with the demo tokenizer, from one file.
+	dir, err := os.MkdirTemp("", "cellrouter-overhead-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	tokFile := filepath.Join(dir, "tokenizer.json")
+	if err := os.WriteFile(tokFile, tokenizer.DemoJSON(), 0o600); err != nil {
+		return nil, err
+	}
+	tmpl, _ := tokenizer.ChatTemplateByName(tokenizer.DemoChatTemplate)
+	bpe, err := tokenizer.Load(tokenizer.DemoJSON(), tokenizer.Options{})
+	if err != nil {
+		return nil, err
+	}
+	prompts := newPrompts(bpe, tmpl, cfg.PromptTokens)
+
 	ccfg := cell.DefaultConfig()
 	ccfg.HTTPAddr, ccfg.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
 	ccfg.HealthInterval = 0
+	ccfg.Routing.TokenizerJSON, ccfg.Routing.ChatTemplate = tokFile, tokenizer.DemoChatTemplate
 	for i := 0; i < cfg.Pods; i++ {
 		p, err := startPod(cfg.Chunks)
 		if err != nil {
@@ -114,9 +148,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer func() { cancel(); <-done }()
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}}
-	rep := &Report{Requests: cfg.Requests, Pods: cfg.Pods, PromptTokens: cfg.PromptTokens}
+	rep := &Report{Requests: cfg.Requests, Pods: cfg.Pods, PromptTokens: cfg.PromptTokens, Prompt: cfg.Prompt}
 	for _, stream := range []bool{false, true} {
-		m, err := measure(ctx, client, cfg, "http://"+pods[0].addr(), "http://"+c.HTTPAddr(), stream)
+		m, err := measure(ctx, client, cfg, prompts, "http://"+pods[0].addr(), "http://"+c.HTTPAddr(), stream)
 		if err != nil {
 			return nil, err
 		}
@@ -127,20 +161,34 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	rep.DirectP99Ms, rep.CellP99Ms, rep.OverheadP99Ms = rep.NonStreaming.Direct.P99Ms, rep.NonStreaming.Cell.P99Ms, rep.NonStreaming.OverheadP99Ms
+	if !cfg.Global {
+		return rep, nil
+	}
+	sum, err := holdPrefixes(ctx, c, prompts)
+	if err != nil {
+		return nil, err
+	}
+	gs, err := startGlobals(ctx, c, sum, tokFile)
+	if err != nil {
+		return nil, err
+	}
+	defer gs.stop()
+	if err := gs.checkSummaryPath(ctx, prompts); err != nil {
+		return nil, err
+	}
+	if rep.GlobalTier, err = gs.measureGlobal(ctx, client, cfg, prompts, "http://"+c.HTTPAddr()); err != nil {
+		return nil, err
+	}
 	return rep, nil
 }
 
 // measure alternates direct and cell requests and returns both sides.
-func measure(ctx context.Context, client *http.Client, cfg Config, direct, viaCell string, stream bool) (Mode, error) {
-	prompt := make([]int, cfg.PromptTokens)
-	for i := range prompt {
-		prompt[i] = i % 50000
-	}
-	body, _ := json.Marshal(map[string]any{"model": "m", "prompt": prompt, "max_tokens": cfg.Chunks, "stream": stream})
+func measure(ctx context.Context, client *http.Client, cfg Config, p *prompts, direct, viaCell string, stream bool) (Mode, error) {
 	var dl, cl []time.Duration
 	for i := 0; i < cfg.Warmup+cfg.Requests; i++ {
+		path, body := p.body(cfg.Prompt, i, cfg.Chunks, stream)
 		for side, base := range []string{direct, viaCell} {
-			d, err := call(ctx, client, base, body)
+			d, err := call(ctx, client, base+path, body)
 			if err != nil {
 				return Mode{}, fmt.Errorf("overhead: %s request %d: %w", []string{"direct", "cell"}[side], i, err)
 			}
@@ -160,9 +208,9 @@ func measure(ctx context.Context, client *http.Client, cfg Config, direct, viaCe
 	return m, nil
 }
 
-// call sends one request and reads the whole response.
-func call(ctx context.Context, client *http.Client, base string, body []byte) (time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/completions", bytes.NewReader(body))
+// call sends one request to url and reads the whole response.
+func call(ctx context.Context, client *http.Client, url string, body []byte) (time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
