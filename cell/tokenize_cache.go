@@ -51,7 +51,6 @@ func keyOf(req *pipeline.Request) tokenKey {
 	return sum128(h)
 }
 
-
 // sum128 returns h's 128-bit digest as a cache key.
 func sum128(h *xxh3.Hasher) tokenKey {
 	d := h.Sum128()
