@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	globalv1 "github.com/cellrouter/cellrouter/api/global/v1"
+	"github.com/cellrouter/cellrouter/cell/tokenizer"
 )
 
 // service serves GlobalService.
@@ -22,10 +23,18 @@ var _ globalv1.GlobalServiceServer = (*service)(nil)
 
 // Route answers where a request would go without sending it.
 func (s *service) Route(ctx context.Context, req *globalv1.RouteRequest) (*globalv1.RouteResponse, error) {
-	if len(req.GetTokenIds()) == 0 && req.GetPrompt() == "" {
-		return nil, status.Error(codes.InvalidArgument, "global: Route needs token_ids or a prompt")
+	if len(req.GetTokenIds()) == 0 && req.GetPrompt() == "" && len(req.GetMessages()) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "global: Route needs token_ids, a prompt or messages")
 	}
-	d, err := s.rt.Decide(ctx, &Request{Model: req.GetModel(), TokenIDs: req.GetTokenIds(), Prompt: req.GetPrompt()})
+	r := &Request{Model: req.GetModel(), CacheSalt: req.GetCacheSalt(), TokenIDs: req.GetTokenIds(), Prompt: req.GetPrompt()}
+	if msgs := req.GetMessages(); len(msgs) > 0 {
+		r.Chat, r.TokenIDs, r.Prompt = true, nil, ""
+		r.Messages = make([]tokenizer.Message, len(msgs))
+		for i, m := range msgs {
+			r.Messages[i] = tokenizer.Message{Role: m.GetRole(), Content: m.GetContent()}
+		}
+	}
+	d, err := s.rt.Decide(ctx, r)
 	if errors.Is(err, ErrNoCell) {
 		return nil, status.Error(codes.Unavailable, err.Error())
 	}

@@ -388,3 +388,36 @@ func TestUntokenizedGoesCold(t *testing.T) {
 		})
 	}
 }
+
+// TestChatDryRun checks that the dry-run route API takes a chat (and a
+// cache salt) and routes it by summary as /v1/chat/completions would.
+func TestChatDryRun(t *testing.T) {
+	hits := &sync.Map{}
+	a, b := tokenizingCell(t, "cell-a", hits), tokenizingCell(t, "cell-b", hits)
+	ref := refTokenizer(t, "chatml")
+	msgs := []tokenizer.Message{{Role: "system", Content: "Answer briefly."},
+		{Role: "user", Content: strings.Repeat("Which cell holds this conversation? ", 12)}}
+	chatToks, _ := ref.EncodeChat(context.Background(), msgs, nil)
+	b.hold(t, "cell-b-pod0", chatToks, len(chatToks)/16)
+	g := startGlobalWith(t, StaticDirectory{a.view(t), b.view(t)}, func(c *Config) {
+		c.Tokenize.Models = []ModelTokenizer{{Model: "m", File: fixtureTokenizer, ChatTemplate: "chatml"}}
+	})
+	url := "http://" + g.HTTPAddr() + "/v1/global/route"
+	var rr struct {
+		Cell     string `json:"cell"`
+		ColdPath bool   `json:"coldPath"`
+		Blocks   int    `json:"totalBlocks"`
+	}
+	resp, body := post(t, url, map[string]any{"model": "m", "messages": msgs})
+	json.Unmarshal([]byte(body), &rr)
+	if resp.StatusCode != 200 || rr.ColdPath || rr.Cell != "cell-b" || rr.Blocks != len(chatToks)/16 {
+		t.Fatalf("dry run of the chat: %d %s; want cell-b by summary, %d blocks", resp.StatusCode, body, len(chatToks)/16)
+	}
+	// Salted, the same chat is another identity that no cell holds.
+	resp, body = post(t, url, map[string]any{"model": "m", "messages": msgs, "cacheSalt": "tenant-x"})
+	rr.ColdPath = false
+	json.Unmarshal([]byte(body), &rr)
+	if resp.StatusCode != 200 || !rr.ColdPath {
+		t.Fatalf("dry run of the salted chat: %d %s; want the cold path", resp.StatusCode, body)
+	}
+}

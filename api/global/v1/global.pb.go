@@ -33,7 +33,13 @@ type RouteRequest struct {
 	// TokenIds is the prompt as token ids.
 	TokenIds []uint32 `protobuf:"varint,2,rep,packed,name=token_ids,json=tokenIds,proto3" json:"token_ids,omitempty"`
 	// Prompt is a text prompt (cells tokenize it when the global tier cannot).
-	Prompt        string `protobuf:"bytes,3,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	Prompt string `protobuf:"bytes,3,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	// Messages is a chat, routed as /v1/chat/completions would route it
+	// (tokenized with the model's chat template); set it instead of the
+	// other prompt fields.
+	Messages []*ChatMessage `protobuf:"bytes,4,rep,name=messages,proto3" json:"messages,omitempty"`
+	// CacheSalt is vLLM's cache_salt (part of the cache identity).
+	CacheSalt     string `protobuf:"bytes,5,opt,name=cache_salt,json=cacheSalt,proto3" json:"cache_salt,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -89,6 +95,73 @@ func (x *RouteRequest) GetPrompt() string {
 	return ""
 }
 
+func (x *RouteRequest) GetMessages() []*ChatMessage {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *RouteRequest) GetCacheSalt() string {
+	if x != nil {
+		return x.CacheSalt
+	}
+	return ""
+}
+
+// ChatMessage is one message of a chat.
+type ChatMessage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Role          string                 `protobuf:"bytes,1,opt,name=role,proto3" json:"role,omitempty"`
+	Content       string                 `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChatMessage) Reset() {
+	*x = ChatMessage{}
+	mi := &file_api_global_v1_global_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChatMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChatMessage) ProtoMessage() {}
+
+func (x *ChatMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_api_global_v1_global_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
+func (*ChatMessage) Descriptor() ([]byte, []int) {
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ChatMessage) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *ChatMessage) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
 // CellCandidate is one cell considered for a request.
 type CellCandidate struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -110,7 +183,7 @@ type CellCandidate struct {
 
 func (x *CellCandidate) Reset() {
 	*x = CellCandidate{}
-	mi := &file_api_global_v1_global_proto_msgTypes[1]
+	mi := &file_api_global_v1_global_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -122,7 +195,7 @@ func (x *CellCandidate) String() string {
 func (*CellCandidate) ProtoMessage() {}
 
 func (x *CellCandidate) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[1]
+	mi := &file_api_global_v1_global_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -135,7 +208,7 @@ func (x *CellCandidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CellCandidate.ProtoReflect.Descriptor instead.
 func (*CellCandidate) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{1}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CellCandidate) GetCell() string {
@@ -218,7 +291,7 @@ type RouteResponse struct {
 
 func (x *RouteResponse) Reset() {
 	*x = RouteResponse{}
-	mi := &file_api_global_v1_global_proto_msgTypes[2]
+	mi := &file_api_global_v1_global_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -230,7 +303,7 @@ func (x *RouteResponse) String() string {
 func (*RouteResponse) ProtoMessage() {}
 
 func (x *RouteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[2]
+	mi := &file_api_global_v1_global_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -243,7 +316,7 @@ func (x *RouteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RouteResponse.ProtoReflect.Descriptor instead.
 func (*RouteResponse) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{2}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RouteResponse) GetCell() string {
@@ -296,7 +369,7 @@ type ListCellsRequest struct {
 
 func (x *ListCellsRequest) Reset() {
 	*x = ListCellsRequest{}
-	mi := &file_api_global_v1_global_proto_msgTypes[3]
+	mi := &file_api_global_v1_global_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -308,7 +381,7 @@ func (x *ListCellsRequest) String() string {
 func (*ListCellsRequest) ProtoMessage() {}
 
 func (x *ListCellsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[3]
+	mi := &file_api_global_v1_global_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -321,7 +394,7 @@ func (x *ListCellsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCellsRequest.ProtoReflect.Descriptor instead.
 func (*ListCellsRequest) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{3}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{4}
 }
 
 type CellInfo struct {
@@ -345,7 +418,7 @@ type CellInfo struct {
 
 func (x *CellInfo) Reset() {
 	*x = CellInfo{}
-	mi := &file_api_global_v1_global_proto_msgTypes[4]
+	mi := &file_api_global_v1_global_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -357,7 +430,7 @@ func (x *CellInfo) String() string {
 func (*CellInfo) ProtoMessage() {}
 
 func (x *CellInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[4]
+	mi := &file_api_global_v1_global_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -370,7 +443,7 @@ func (x *CellInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CellInfo.ProtoReflect.Descriptor instead.
 func (*CellInfo) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{4}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CellInfo) GetId() string {
@@ -466,7 +539,7 @@ type ListCellsResponse struct {
 
 func (x *ListCellsResponse) Reset() {
 	*x = ListCellsResponse{}
-	mi := &file_api_global_v1_global_proto_msgTypes[5]
+	mi := &file_api_global_v1_global_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -478,7 +551,7 @@ func (x *ListCellsResponse) String() string {
 func (*ListCellsResponse) ProtoMessage() {}
 
 func (x *ListCellsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[5]
+	mi := &file_api_global_v1_global_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -491,7 +564,7 @@ func (x *ListCellsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCellsResponse.ProtoReflect.Descriptor instead.
 func (*ListCellsResponse) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{5}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListCellsResponse) GetCells() []*CellInfo {
@@ -511,7 +584,7 @@ type DrainCellRequest struct {
 
 func (x *DrainCellRequest) Reset() {
 	*x = DrainCellRequest{}
-	mi := &file_api_global_v1_global_proto_msgTypes[6]
+	mi := &file_api_global_v1_global_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -523,7 +596,7 @@ func (x *DrainCellRequest) String() string {
 func (*DrainCellRequest) ProtoMessage() {}
 
 func (x *DrainCellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[6]
+	mi := &file_api_global_v1_global_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -536,7 +609,7 @@ func (x *DrainCellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainCellRequest.ProtoReflect.Descriptor instead.
 func (*DrainCellRequest) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{6}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DrainCellRequest) GetId() string {
@@ -563,7 +636,7 @@ type DrainCellResponse struct {
 
 func (x *DrainCellResponse) Reset() {
 	*x = DrainCellResponse{}
-	mi := &file_api_global_v1_global_proto_msgTypes[7]
+	mi := &file_api_global_v1_global_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -575,7 +648,7 @@ func (x *DrainCellResponse) String() string {
 func (*DrainCellResponse) ProtoMessage() {}
 
 func (x *DrainCellResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[7]
+	mi := &file_api_global_v1_global_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -588,7 +661,7 @@ func (x *DrainCellResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainCellResponse.ProtoReflect.Descriptor instead.
 func (*DrainCellResponse) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{7}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DrainCellResponse) GetCell() *CellInfo {
@@ -617,7 +690,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_api_global_v1_global_proto_msgTypes[8]
+	mi := &file_api_global_v1_global_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -629,7 +702,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[8]
+	mi := &file_api_global_v1_global_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -642,7 +715,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{8}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CompleteRequest) GetChat() bool {
@@ -673,7 +746,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_api_global_v1_global_proto_msgTypes[9]
+	mi := &file_api_global_v1_global_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -685,7 +758,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[9]
+	mi := &file_api_global_v1_global_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -698,7 +771,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{9}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CompleteResponse) GetStatus() int32 {
@@ -726,11 +799,17 @@ var File_api_global_v1_global_proto protoreflect.FileDescriptor
 
 const file_api_global_v1_global_proto_rawDesc = "" +
 	"\n" +
-	"\x1aapi/global/v1/global.proto\x12\x14cellrouter.global.v1\x1a\x1cgoogle/api/annotations.proto\"Y\n" +
+	"\x1aapi/global/v1/global.proto\x12\x14cellrouter.global.v1\x1a\x1cgoogle/api/annotations.proto\"\xb7\x01\n" +
 	"\fRouteRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x1b\n" +
 	"\ttoken_ids\x18\x02 \x03(\rR\btokenIds\x12\x16\n" +
-	"\x06prompt\x18\x03 \x01(\tR\x06prompt\"\xf4\x01\n" +
+	"\x06prompt\x18\x03 \x01(\tR\x06prompt\x12=\n" +
+	"\bmessages\x18\x04 \x03(\v2!.cellrouter.global.v1.ChatMessageR\bmessages\x12\x1d\n" +
+	"\n" +
+	"cache_salt\x18\x05 \x01(\tR\tcacheSalt\";\n" +
+	"\vChatMessage\x12\x12\n" +
+	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\"\xf4\x01\n" +
 	"\rCellCandidate\x12\x12\n" +
 	"\x04cell\x18\x01 \x01(\tR\x04cell\x12)\n" +
 	"\x10estimated_blocks\x18\x02 \x01(\rR\x0festimatedBlocks\x12\x16\n" +
@@ -803,38 +882,40 @@ func file_api_global_v1_global_proto_rawDescGZIP() []byte {
 	return file_api_global_v1_global_proto_rawDescData
 }
 
-var file_api_global_v1_global_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_api_global_v1_global_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_api_global_v1_global_proto_goTypes = []any{
 	(*RouteRequest)(nil),      // 0: cellrouter.global.v1.RouteRequest
-	(*CellCandidate)(nil),     // 1: cellrouter.global.v1.CellCandidate
-	(*RouteResponse)(nil),     // 2: cellrouter.global.v1.RouteResponse
-	(*ListCellsRequest)(nil),  // 3: cellrouter.global.v1.ListCellsRequest
-	(*CellInfo)(nil),          // 4: cellrouter.global.v1.CellInfo
-	(*ListCellsResponse)(nil), // 5: cellrouter.global.v1.ListCellsResponse
-	(*DrainCellRequest)(nil),  // 6: cellrouter.global.v1.DrainCellRequest
-	(*DrainCellResponse)(nil), // 7: cellrouter.global.v1.DrainCellResponse
-	(*CompleteRequest)(nil),   // 8: cellrouter.global.v1.CompleteRequest
-	(*CompleteResponse)(nil),  // 9: cellrouter.global.v1.CompleteResponse
-	nil,                       // 10: cellrouter.global.v1.CompleteResponse.HeadersEntry
+	(*ChatMessage)(nil),       // 1: cellrouter.global.v1.ChatMessage
+	(*CellCandidate)(nil),     // 2: cellrouter.global.v1.CellCandidate
+	(*RouteResponse)(nil),     // 3: cellrouter.global.v1.RouteResponse
+	(*ListCellsRequest)(nil),  // 4: cellrouter.global.v1.ListCellsRequest
+	(*CellInfo)(nil),          // 5: cellrouter.global.v1.CellInfo
+	(*ListCellsResponse)(nil), // 6: cellrouter.global.v1.ListCellsResponse
+	(*DrainCellRequest)(nil),  // 7: cellrouter.global.v1.DrainCellRequest
+	(*DrainCellResponse)(nil), // 8: cellrouter.global.v1.DrainCellResponse
+	(*CompleteRequest)(nil),   // 9: cellrouter.global.v1.CompleteRequest
+	(*CompleteResponse)(nil),  // 10: cellrouter.global.v1.CompleteResponse
+	nil,                       // 11: cellrouter.global.v1.CompleteResponse.HeadersEntry
 }
 var file_api_global_v1_global_proto_depIdxs = []int32{
-	1,  // 0: cellrouter.global.v1.RouteResponse.candidates:type_name -> cellrouter.global.v1.CellCandidate
-	4,  // 1: cellrouter.global.v1.ListCellsResponse.cells:type_name -> cellrouter.global.v1.CellInfo
-	4,  // 2: cellrouter.global.v1.DrainCellResponse.cell:type_name -> cellrouter.global.v1.CellInfo
-	10, // 3: cellrouter.global.v1.CompleteResponse.headers:type_name -> cellrouter.global.v1.CompleteResponse.HeadersEntry
-	8,  // 4: cellrouter.global.v1.GlobalService.Complete:input_type -> cellrouter.global.v1.CompleteRequest
-	0,  // 5: cellrouter.global.v1.GlobalService.Route:input_type -> cellrouter.global.v1.RouteRequest
-	3,  // 6: cellrouter.global.v1.GlobalService.ListCells:input_type -> cellrouter.global.v1.ListCellsRequest
-	6,  // 7: cellrouter.global.v1.GlobalService.DrainCell:input_type -> cellrouter.global.v1.DrainCellRequest
-	9,  // 8: cellrouter.global.v1.GlobalService.Complete:output_type -> cellrouter.global.v1.CompleteResponse
-	2,  // 9: cellrouter.global.v1.GlobalService.Route:output_type -> cellrouter.global.v1.RouteResponse
-	5,  // 10: cellrouter.global.v1.GlobalService.ListCells:output_type -> cellrouter.global.v1.ListCellsResponse
-	7,  // 11: cellrouter.global.v1.GlobalService.DrainCell:output_type -> cellrouter.global.v1.DrainCellResponse
-	8,  // [8:12] is the sub-list for method output_type
-	4,  // [4:8] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	1,  // 0: cellrouter.global.v1.RouteRequest.messages:type_name -> cellrouter.global.v1.ChatMessage
+	2,  // 1: cellrouter.global.v1.RouteResponse.candidates:type_name -> cellrouter.global.v1.CellCandidate
+	5,  // 2: cellrouter.global.v1.ListCellsResponse.cells:type_name -> cellrouter.global.v1.CellInfo
+	5,  // 3: cellrouter.global.v1.DrainCellResponse.cell:type_name -> cellrouter.global.v1.CellInfo
+	11, // 4: cellrouter.global.v1.CompleteResponse.headers:type_name -> cellrouter.global.v1.CompleteResponse.HeadersEntry
+	9,  // 5: cellrouter.global.v1.GlobalService.Complete:input_type -> cellrouter.global.v1.CompleteRequest
+	0,  // 6: cellrouter.global.v1.GlobalService.Route:input_type -> cellrouter.global.v1.RouteRequest
+	4,  // 7: cellrouter.global.v1.GlobalService.ListCells:input_type -> cellrouter.global.v1.ListCellsRequest
+	7,  // 8: cellrouter.global.v1.GlobalService.DrainCell:input_type -> cellrouter.global.v1.DrainCellRequest
+	10, // 9: cellrouter.global.v1.GlobalService.Complete:output_type -> cellrouter.global.v1.CompleteResponse
+	3,  // 10: cellrouter.global.v1.GlobalService.Route:output_type -> cellrouter.global.v1.RouteResponse
+	6,  // 11: cellrouter.global.v1.GlobalService.ListCells:output_type -> cellrouter.global.v1.ListCellsResponse
+	8,  // 12: cellrouter.global.v1.GlobalService.DrainCell:output_type -> cellrouter.global.v1.DrainCellResponse
+	9,  // [9:13] is the sub-list for method output_type
+	5,  // [5:9] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_api_global_v1_global_proto_init() }
@@ -848,7 +929,7 @@ func file_api_global_v1_global_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_global_v1_global_proto_rawDesc), len(file_api_global_v1_global_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
