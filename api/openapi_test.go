@@ -11,8 +11,8 @@ import (
 )
 
 // TestOpenAPIEmbedsEveryCommittedSpec checks that every committed OpenAPI
-// document is embedded unchanged (a new .proto's must be added to the
-// go:embed line) and served as JSON.
+// document is embedded unchanged (a new .proto's document must be added to
+// the embed directive) and served as JSON.
 func TestOpenAPIEmbedsEveryCommittedSpec(t *testing.T) {
 	files, err := filepath.Glob("*/v1/*.swagger.json")
 	if err != nil || len(files) == 0 {

@@ -208,7 +208,7 @@ func TestRoutesToTheCellHoldingThePrefix(t *testing.T) {
 	}
 	// The dry run explains it: b, the deepest estimate, and the least loaded
 	// other cell were probed; b matched 48 blocks and won.
-	resp, body = post(t, "http://"+g.HTTPAddr()+"/v1/global/route", map[string]any{"model": "m", "tokenIds": toks})
+	_, body = post(t, "http://"+g.HTTPAddr()+"/v1/global/route", map[string]any{"model": "m", "tokenIds": toks})
 	var rr struct {
 		Cell       string `json:"cell"`
 		Probes     int    `json:"probes"`

@@ -166,18 +166,6 @@ func (f *front) nextErr(t testing.TB) error {
 	}
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // waitChan waits for a signal on ch.
 func waitChan(t testing.TB, what string, ch <-chan struct{}) {
 	t.Helper()

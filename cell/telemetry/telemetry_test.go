@@ -112,7 +112,7 @@ func TestResourceNamesThePartAndHonoursTheEnvironment(t *testing.T) {
 			}
 			got := map[string]string{}
 			for _, kv := range res.Attributes() {
-				got[string(kv.Key)] = kv.Value.Emit()
+				got[string(kv.Key)] = kv.Value.String()
 			}
 			for k, v := range tt.want {
 				if got[k] != v {

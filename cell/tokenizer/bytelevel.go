@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"strings"
-	"unicode/utf8"
 )
 
 // byteToRune is GPT-2's byte-to-unicode table used by the ByteLevel
@@ -46,17 +45,4 @@ func byteLevelDecode(s string) (string, bool) {
 		b.WriteByte(byte(runeToByte[r]))
 	}
 	return b.String(), true
-}
-
-// byteLevelEncode maps raw bytes to their byte-level characters, the form
-// in which they appear in a byte-level vocabulary.
-func byteLevelEncode(raw string) string {
-	var b strings.Builder
-	b.Grow(2 * len(raw))
-	for i := 0; i < len(raw); i++ {
-		var buf [utf8.UTFMax]byte
-		n := utf8.EncodeRune(buf[:], byteToRune[raw[i]])
-		b.Write(buf[:n])
-	}
-	return b.String()
 }

@@ -141,7 +141,7 @@ func countNamed(spans []sdktrace.ReadOnlySpan, name string) int {
 func attr(kvs []attribute.KeyValue, key string) string {
 	for _, kv := range kvs {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""
