@@ -232,3 +232,36 @@ pods:
 		t.Errorf("got replay endpoints %v, want c's by id and by address", z.ReplayEndpoints)
 	}
 }
+
+// TestGossipAdvertisesReachableAPIAddrs checks the API addresses a cell
+// puts in its gossip metadata: a listener on every interface is advertised
+// at the host the pool reaches the cell at (what globald dials to probe and
+// hand off), a listener on a named host as it is.
+func TestGossipAdvertisesReachableAPIAddrs(t *testing.T) {
+	tests := []struct {
+		name              string
+		bind, advertise   string
+		httpAddr          string
+		wantHTTP, wantRPC string
+	}{
+		{"wildcard API, advertise", ":7947", "10.1.2.3:7947", "0.0.0.0:8080", "10.1.2.3:8080", "10.1.2.3:9090"},
+		{"IPv6 wildcard API, advertise", ":7947", "10.1.2.3:7947", "[::]:8080", "10.1.2.3:8080", "10.1.2.3:9090"},
+		{"wildcard API, gossip bound to a host", "10.4.0.9:7947", "", "0.0.0.0:8080", "10.4.0.9:8080", "10.4.0.9:9090"},
+		{"named API host wins", ":7947", "10.1.2.3:7947", "192.168.0.5:8080", "192.168.0.5:8080", "10.1.2.3:9090"},
+		{"no host to take", ":7947", "", "0.0.0.0:8080", "0.0.0.0:8080", "[::]:9090"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Gossip.Bind, cfg.Gossip.Advertise = tt.bind, tt.advertise
+			grpcAddr := "[::]:9090"
+			g, err := cfg.gossipConfig(tt.httpAddr, grpcAddr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.HTTPAddr != tt.wantHTTP || g.GRPCAddr != tt.wantRPC {
+				t.Errorf("advertised http %s grpc %s, want %s %s", g.HTTPAddr, g.GRPCAddr, tt.wantHTTP, tt.wantRPC)
+			}
+		})
+	}
+}

@@ -3,6 +3,7 @@ package cell
 import (
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/cellrouter/cellrouter/cell/events"
@@ -62,17 +63,45 @@ func (c Config) summaryConfig() gossip.SummaryConfig {
 }
 
 // gossipConfig maps the cell's settings onto the gossip node's, with the
-// cell's bound API addresses in the node metadata.
+// addresses the cell's APIs are reached at (see advertisedAPI) in the node
+// metadata.
 func (c Config) gossipConfig(httpAddr, grpcAddr string) (gossip.Config, error) {
 	g := gossip.DefaultConfig()
 	if err := g.SetAddrs(c.Gossip.Bind, c.Gossip.Advertise, c.Gossip.SecretKey); err != nil {
 		return g, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	g.NodeName = "cell/" + c.CellID
-	g.Role, g.CellID, g.HTTPAddr, g.GRPCAddr = gossip.RoleCell, c.CellID, httpAddr, grpcAddr
+	g.Role, g.CellID = gossip.RoleCell, c.CellID
+	g.HTTPAddr, g.GRPCAddr = c.advertisedAPI(httpAddr), c.advertisedAPI(grpcAddr)
 	g.Seeds = c.Gossip.Seeds
 	g.ProbeInterval, g.ProbeTimeout = c.Gossip.ProbeInterval, c.Gossip.ProbeTimeout
 	return g, g.Validate()
+}
+
+// advertisedAPI returns the address the pool is told for an API listener
+// bound at addr. A wildcard host (every interface: "", 0.0.0.0, ::) is no
+// address another node can dial, so it takes the host the pool reaches
+// this cell at: gossip.advertise's, else gossip.bind's when that names one.
+// The port stays the bound one, so an advertised address that is a load
+// balancer must forward the API ports unchanged. Without such a host the
+// bound address is kept (and runGossip warns).
+func (c Config) advertisedAPI(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || !wildcardHost(host) {
+		return addr
+	}
+	for _, a := range []string{c.Gossip.Advertise, c.Gossip.Bind} {
+		if h, _, err := net.SplitHostPort(a); err == nil && !wildcardHost(h) {
+			return net.JoinHostPort(h, port)
+		}
+	}
+	return addr
+}
+
+// wildcardHost reports whether host means every interface.
+func wildcardHost(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "" || (ip != nil && ip.IsUnspecified())
 }
 
 func (c Config) validateGossip() error {
@@ -123,6 +152,12 @@ func (c *Cell) runGossip(ctx context.Context) error {
 	gcfg, err := c.cfg.gossipConfig(c.HTTPAddr(), c.GRPCAddr())
 	if err != nil {
 		return err
+	}
+	for _, a := range []string{gcfg.HTTPAddr, gcfg.GRPCAddr} {
+		if h, _, err := net.SplitHostPort(a); err == nil && wildcardHost(h) {
+			c.log.Warn("gossip: an API listens on every interface and neither gossip.advertise nor gossip.bind names a host, "+
+				"so the pool is told an address no other host can dial; set gossip.advertise (celld --gossip-advertise)", "addr", a)
+		}
 	}
 	node, err := gossip.Start(gcfg, nil)
 	if err != nil {

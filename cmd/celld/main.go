@@ -4,7 +4,10 @@
 // cell/testdata/celld.example.yaml for a documented configuration.
 //
 //	celld --config celld.yaml [--http-addr HOST:PORT] [--grpc-addr HOST:PORT] [--log-level info]
+//	      [--gossip-advertise IP:PORT] [--gossip-secret-key KEY]
 //	      [--kv-overlap-score-weight 1] [--router-temperature 0] [--busy-threshold 0.95]
+//	celld --check-config celld.yaml   # check the configuration (with any flags above) and exit
+//	celld --version
 package main
 
 import (
@@ -15,16 +18,18 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/cellrouter/cellrouter/cell"
+	"github.com/cellrouter/cellrouter/cell/buildinfo"
 	"github.com/cellrouter/cellrouter/cell/telemetry"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stderr)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "celld:", err)
@@ -33,14 +38,18 @@ func main() {
 }
 
 // run starts the daemon as args say, logging to logw, and serves until ctx
-// ends.
-func run(ctx context.Context, args []string, logw io.Writer) error {
+// ends. --version and --check-config print their answer to out and return.
+func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	fs := flag.NewFlagSet("celld", flag.ContinueOnError)
 	fs.SetOutput(logw)
 	configPath := fs.String("config", "", "path to the YAML configuration (empty: all defaults)")
+	checkPath := fs.String("check-config", "", "check the YAML configuration at this path as celld would start it (with the other flags applied), print a summary and exit")
+	version := fs.Bool("version", false, "print the version and exit")
 	httpAddr := fs.String("http-addr", "", "override http_addr")
 	grpcAddr := fs.String("grpc-addr", "", "override grpc_addr")
 	cellID := fs.String("cell-id", "", "override cell_id")
+	gossipAdv := fs.String("gossip-advertise", "", "override gossip.advertise: the IP:port other members reach this cell at (its API addresses take the same host)")
+	secret := fs.String("gossip-secret-key", "", "override gossip.secret_key: the pool's base64 encryption key")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	d := cell.DefaultRoutingConfig()
 	overlap := fs.Float64("kv-overlap-score-weight", d.KVOverlapScoreWeight, "default profile: weight of a block to prefill against a block of decode load (overrides routing.kv_overlap_score_weight)")
@@ -48,6 +57,16 @@ func run(ctx context.Context, args []string, logw io.Writer) error {
 	busy := fs.Float64("busy-threshold", d.BusyThreshold, "default profile: skip pods whose active blocks exceed this fraction of kv_blocks (overrides routing.busy_threshold)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *version {
+		fmt.Fprintln(out, buildinfo.Read().String("celld"))
+		return nil
+	}
+	if *checkPath != "" {
+		if *configPath != "" && *configPath != *checkPath {
+			return fmt.Errorf("--check-config %s and --config %s name different files", *checkPath, *configPath)
+		}
+		*configPath = *checkPath
 	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
@@ -71,6 +90,12 @@ func run(ctx context.Context, args []string, logw io.Writer) error {
 	if *cellID != "" {
 		cfg.CellID = *cellID
 	}
+	if *gossipAdv != "" {
+		cfg.Gossip.Advertise = *gossipAdv
+	}
+	if *secret != "" {
+		cfg.Gossip.SecretKey = *secret
+	}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "kv-overlap-score-weight":
@@ -81,6 +106,13 @@ func run(ctx context.Context, args []string, logw io.Writer) error {
 			cfg.Routing.BusyThreshold = *busy
 		}
 	})
+	if *checkPath != "" {
+		if err := cell.CheckConfig(cfg); err != nil {
+			return fmt.Errorf("%s: %w", *checkPath, err)
+		}
+		fmt.Fprintf(out, "%s: ok: %s\n", *checkPath, summary(cfg))
+		return nil
+	}
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -103,4 +135,39 @@ func flush(tel *telemetry.Telemetry, log *slog.Logger) {
 	if err := tel.Shutdown(ctx); err != nil {
 		log.Warn("tracing: flush", "err", err)
 	}
+}
+
+// summary describes a checked configuration in one line: what celld would
+// serve, index and join.
+func summary(cfg cell.Config) string {
+	var sources []string
+	dialed := 0
+	for _, p := range cfg.Pods {
+		if p.ZMQEndpoint != "" {
+			dialed++
+		}
+	}
+	if dialed > 0 {
+		sources = append(sources, fmt.Sprintf("zmq dial %d pods", dialed))
+	}
+	if cfg.ZMQ.Bind != "" {
+		sources = append(sources, "zmq bind "+cfg.ZMQ.Bind)
+	}
+	if cfg.NATS.URL != "" {
+		sources = append(sources, "nats "+cfg.NATS.URL)
+	}
+	sources = append(sources, "grpc publish")
+	pool := "standalone"
+	if cfg.Gossip.Bind != "" {
+		pool = fmt.Sprintf("gossip %s seeds %v", cfg.Gossip.Bind, cfg.Gossip.Seeds)
+	}
+	return fmt.Sprintf("cell %s, http %s, grpc %s, %d pods, events from %s, profile %q, %s",
+		cfg.CellID, cfg.HTTPAddr, cfg.GRPCAddr, len(cfg.Pods), strings.Join(sources, ", "), profileName(cfg.Routing), pool)
+}
+
+func profileName(r cell.RoutingConfig) string {
+	if r.PrefillProfile != "" {
+		return r.PrefillProfile + "+" + r.DecodeProfile
+	}
+	return r.Profile
 }

@@ -1,10 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cellrouter/cellrouter/cell/buildinfo"
 )
 
 func TestRunRejectsBadInput(t *testing.T) {
@@ -21,9 +26,72 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"--kv-overlap-score-weight", "-2"}, "kv_overlap_score_weight"},
 	}
 	for _, tt := range tests {
-		err := run(context.Background(), tt.args, io.Discard)
+		err := run(context.Background(), tt.args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("run(%q) = %v, want an error mentioning %q", tt.args, err, tt.want)
 		}
+	}
+}
+
+// TestCheckConfig checks --check-config: a good file is summarised on
+// stdout, a bad one is refused with the file and the field named, flags
+// apply over the file, and nothing is served.
+func TestCheckConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, yaml string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	example := "../../cell/testdata/celld.example.yaml"
+	badZMQ := write("bad-zmq.yaml", "pods: [{id: a, address: 10.0.0.1:8000, zmq_endpoint: 10.0.0.1:5557}]\n")
+	badKey := write("bad-key.yaml", "gossip: {bind: ':7947', seeds: [10.0.0.9:7946], secert_key: x}\n")
+	wildcard := write("wildcard.yaml", "http_addr: 0.0.0.0:8080\ngrpc_addr: 0.0.0.0:9090\ngossip: {bind: ':7947'}\n")
+	tests := []struct {
+		name    string
+		args    []string
+		wantOut string
+		wantErr string
+	}{
+		{"example", []string{"--check-config", example}, "ok: cell cell-a, http 127.0.0.1:8080", ""},
+		{"same file as --config", []string{"--config", example, "--check-config", example}, "ok: cell cell-a", ""},
+		{"flags apply", []string{"--check-config", example, "--cell-id", "cell-9"}, "ok: cell cell-9", ""},
+		{"advertise flag", []string{"--check-config", wildcard, "--gossip-advertise", "10.1.2.3:7947"}, "gossip :7947", ""},
+		{"bad advertise flag", []string{"--check-config", wildcard, "--gossip-advertise", "10.1.2.3"}, "", "advertise"},
+		{"bad secret flag", []string{"--check-config", wildcard, "--gossip-secret-key", "not base64!"}, "", "secret key"},
+		{"zmq endpoint", []string{"--check-config", badZMQ}, "", "bad-zmq.yaml: cell: invalid config: pods[0]"},
+		{"misspelt key", []string{"--check-config", badKey}, "", "secert_key"},
+		{"missing file", []string{"--check-config", filepath.Join(dir, "none.yaml")}, "", "none.yaml"},
+		{"two files", []string{"--config", badZMQ, "--check-config", example}, "", "different files"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(context.Background(), tt.args, &out, io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("run(%q) got error %v, want one containing %q", tt.args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !strings.Contains(out.String(), tt.wantOut) {
+				t.Errorf("run(%q) got %q, %v, want output containing %q", tt.args, out.String(), err, tt.wantOut)
+			}
+		})
+	}
+}
+
+// TestVersion checks that --version prints one line naming the daemon and
+// its build, and starts nothing.
+func TestVersion(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"--version"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	want := buildinfo.Read().String("celld") + "\n"
+	if got := out.String(); got != want || !strings.HasPrefix(got, "celld ") {
+		t.Errorf("--version got %q, want %q", got, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -69,7 +70,7 @@ func TestRunExportsTracesUnderTheCellsIdentity(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		errc <- run(ctx, []string{"--config", conf, "--cell-id", "cell-7", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, logs)
+		errc <- run(ctx, []string{"--config", conf, "--cell-id", "cell-7", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, io.Discard, logs)
 	}()
 	re := regexp.MustCompile(`"celld serving" .*?http=(\S+)`)
 	var addr string

@@ -3,6 +3,7 @@
 //
 //	globald --http-addr :8000 --grpc-addr :8001 --gossip-bind :7946 [--seed HOST:PORT ...]
 //	        [--tokenizer MODEL=/path/tokenizer.json[,CHAT_TEMPLATE] ...]
+//	globald --version
 //	globald --demo      # a whole local fleet: simulated pods, two cells and the global endpoint
 package main
 
@@ -20,6 +21,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/cellrouter/cellrouter/cell/buildinfo"
 	"github.com/cellrouter/cellrouter/cell/telemetry"
 	"github.com/cellrouter/cellrouter/global"
 	"github.com/cellrouter/cellrouter/loadtest/fleet"
@@ -77,6 +79,8 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	gossipBind := fs.String("gossip-bind", p.Bind, "memberlist address")
 	gossipAdv := fs.String("gossip-advertise", "", "address other nodes reach this one at")
 	secret := fs.String("gossip-secret-key", "", "base64 pool encryption key (16, 24 or 32 bytes)")
+	gossipName := fs.String("gossip-name", "", "this replica's name in the pool, unique per replica (default global/<http address>)")
+	version := fs.Bool("version", false, "print the version and exit")
 	var seedList seeds
 	fs.Var(&seedList, "seed", "gossip pool member to join (repeatable)")
 	var toks tokenizers
@@ -88,6 +92,10 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *version {
+		fmt.Fprintln(out, buildinfo.Read().String("globald"))
+		return nil
 	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
@@ -111,6 +119,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	cfg.Tokenize.Models, cfg.Tokenize.Remote, cfg.Tokenize.RemoteTimeout, cfg.Tokenize.CacheBytes = toks, *remoteTok, *tokTimeout, *tokCache<<20
 	pool := p
 	pool.Bind, pool.Advertise, pool.SecretKey, pool.Seeds = *gossipBind, *gossipAdv, *secret, seedList
+	pool.Name = *gossipName
 	dmn, err := global.NewDaemon(cfg, pool, log)
 	if err != nil {
 		return err
@@ -123,7 +132,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 		dmn.Run(stopped) // closes the listeners and leaves the pool
 		return fmt.Errorf("tracing: %w", err)
 	}
-	log.Info("globald", "gossip", dmn.GossipAddr())
+	log.Info("globald", "gossip", dmn.GossipAddr(), "name", dmn.NodeName())
 	return dmn.Run(ctx)
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/cellrouter/cellrouter/cell/buildinfo"
 	"github.com/cellrouter/cellrouter/loadtest/trace"
 )
 
@@ -48,6 +49,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		usage(stdout)
 		return nil
 	}
+	if name == "version" || name == "--version" || name == "-version" {
+		fmt.Fprintln(stdout, buildinfo.Read().String("loadtest"))
+		return nil
+	}
 	cmd, ok := commands[name]
 	if !ok {
 		usage(stderr)
@@ -68,7 +73,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "run \"loadtest <command> -h\" for a command's flags")
+	fmt.Fprintln(w, "run \"loadtest <command> -h\" for a command's flags, \"loadtest --version\" for the build")
 }
 
 // parseFlags parses a subcommand's args into fs. help is true when they

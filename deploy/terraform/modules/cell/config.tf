@@ -1,0 +1,79 @@
+# The celld configuration, rendered from the typed variables. Only what is
+# set is written, so everything else keeps celld's documented defaults
+# (cell/testdata/celld.example.yaml). CI feeds this YAML to
+# `celld --check-config` (deploy/terraform/check.sh).
+
+locals {
+  cell_id = coalesce(var.cell_id, var.name)
+
+  engine_service = "${var.name}-engine"
+  engine_block   = coalesce(var.events.block_size, 16)
+  engine_ports   = { http = 8000, zmq = 8001, replay = 8002 }
+  engine_pods = var.demo_engines == null ? [] : [
+    for i in range(var.demo_engines.count) : {
+      host  = "${local.engine_service}-${i}.${local.engine_service}.${var.namespace}.svc.${var.cluster_domain}"
+      id    = "${local.engine_service}-${i}"
+      model = var.demo_engines.model
+    }
+  ]
+
+  # Every pod the cell is configured with: the operator's, then the demo's.
+  pods = concat(
+    [for p in var.pods : { for k, v in p : k => v if v != null }],
+    [for e in local.engine_pods : {
+      id              = e.id
+      address         = "${e.host}:${local.engine_ports.http}"
+      role            = "both"
+      model           = e.model
+      zmq_endpoint    = "tcp://${e.host}:${local.engine_ports.zmq}"
+      replay_endpoint = "tcp://${e.host}:${local.engine_ports.replay}"
+      kv_blocks       = var.demo_engines.blocks
+    }],
+  )
+
+  nats = var.nats == null ? null : merge(
+    { durable = "celld-${replace(local.cell_id, ".", "-")}" },
+    { for k, v in var.nats : k => v if v != null },
+  )
+
+  zmq = merge(
+    var.zmq.bind_port == null ? {} : { bind = "tcp://0.0.0.0:${var.zmq.bind_port}" },
+    { for k, v in var.zmq : k => v if v != null && k != "bind_port" },
+  )
+
+  routing = merge(
+    { for k, v in var.routing : k => v if v != null && k != "profiles_yaml" },
+    var.routing.profiles_yaml == null ? {} : { profiles = yamldecode(var.routing.profiles_yaml) },
+  )
+
+  # celld binds gossip on every interface; the address the pool is told is
+  # the advertised one: advertise_address when set (in the config), else
+  # the pod IP (celld --gossip-advertise, see deployment.tf).
+  gossip = var.gossip == null ? null : merge(
+    { bind = ":${var.gossip.port}", seeds = var.gossip.seeds },
+    var.gossip.advertise_address == null ? {} : { advertise = "${var.gossip.advertise_address}:${var.gossip.port}" },
+    { for k, v in var.gossip : k => v if v != null && contains(["summary_interval", "stride", "false_positive_rate", "probe_interval", "probe_timeout"], k) },
+  )
+
+  config = merge(
+    {
+      cell_id = local.cell_id
+      # Every interface: kubelet probes the pod IP, port-forward dials
+      # localhost, and the gossip pool is told the advertised host.
+      http_addr = ":${var.ports.http}"
+      grpc_addr = ":${var.ports.grpc}"
+    },
+    length(local.pods) == 0 ? {} : { pods = local.pods },
+    { for k, v in {
+      index   = { for k, v in var.index : k => v if v != null }
+      events  = { for k, v in var.events : k => v if v != null }
+      zmq     = local.zmq
+      routing = local.routing
+    } : k => v if length(v) > 0 },
+    local.nats == null ? {} : { nats = local.nats },
+    local.gossip == null ? {} : { gossip = local.gossip },
+    { for k, v in var.timings : k => v if v != null },
+  )
+
+  config_yaml = yamlencode(local.config)
+}
