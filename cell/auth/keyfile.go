@@ -130,3 +130,7 @@ func ParseKeyFile(data []byte) (*Table, error) {
 	}
 	return t, nil
 }
+
+// ValidTenantName reports whether name is a tenant name a key file may
+// declare.
+func ValidTenantName(name string) bool { return tenantName.MatchString(name) }
