@@ -8,6 +8,7 @@ import (
 	grpccreds "google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/cellrouter/cellrouter/cell/auth"
 	"github.com/cellrouter/cellrouter/cell/tlsconf"
@@ -18,14 +19,11 @@ import (
 // reflection) needs a principal, of any scope.
 type Scopes map[string]auth.Scope
 
-// ServiceScopes returns Scopes giving every method of the named service
-// the scope need: the service's full name, as in its descriptor.
-func ServiceScopes(s Scopes, service string, methods []string, need auth.Scope) Scopes {
-	if s == nil {
-		s = Scopes{}
-	}
-	for _, m := range methods {
-		s["/"+service+"/"+m] = need
+// Add gives every method of the service sd the scope need, and returns s.
+func (s Scopes) Add(sd protoreflect.ServiceDescriptor, need auth.Scope) Scopes {
+	ms := sd.Methods()
+	for i := range ms.Len() {
+		s["/"+string(sd.FullName())+"/"+string(ms.Get(i).Name())] = need
 	}
 	return s
 }
