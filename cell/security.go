@@ -112,12 +112,12 @@ func (c Config) validateSecurity() error {
 // security is the cell's edge: the guard and its metrics, the TLS sources,
 // and the watchers that reload their files while the cell runs.
 type security struct {
-	log      *slog.Logger
-	m        *edge.Metrics
-	guard    *edge.Guard
-	limits   edge.Limits
-	server   *tlsconf.Source // nil: plaintext servers
-	pods     *tlsconf.Source // nil: plain HTTP to the pods
+	log          *slog.Logger
+	m            *edge.Metrics
+	guard        *edge.Guard
+	limits       edge.Limits
+	server       *tlsconf.Source // nil: plaintext servers
+	pods         *tlsconf.Source // nil: plain HTTP to the pods
 	watchers     []*reload.Watcher
 	requireCerts bool
 }
