@@ -60,7 +60,7 @@ func TestGlobalHTTPErrorsAreOpenAIShaped(t *testing.T) {
 		{"POST", "/v1/global/cells", "{}", 405, "method_not_allowed", "GET, HEAD", ""},
 		{"GET", "/v1/global/route", "", 405, "method_not_allowed", "POST", ""},
 		{"POST", "/v1/global/cells/ghost:drain", "{}", 404, "not_found", "", `global: no cell "ghost"`},
-		{"POST", "/v1/global/route", "{}", 400, "invalid_argument", "", "needs token_ids or a prompt"},
+		{"POST", "/v1/global/route", "{}", 400, "invalid_argument", "", "needs token_ids, a prompt or messages"},
 		{"POST", "/v1/global/route", `{"prompt":"hi"}`, 503, "unavailable", "", "no cell available"},
 		{"POST", "/v1/completions", `{"model":"m","prompt":"hi"}`, 503, "no_cell_available", "", "no cell is available"},
 	}
