@@ -110,6 +110,12 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option)
 	return g, nil
 }
 
+// closeListeners closes the listeners of a Global that will not Run.
+func (g *Global) closeListeners() {
+	g.grpcLis.Close()
+	g.httpLis.Close()
+}
+
 // metricsHandler refreshes the per-cell gauges at scrape time.
 func (g *Global) metricsHandler(reg *prometheus.Registry) http.Handler {
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
