@@ -5,6 +5,7 @@
 //
 //	celld --config celld.yaml [--http-addr HOST:PORT] [--grpc-addr HOST:PORT] [--log-level info]
 //	      [--kv-overlap-score-weight 1] [--router-temperature 0] [--busy-threshold 0.95]
+//	      [--api-keys keys.yaml] [--tls-cert C --tls-key K --tls-ca CA] [--max-body-bytes N ...]
 package main
 
 import (
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/cellrouter/cellrouter/cell"
+	"github.com/cellrouter/cellrouter/cell/edge"
 	"github.com/cellrouter/cellrouter/cell/telemetry"
 )
 
@@ -46,6 +48,12 @@ func run(ctx context.Context, args []string, logw io.Writer) error {
 	overlap := fs.Float64("kv-overlap-score-weight", d.KVOverlapScoreWeight, "default profile: weight of a block to prefill against a block of decode load (overrides routing.kv_overlap_score_weight)")
 	temp := fs.Float64("router-temperature", d.RouterTemperature, "default profile: softmax temperature over normalised costs; 0 picks the lowest cost (overrides routing.router_temperature)")
 	busy := fs.Float64("busy-threshold", d.BusyThreshold, "default profile: skip pods whose active blocks exceed this fraction of kv_blocks (overrides routing.busy_threshold)")
+	apiKeys := fs.String("api-keys", "", "override auth.key_file: the API key file")
+	tlsCert := fs.String("tls-cert", "", "override tls.cert_file: the cell's certificate (PEM)")
+	tlsKey := fs.String("tls-key", "", "override tls.key_file: its private key (PEM)")
+	tlsCA := fs.String("tls-ca", "", "override tls.ca_file: the CA callers' certificates chain to (PEM)")
+	keyring := fs.String("gossip-keyring", "", "override gossip.keyring_file")
+	applyLimits := edge.BindFlags(fs, cell.DefaultConfig().EdgeLimits())
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -71,6 +79,18 @@ func run(ctx context.Context, args []string, logw io.Writer) error {
 	if *cellID != "" {
 		cfg.CellID = *cellID
 	}
+	for _, o := range []struct {
+		flag string
+		dst  *string
+	}{{*apiKeys, &cfg.Auth.KeyFile}, {*tlsCert, &cfg.TLS.CertFile}, {*tlsKey, &cfg.TLS.KeyFile}, {*tlsCA, &cfg.TLS.CAFile},
+		{*keyring, &cfg.Gossip.KeyringFile}} {
+		if o.flag != "" {
+			*o.dst = o.flag
+		}
+	}
+	limits := cfg.EdgeLimits()
+	applyLimits(&limits)
+	cfg.SetEdgeLimits(limits)
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "kv-overlap-score-weight":
