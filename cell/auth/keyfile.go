@@ -71,6 +71,11 @@ func ParseKeyFile(data []byte) (*Table, error) {
 	if len(data) > MaxKeyFileBytes {
 		return nil, bad("%d bytes is over the limit of %d", len(data), MaxKeyFileBytes)
 	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		// Most likely a file caught while it is rewritten; a key file that
+		// means "no keys" says so (keys: []).
+		return nil, bad("empty")
+	}
 	var kf KeyFile
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)

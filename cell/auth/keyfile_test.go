@@ -93,7 +93,12 @@ func TestParseKeyFileErrors(t *testing.T) {
 }
 
 func TestEmptyKeyFile(t *testing.T) {
-	tab, err := ParseKeyFile(nil)
+	for _, empty := range []string{"", " \n\t"} {
+		if _, err := ParseKeyFile([]byte(empty)); !errors.Is(err, ErrKeyFile) {
+			t.Errorf("%q: got %v, want ErrKeyFile (an empty file is most likely being rewritten)", empty, err)
+		}
+	}
+	tab, err := ParseKeyFile([]byte("keys: []\n"))
 	if err != nil || tab.Len() != 0 {
 		t.Fatalf("got %v, %v; want an empty table", tab, err)
 	}

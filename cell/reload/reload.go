@@ -1,7 +1,9 @@
 // Package reload applies files that change while a daemon runs (API key
 // files, TLS certificates, gossip keyrings): a Watcher reads its files
 // every interval and hands their contents to a load function when any of
-// them changed. Polling the contents, rather than watching for events,
+// them changed and stayed so for one interval (so a file is never applied
+// halfway through its rewrite). Polling the contents, rather than watching
+// for events,
 // works the same for a file rewritten in place, renamed over, or swapped
 // through a symbolic link as Kubernetes does with mounted secrets, and
 // costs one small read per file per interval.
@@ -29,6 +31,7 @@ type Watcher struct {
 
 	applied [sha256.Size]byte // contents last loaded successfully
 	failed  [sha256.Size]byte // contents last refused, reported once
+	seen    [sha256.Size]byte // contents of the last poll (Run)
 }
 
 // New reads the files at paths and calls load with their contents, in the
@@ -55,7 +58,7 @@ func New(paths []string, interval time.Duration, load func(data [][]byte) error,
 	if err := load(data); err != nil {
 		return nil, err
 	}
-	w.applied = sum
+	w.applied, w.seen = sum, sum
 	return w, nil
 }
 
@@ -80,13 +83,20 @@ func (w *Watcher) read() ([][]byte, [sha256.Size]byte, error) {
 // Check reads the files once and loads them if they changed. It reports
 // whether new contents were loaded; a read or load error goes to onError
 // (once per distinct contents) and is returned.
-func (w *Watcher) Check() (bool, error) {
+func (w *Watcher) Check() (bool, error) { return w.check(false) }
+
+// check is Check; settled loads new contents only once two reads in a row
+// saw them, so that a file caught halfway through a rewrite (empty, or
+// cut short, which may still parse) is never applied.
+func (w *Watcher) check(settled bool) (bool, error) {
 	data, sum, err := w.read()
 	if err != nil {
 		w.onError(err)
 		return false, err
 	}
-	if sum == w.applied {
+	last := w.seen
+	w.seen = sum
+	if sum == w.applied || (settled && sum != last) {
 		return false, nil
 	}
 	if err := w.load(data); err != nil {
@@ -100,7 +110,9 @@ func (w *Watcher) Check() (bool, error) {
 	return true, nil
 }
 
-// Run calls Check every interval until ctx ends.
+// Run reads the files every interval until ctx ends, and loads new
+// contents once they have stayed the same for one interval (a file being
+// rewritten is not applied half-written).
 func (w *Watcher) Run(ctx context.Context) {
 	t := time.NewTicker(w.interval)
 	defer t.Stop()
@@ -109,7 +121,7 @@ func (w *Watcher) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			_, _ = w.Check()
+			_, _ = w.check(true)
 		}
 	}
 }

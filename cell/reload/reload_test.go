@@ -116,3 +116,37 @@ func TestRun(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestRunWaitsForSettledFiles checks that Run does not apply contents that
+// changed since its last poll (a file halfway through a rewrite), only
+// contents two polls in a row agree on.
+func TestRunWaitsForSettledFiles(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(p, []byte("1"), 0o600)
+	var loads []string
+	w, err := New([]string{p}, time.Hour, func(d [][]byte) error { loads = append(loads, string(d[0])); return nil }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		write      string // "" writes nothing
+		wantLoaded bool
+	}{
+		{"", false},
+		{"2-half", false}, // first seen
+		{"2", false},      // changed again: still settling
+		{"", true},        // the same twice: applied
+		{"", false},
+	}
+	for i, s := range steps {
+		if s.write != "" {
+			os.WriteFile(p, []byte(s.write), 0o600)
+		}
+		if got, _ := w.check(true); got != s.wantLoaded {
+			t.Fatalf("poll %d: loaded %v, want %v", i, got, s.wantLoaded)
+		}
+	}
+	if strings.Join(loads, ",") != "1,2" {
+		t.Errorf("loads: got %v, want [1 2] (never the half-written file)", loads)
+	}
+}
