@@ -53,6 +53,9 @@ type Config struct {
 	// encrypted with a keyring file. Everything is generated into the
 	// fleet's temporary directory at start.
 	Secure bool
+	// ReloadInterval is how often a Secure fleet's parts read the key
+	// file, TLS files and keyring again (0: the daemons' default).
+	ReloadInterval time.Duration
 	// TracerProvider, when set, gives each cell its own tracer provider:
 	// it is called once per cell with the cell's identity (service "celld",
 	// instance and cell its id), so a tracing backend tells the cells of
@@ -96,9 +99,10 @@ type Fleet struct {
 	// APIKey is the key of a Secure fleet's tenant (scopes inference and
 	// admin); "" otherwise. KeyFile is its key file, CA the CA of the
 	// tier's certificates (nil unless Secure).
-	APIKey  string
-	KeyFile string
-	CA      *tlsconf.EphemeralCA
+	APIKey      string
+	KeyFile     string
+	KeyringFile string
+	CA          *tlsconf.EphemeralCA
 
 	fleets []*enginesim.Fleet
 	tmpDir string // holds the demo tokenizer and secrets; removed by Close
@@ -149,9 +153,9 @@ func Start(ctx context.Context, cfg Config) (f *Fleet, err error) {
 		if sec, err = newSecrets(f.tmpDir); err != nil {
 			return f, fmt.Errorf("fleet: secrets: %w", err)
 		}
-		f.APIKey, f.KeyFile, f.CA = sec.apiKey, sec.keyFile, sec.ca
-		gcfg.Security.KeyFile, gcfg.Security.TLS = sec.keyFile, sec.global
-		pool.KeyringFile = sec.keyring
+		f.APIKey, f.KeyFile, f.KeyringFile, f.CA = sec.apiKey, sec.keyFile, sec.keyring, sec.ca
+		gcfg.Security.KeyFile, gcfg.Security.TLS, gcfg.Security.ReloadInterval = sec.keyFile, sec.global, cfg.ReloadInterval
+		pool.KeyringFile, pool.ReloadInterval = sec.keyring, cfg.ReloadInterval
 	}
 	if f.Global, err = global.NewDaemon(gcfg, pool, log.With("part", "globald")); err != nil {
 		return f, err
@@ -184,7 +188,7 @@ func Start(ctx context.Context, cfg Config) (f *Fleet, err error) {
 			if ccfg.TLS.Config, err = sec.cell(ccfg.CellID); err != nil {
 				return f, fmt.Errorf("fleet: secrets: %w", err)
 			}
-			ccfg.Gossip.KeyringFile = sec.keyring
+			ccfg.Gossip.KeyringFile, ccfg.Auth.ReloadInterval = sec.keyring, cfg.ReloadInterval
 		}
 		for _, p := range sim.Pods() {
 			ccfg.Pods = append(ccfg.Pods, cell.PodConfig{ID: p.ID(), Address: p.HTTPAddr(), Role: string(p.Role()),

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,7 +28,7 @@ func secureFleet(t *testing.T) *Fleet {
 	cfg.PodsPerCell = 2
 	cfg.Pod.TimeScale = 0
 	cfg.SummaryInterval = 100 * time.Millisecond
-	cfg.Secure = true
+	cfg.Secure, cfg.ReloadInterval = true, 50*time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	f, err := Start(ctx, cfg)
@@ -286,4 +287,106 @@ func filesCA(t *testing.T, f *Fleet) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestKeyringRotationUnderTraffic rotates the fleet's gossip key through
+// its keyring file, which globald and every cell read, in the three steps
+// (install the new key, make it the primary, remove the old one), each
+// applied by every node before the next, while clients send requests
+// through the global endpoint. No request fails, no cell leaves the global
+// tier's view, and summaries keep arriving after each step.
+func TestKeyringRotationUnderTraffic(t *testing.T) {
+	f := secureFleet(t)
+	peer := peerClient(t, f)
+	data, err := os.ReadFile(f.KeyringFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldKey := strings.TrimSpace(string(data))
+	newKey := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+
+	// reloads is how many keyring files every node applied: the least of
+	// the global tier's and each cell's count.
+	reloads := func() float64 {
+		_, _, page := call(t, f, "GET", "/metrics", "", "ops-key")
+		least := metric(page, `cellrouter_config_reloads_total{file="keyring",outcome="ok"}`)
+		cl := &http.Client{Transport: &http.Transport{TLSClientConfig: peer}, Timeout: 20 * time.Second}
+		defer cl.CloseIdleConnections()
+		for _, c := range f.Cells {
+			resp, err := cl.Get("https://" + c.HTTPAddr() + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			least = min(least, metric(string(b), `cellrouter_config_reloads_total{file="keyring",outcome="ok"}`))
+		}
+		return least
+	}
+	gens := func() map[string]uint64 {
+		out := map[string]uint64{}
+		for _, v := range f.Global.Router().Cells() {
+			if v.Alive {
+				out[v.ID] = v.SummaryGen
+			}
+		}
+		return out
+	}
+
+	stop := make(chan struct{})
+	failures := make(chan string, 100)
+	sent := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { sent <- n }()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			b, _ := json.Marshal(map[string]any{"model": DefaultConfig().Pod.Model, "prompt": prompt(20000+i*7, 64), "max_tokens": 1})
+			req, _ := http.NewRequest("POST", f.Endpoint()+"/v1/completions", strings.NewReader(string(b)))
+			req.Header.Set("Authorization", "Bearer acme-key")
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			if err != nil || resp.StatusCode != 200 {
+				select {
+				case failures <- fmt.Sprintf("request %d: %v %v", i, resp, err):
+				default:
+				}
+			}
+			n++
+		}
+	}()
+	for step, keys := range [][]string{{oldKey, newKey}, {newKey, oldKey}, {newKey}} {
+		before := gens()
+		if err := os.WriteFile(f.KeyringFile, []byte(strings.Join(keys, "\n")+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, fmt.Sprintf("step %d applied by every node", step+1), func() bool { return reloads() >= float64(step+1) })
+		waitUntil(t, fmt.Sprintf("summaries after step %d", step+1), func() bool {
+			now := gens()
+			for id, g := range before {
+				if now[id] <= g {
+					return false
+				}
+			}
+			return len(now) == len(f.Cells)
+		})
+	}
+	close(stop)
+	if n := <-sent; n == 0 {
+		t.Fatal("no request was sent during the rotation")
+	}
+	close(failures)
+	for msg := range failures {
+		t.Error(msg)
+	}
+	if got := len(gens()); got != len(f.Cells) {
+		t.Errorf("%d cells alive at the global tier after the rotation, want %d", got, len(f.Cells))
+	}
 }
