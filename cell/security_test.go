@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"io"
+	"log"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -413,5 +415,77 @@ func TestCellLimitsAnswerInOpenAIShape(t *testing.T) {
 	var eb openai.ErrorBody
 	if resp.StatusCode != 431 || json.Unmarshal(b, &eb) != nil || string(eb.Error.Code) != `"headers_too_large"` {
 		t.Errorf("large headers: got %d %s, want 431 headers_too_large", resp.StatusCode, b)
+	}
+}
+
+// TestCellTLSReload replaces the cell's certificate while it runs (the CA
+// bundle first gains the new CA): new handshakes get the new certificate,
+// without a restart.
+func TestCellTLSReload(t *testing.T) {
+	dir := t.TempDir()
+	ca1, ca2 := tlstest.NewCA(t, "tier-1"), tlstest.NewCA(t, "tier-2")
+	cfg := testConfig()
+	cfg.Auth.ReloadInterval = 20 * time.Millisecond
+	cfg.TLS.Config = ca1.Files(t, dir, "cell", tlstest.Options{})
+	c := startCell(t, cfg)
+	client := ca1.Files(t, dir, "globald", tlstest.Options{})
+	bundle := filepath.Join(dir, "both.pem")
+	tlstest.Write(t, bundle, append(append([]byte{}, ca1.PEM...), ca2.PEM...))
+	client.CAFile = bundle
+	src, err := tlsconf.NewSource(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuer := func() string {
+		conn, err := tls.Dial("tcp", c.HTTPAddr(), src.ClientConfig())
+		if err != nil {
+			return "refused: " + err.Error()
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].Issuer.CommonName
+	}
+	if got := issuer(); got != "tier-1" {
+		t.Fatalf("before: issuer %s", got)
+	}
+	tlstest.Write(t, cfg.TLS.CAFile, append(append([]byte{}, ca1.PEM...), ca2.PEM...))
+	certPEM, keyPEM := ca2.Issue(t, "cell", tlstest.Options{})
+	tlstest.Write(t, cfg.TLS.KeyFile, keyPEM)
+	tlstest.Write(t, cfg.TLS.CertFile, certPEM)
+	waitFor(t, "the new certificate", func() bool { return issuer() == "tier-2" })
+}
+
+// TestCellTLSToPods runs a cell whose pod serves HTTPS and asks for a
+// client certificate (tls.pods): requests, health checks and the model
+// list reach it; without tls.pods they do not.
+func TestCellTLSToPods(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "pods")
+	podSrc, err := tlsconf.NewSource(ca.Files(t, dir, "pod", tlstest.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := newFakePod(t, "pod-s")
+	pod.srv.Close()
+	tpod := httptest.NewUnstartedServer(http.HandlerFunc(pod.serve))
+	tpod.TLS = podSrc.ServerConfig("http/1.1")
+	tpod.Config.ErrorLog = log.New(io.Discard, "", 0) // the plaintext attempts' handshake errors
+	tpod.StartTLS()
+	t.Cleanup(tpod.Close)
+	addr := strings.TrimPrefix(tpod.URL, "https://")
+	for _, withTLS := range []bool{true, false} {
+		cfg := testConfig()
+		cfg.HealthInterval, cfg.HealthTimeout = 50*time.Millisecond, 5*time.Second
+		cfg.Pods = []PodConfig{{ID: "pod-s", Address: addr, KVBlocks: 100}}
+		if withTLS {
+			cfg.TLS.Pods = ca.Files(t, dir, "cell", tlstest.Options{})
+		}
+		c := startCell(t, cfg)
+		resp, body := completion(t, "http://"+c.HTTPAddr(), tokens(32), false, nil)
+		if withTLS != (resp.StatusCode == 200) {
+			t.Errorf("TLS to pods %v: got %d %s", withTLS, resp.StatusCode, body)
+		}
+		if withTLS {
+			waitFor(t, "the pod's models over TLS", func() bool { known, ms := c.servedModels(); return known && len(ms) == 2 })
+		}
 	}
 }
