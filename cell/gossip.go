@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cellrouter/cellrouter/cell/edge"
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/cell/load"
@@ -180,6 +181,9 @@ func (c *Cell) runGossip(ctx context.Context) error {
 		go func() { defer close(done); c.keyring.w.Run(kctx) }()
 		defer func() { cancel(); <-done }()
 	}
+	// An unencrypted pool on a reachable address lets anyone join it and
+	// announce a cell.
+	edge.WarnIfExposed(c.log, len(gcfg.SecretKey) > 0, edge.Listener{Name: "gossip", Addr: c.cfg.Gossip.Bind})
 	c.gossipAddr.Store(node.Addr())
 	defer func() {
 		node.Leave(time.Second)

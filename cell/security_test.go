@@ -489,3 +489,32 @@ func TestCellTLSToPods(t *testing.T) {
 		}
 	}
 }
+
+// TestWarnsOfAnOpenPool checks the warning of a cell that gossips
+// unencrypted on a non-loopback address, and its absence with a key.
+func TestWarnsOfAnOpenPool(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		key      string
+		wantWarn bool
+	}{{"unencrypted", "", true}, {"encrypted", "MDEyMzQ1Njc4OWFiY2RlZg==", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.Gossip.Bind, cfg.Gossip.SecretKey = "0.0.0.0:0", tc.key
+			logs := &servertest.LogBuffer{}
+			c, err := New(cfg, slog.New(slog.NewTextHandler(logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- c.Run(ctx) }()
+			waitFor(t, "gossip", func() bool { return c.GossipAddr() != "" })
+			cancel()
+			<-done
+			if got := strings.Contains(logs.String(), "listener=gossip"); got != tc.wantWarn {
+				t.Errorf("warned %v, want %v; logs:\n%s", got, tc.wantWarn, logs)
+			}
+		})
+	}
+}

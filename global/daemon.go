@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cellrouter/cellrouter/cell/edge"
 	"github.com/cellrouter/cellrouter/cell/reload"
 	"github.com/cellrouter/cellrouter/gossip"
 )
@@ -109,6 +110,9 @@ func NewDaemon(cfg Config, pool PoolConfig, log *slog.Logger, opts ...Option) (*
 		return nil, fmt.Errorf("global: gossip: %w", err)
 	}
 	dir.dir = NewGossipDirectory(d.node.Table())
+	// An unencrypted pool on a reachable address lets anyone join it and
+	// announce a cell (which mutual TLS would then refuse to use).
+	edge.WarnIfExposed(log, len(gcfg.SecretKey) > 0, edge.Listener{Name: "gossip", Addr: pool.Bind})
 	d.Global = g
 	return d, nil
 }

@@ -41,7 +41,7 @@ func WarnIfExposed(log *slog.Logger, authenticated bool, ls ...Listener) int {
 		if !Loopback(l.Addr) {
 			n++
 			log.Warn("serving without authentication on a non-loopback address: anyone who reaches it can use it; "+
-				"set an API key file or require client certificates, or bind to 127.0.0.1", "listener", l.Name, "addr", l.Addr)
+				"set an API key file, require client certificates or encrypt gossip, or bind to 127.0.0.1", "listener", l.Name, "addr", l.Addr)
 		}
 	}
 	return n
