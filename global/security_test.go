@@ -460,7 +460,8 @@ func reflectionWithKey(conn *grpc.ClientConn, key string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := st.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
+	// A refused stream ends Send with io.EOF; Recv has its status.
+	if err := st.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil && err != io.EOF {
 		return nil, err
 	}
 	resp, err := st.Recv()
