@@ -22,6 +22,8 @@ import (
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
 	eventsv1 "github.com/cellrouter/cellrouter/api/events/v1"
 	"github.com/cellrouter/cellrouter/api/openai"
+	"github.com/cellrouter/cellrouter/cell/auth"
+	"github.com/cellrouter/cellrouter/cell/edge"
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/events/grpcpub"
 	"github.com/cellrouter/cellrouter/cell/index"
@@ -67,6 +69,10 @@ type Cell struct {
 
 	tp trace.TracerProvider // nil: the global provider
 	tr *telemetry.Tracer
+
+	sec     *security      // keys, TLS, limits
+	models  *podModels     // what the pods serve
+	keyring *gossipKeyring // nil without gossip.keyring_file
 }
 
 // New builds a cell from a validated configuration and opens its
@@ -102,7 +108,16 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Cell, error) {
 	c.state = newStateServer(cfg.CellID, c.ix, c.reg, c.applier)
 	c.promReg = prometheus.NewRegistry()
 	c.rm = newRouteMetrics(cfg.CellID, c.promReg)
-	tok, err := newTokenizer(cfg, func() []pipeline.Candidate { return c.router.candidates(nil) })
+	if c.sec, err = newSecurity(cfg, c.log, c.promReg); err != nil {
+		c.ix.Close()
+		return nil, err
+	}
+	if c.keyring, err = newGossipKeyring(cfg, c.sec); err != nil {
+		c.ix.Close()
+		return nil, err
+	}
+	c.models = newPodModels()
+	tok, err := newTokenizer(cfg, func() []pipeline.Candidate { return c.router.candidates(nil) }, c.sec.podTLS())
 	if err != nil {
 		c.ix.Close()
 		return nil, fmt.Errorf("%w: routing.tokenizer_json: %v", ErrConfig, err)
@@ -114,7 +129,9 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Cell, error) {
 		return nil, err
 	}
 	c.state.router = c.router
-	if c.proxy, err = proxy.New(cfg.Routing.proxyConfig()); err != nil {
+	pc := cfg.Routing.proxyConfig()
+	pc.TLS = c.sec.podTLS()
+	if c.proxy, err = proxy.New(pc); err != nil {
 		c.ix.Close()
 		return nil, err
 	}
@@ -135,7 +152,7 @@ func (c *Cell) buildServers() error {
 		return err
 	}
 	c.state.transportDrops = c.transportDrops(pub)
-	c.grpcSrv = servers.NewGRPC(c.tp)
+	c.grpcSrv = servers.NewGRPC(c.tp, c.sec.grpcOptions()...)
 	eventsv1.RegisterEventPublisherServer(c.grpcSrv, pub)
 	cellv1.RegisterCellServiceServer(c.grpcSrv, c.state)
 
@@ -148,25 +165,30 @@ func (c *Cell) buildServers() error {
 	coll.extra = append(append(coll.extra, grpcpubMetrics(c.cfg.CellID, pub)), c.metrics...)
 	promReg.MustRegister(coll, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
+	// Health, readiness and the OpenAPI document are public; the control
+	// plane and metrics need admin, the data plane inference.
+	g := c.sec.guard
+	admin := func(h http.Handler) http.Handler { return g.Require(auth.ScopeAdmin, h) }
+	infer := func(h http.HandlerFunc) http.Handler { return g.Require(auth.ScopeInference, h) }
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(promReg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", admin(promhttp.HandlerFor(promReg, promhttp.HandlerOpts{})))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", c.serveReady)
-	if err := servers.MountGateway(mux, gw, cellv1.File_api_cell_v1_cell_proto.Services().ByName("CellService")); err != nil {
+	if err := servers.MountGateway(mux, admin(gw), cellv1.File_api_cell_v1_cell_proto.Services().ByName("CellService")); err != nil {
 		return fmt.Errorf("cell: gateway: %w", err)
 	}
 	mux.Handle("GET "+api.OpenAPIPath("cell"), api.OpenAPIHandler("cell"))
-	mux.HandleFunc("POST /v1/completions", c.serveInference(openai.KindCompletion))
-	mux.HandleFunc("POST /v1/chat/completions", c.serveInference(openai.KindChat))
-	mux.HandleFunc("GET /v1/models", c.serveModels)
-	mux.HandleFunc("GET /v1/models/{id...}", c.serveModel)
-	mux.HandleFunc("POST "+TokenizePath, c.serveTokenize)
-	c.httpSrv = &http.Server{Handler: servers.OpenAIErrors(mux), ReadHeaderTimeout: 10 * time.Second}
+	mux.Handle("POST /v1/completions", infer(c.serveInference(openai.KindCompletion)))
+	mux.Handle("POST /v1/chat/completions", infer(c.serveInference(openai.KindChat)))
+	mux.Handle("GET /v1/models", infer(c.serveModels))
+	mux.Handle("GET /v1/models/{id...}", infer(c.serveModel))
+	mux.Handle("POST "+TokenizePath, infer(c.serveTokenize))
+	c.httpSrv = c.sec.httpServer(servers.OpenAIErrors(mux))
 
 	if c.grpcLis, err = net.Listen("tcp", c.cfg.GRPCAddr); err != nil {
 		return fmt.Errorf("cell: listen grpc_addr: %w", err)
 	}
-	if c.httpLis, err = net.Listen("tcp", c.cfg.HTTPAddr); err != nil {
+	if c.httpLis, err = c.sec.listenHTTP(c.cfg.HTTPAddr); err != nil {
 		c.grpcLis.Close()
 		return fmt.Errorf("cell: listen http_addr: %w", err)
 	}
@@ -253,9 +275,14 @@ func (c *Cell) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			healthLoop(ctx, c.cfg.HealthInterval, c.cfg.HealthTimeout, c.cfg.Pods, c.reg)
+			healthLoop(ctx, c.cfg.HealthInterval, c.cfg.HealthTimeout, c.cfg.Pods, c.reg, c.sec.podTLS())
 		}()
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); c.modelsLoop(ctx) }()
+	c.sec.run(ctx, &wg)
+	edge.WarnIfExposed(c.log, c.sec.authenticated(), edge.Listener{Name: "http", Addr: c.HTTPAddr()},
+		edge.Listener{Name: "grpc", Addr: c.GRPCAddr()})
 	c.log.Info("celld serving", "http", c.HTTPAddr(), "grpc", c.GRPCAddr(), "transports", len(c.transports))
 
 	<-ctx.Done()

@@ -78,7 +78,7 @@ func (c Config) checkRouting() error {
 	}
 	remote := c
 	remote.Routing.TokenizerJSON, remote.Routing.ChatTemplate = "", ""
-	tok, err := newTokenizer(remote, nil)
+	tok, err := newTokenizer(remote, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -48,6 +48,12 @@ type Config struct {
 	// Routing configures the routing pipeline and the data plane.
 	Routing RoutingConfig `yaml:"routing"`
 
+	// Auth configures API keys; TLS mutual TLS and TLS to the pods;
+	// Limits what one client may hold of the servers (see security.go).
+	Auth   AuthConfig   `yaml:"auth"`
+	TLS    TLSConfig    `yaml:"tls"`
+	Limits LimitsConfig `yaml:"limits"`
+
 	// TickInterval is how often the cell checks for pods that went silent.
 	TickInterval time.Duration `yaml:"tick_interval"`
 	// HealthInterval is how often the cell probes each configured pod's
@@ -185,6 +191,7 @@ func DefaultConfig() Config {
 		NATS:            defaultNATS(),
 		Routing:         DefaultRoutingConfig(),
 		Gossip:          DefaultGossipConfig(),
+		Limits:          defaultLimits(),
 		TickInterval:    time.Second,
 		HealthInterval:  5 * time.Second,
 		HealthTimeout:   2 * time.Second,
@@ -266,6 +273,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.validateGossip(); err != nil {
+		return err
+	}
+	if err := c.validateSecurity(); err != nil {
 		return err
 	}
 	if c.ZMQ.ReplayTimeout <= 0 {

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cellrouter/cellrouter/api/openai"
+	"github.com/cellrouter/cellrouter/cell/edge"
 	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/cell/load"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
@@ -111,6 +112,16 @@ func (c *Cell) serveInference(kind openai.Kind) http.HandlerFunc {
 		oreq, err := openai.ParseRequest(kind, body)
 		if err != nil {
 			openai.WriteRequestError(w, err)
+			return
+		}
+		if !c.modelServed(oreq.Model) {
+			openai.WriteModelNotFound(w, oreq.Model)
+			return
+		}
+		// The tenant's cache salt joins the request's identity here and
+		// goes to the pod in the body.
+		if body, err = edge.Salt(r.Context(), body, oreq); err != nil {
+			edge.WriteHTTP(w, err)
 			return
 		}
 		preq, err := pipelineRequest(r, body, oreq)

@@ -30,6 +30,20 @@
 // pod. Every span names the cell (cellrouter.cell). The spans go to the
 // process's global provider, or to the cell's own (WithTracerProvider).
 //
+// Security (security.go, package cell/edge): with auth.key_file every
+// endpoint but health, readiness and the OpenAPI document needs an API key
+// with its scope (inference, admin, events); with tls, both servers speak
+// mutual TLS, and a caller with a certificate of the CA (globald) is a
+// peer whose tenant (X-Cellrouter-Tenant) the cell believes, its limits and
+// cache salt having been applied where the request entered. A request
+// authenticated here gets its tenant's cache salt in its body, so the pod
+// partitions its cache the same way. Server limits (body, headers, slow
+// bodies, idle connections, concurrent streams) wrap every handler. The
+// cell reads its pods' model lists and advertises them in gossip, so the
+// global tier refuses a model no pod serves; tls.pods makes the calls to
+// the pods HTTPS. Key files, TLS files and the gossip keyring are reloaded
+// when they change.
+//
 // Text prompts and chats are tokenized by the cell's tokenizer (cellTokenizer):
 // in process with routing.tokenizer_json (and routing.chat_template for
 // chats), else through a healthy pod's /tokenize. POST /tokenize serves the

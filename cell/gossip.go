@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
+	"github.com/cellrouter/cellrouter/cell/edge"
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/cell/load"
+	"github.com/cellrouter/cellrouter/cell/reload"
 	"github.com/cellrouter/cellrouter/gossip"
 )
 
@@ -32,6 +35,11 @@ type GossipConfig struct {
 	// SecretKey is the pool's encryption key, base64 of 16, 24 or 32 bytes;
 	// empty means an unencrypted pool.
 	SecretKey string `yaml:"secret_key"`
+	// KeyringFile, instead of SecretKey, holds the pool's keys, one base64
+	// key a line, the first the one the cell encrypts with; it is read
+	// again every auth.reload_interval, so keys rotate without a restart
+	// (gossip.ParseKeyring gives the three steps).
+	KeyringFile string `yaml:"keyring_file"`
 	// SummaryInterval is how often the cell rebuilds and publishes its
 	// summary (one generation). Default 2s.
 	SummaryInterval time.Duration `yaml:"summary_interval"`
@@ -146,6 +154,41 @@ func (c *Cell) cellLoad() gossip.Load {
 	return l
 }
 
+// gossipKeyring is the pool's keyring file: read at New (a bad one stops
+// the cell), then every auth.reload_interval, each change applied to the
+// node.
+type gossipKeyring struct {
+	w    *reload.Watcher
+	keys [][]byte // as first read
+	node atomic.Pointer[gossip.Node]
+}
+
+func newGossipKeyring(cfg Config, sec *security) (*gossipKeyring, error) {
+	if cfg.Gossip.KeyringFile == "" {
+		return nil, nil
+	}
+	k := &gossipKeyring{}
+	var err error
+	k.w, err = reload.New([]string{cfg.Gossip.KeyringFile}, cfg.Auth.ReloadInterval, func(data [][]byte) error {
+		keys, err := gossip.ParseKeyring(data[0])
+		if err == nil {
+			if n := k.node.Load(); n != nil {
+				err = n.SetKeyring(keys)
+			} else {
+				k.keys = keys
+			}
+		}
+		if k.node.Load() != nil {
+			sec.m.Reloaded("keyring", err)
+		}
+		return err
+	}, func(err error) { sec.log.Warn("gossip keyring refused; the keys in force stay", "err", err) })
+	if err != nil {
+		return nil, fmt.Errorf("%w: gossip.keyring_file: %v", ErrConfig, err)
+	}
+	return k, nil
+}
+
 // runGossip joins the pool and publishes a summary every SummaryInterval
 // until ctx ends, then leaves the pool.
 func (c *Cell) runGossip(ctx context.Context) error {
@@ -159,10 +202,23 @@ func (c *Cell) runGossip(ctx context.Context) error {
 				"so the pool is told an address no other host can dial; set gossip.advertise (celld --gossip-advertise)", "addr", a)
 		}
 	}
+	if c.keyring != nil {
+		gcfg.SecretKey, gcfg.ExtraKeys = c.keyring.keys[0], c.keyring.keys[1:]
+	}
 	node, err := gossip.Start(gcfg, nil)
 	if err != nil {
 		return fmt.Errorf("cell: gossip: %w", err)
 	}
+	if c.keyring != nil {
+		c.keyring.node.Store(node)
+		kctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); c.keyring.w.Run(kctx) }()
+		defer func() { cancel(); <-done }()
+	}
+	// An unencrypted pool on a reachable address lets anyone join it and
+	// announce a cell.
+	edge.WarnIfExposed(c.log, len(gcfg.SecretKey) > 0, edge.Listener{Name: "gossip", Addr: c.cfg.Gossip.Bind})
 	c.gossipAddr.Store(node.Addr())
 	defer func() {
 		node.Leave(time.Second)
@@ -185,6 +241,10 @@ func (c *Cell) runGossip(ctx context.Context) error {
 		}
 		if _, err := node.Publish(summarize(builder, c.applier), c.cellLoad()); err != nil {
 			c.log.Warn("gossip: publish failed", "err", err)
+		}
+		known, models := c.servedModels()
+		if _, err := node.SetModels(known, models, time.Second); err != nil {
+			c.log.Warn("gossip: advertising the models failed", "err", err)
 		}
 		select {
 		case <-ctx.Done():

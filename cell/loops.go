@@ -2,6 +2,7 @@ package cell
 
 import (
 	"context"
+	"crypto/tls"
 	"net/http"
 	"sync"
 	"time"
@@ -29,13 +30,18 @@ func tickLoop(ctx context.Context, interval time.Duration, a *events.Applier, lo
 	}
 }
 
-// healthLoop probes GET http://<address>/health of every configured pod
+// healthLoop probes GET http(s)://<address>/health of every configured pod
 // with an address, every interval, and tells the registry. A pod whose
 // events stop but whose health checks pass stays alive (an idle engine
 // sends no events); one whose events and health checks both stop is killed
 // by tickLoop. It returns when ctx ends and every probe returned.
-func healthLoop(ctx context.Context, interval, timeout time.Duration, pods []PodConfig, reg *events.Registry) {
+func healthLoop(ctx context.Context, interval, timeout time.Duration, pods []PodConfig, reg *events.Registry, podTLS *tls.Config) {
 	client := &http.Client{Timeout: timeout}
+	scheme := "http"
+	if podTLS != nil {
+		client.Transport = &http.Transport{TLSClientConfig: podTLS}
+		scheme = "https"
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var wg sync.WaitGroup
@@ -48,7 +54,7 @@ func healthLoop(ctx context.Context, interval, timeout time.Duration, pods []Pod
 			wg.Add(1)
 			go func(p PodConfig) {
 				defer wg.Done()
-				reg.ObserveHealth(p.ID, probe(ctx, client, p.Address), time.Now())
+				reg.ObserveHealth(p.ID, probe(ctx, client, scheme, p.Address), time.Now())
 			}(p)
 		}
 		select {
@@ -59,8 +65,8 @@ func healthLoop(ctx context.Context, interval, timeout time.Duration, pods []Pod
 	}
 }
 
-func probe(ctx context.Context, client *http.Client, addr string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/health", nil)
+func probe(ctx context.Context, client *http.Client, scheme, addr string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+addr+"/health", nil)
 	if err != nil {
 		return false
 	}

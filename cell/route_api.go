@@ -7,6 +7,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
+	"github.com/cellrouter/cellrouter/cell/auth"
+	"github.com/cellrouter/cellrouter/cell/edge"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 )
 
@@ -23,6 +25,15 @@ func (s *stateServer) Route(ctx context.Context, req *cellv1.RouteRequest) (*cel
 	preq := &pipeline.Request{Model: req.GetModel(), LoRA: req.GetLoraName(), TokenIDs: req.GetTokenIds(), Prompt: req.GetPrompt()}
 	if len(req.GetExtraKeys()) > 0 {
 		preq.CacheSalt = req.GetExtraKeys()[0]
+	}
+	// A caller with a key of its own gets its tenant's salt, as on the data
+	// plane; a peer (the global tier's probe) sends the salt it hashed with.
+	if p, _ := edge.PrincipalFrom(ctx); !p.Peer {
+		salt, err := auth.Salt(p.Tenant, preq.CacheSalt)
+		if err != nil {
+			return nil, edge.GRPCError(err)
+		}
+		preq.CacheSalt = salt
 	}
 	d, err := s.router.decide(ctx, preq)
 	if err != nil {

@@ -2,6 +2,7 @@ package cell
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net/http"
 	"time"
@@ -20,6 +21,7 @@ type cellTokenizer struct {
 	local   tokenizer.Tokenizer // nil: every call is remote
 	chatLoc bool                // local has a chat template
 	client  *http.Client
+	scheme  string // of the pods' /tokenize: http, or https with tls.pods
 	timeout time.Duration
 	pods    func() []pipeline.Candidate
 	cache   *tokenizer.TokenCache // of remote answers
@@ -30,9 +32,13 @@ var _ plugins.Tokenizer = (*cellTokenizer)(nil)
 // errNoTokenizePod is returned when no healthy pod can tokenize.
 var errNoTokenizePod = errors.New("cell: text prompt but no tokenizer_json and no healthy pod to /tokenize it")
 
-func newTokenizer(cfg Config, pods func() []pipeline.Candidate) (*cellTokenizer, error) {
-	t := &cellTokenizer{client: &http.Client{}, timeout: cfg.Routing.TokenizeTimeout, pods: pods,
+func newTokenizer(cfg Config, pods func() []pipeline.Candidate, podTLS *tls.Config) (*cellTokenizer, error) {
+	t := &cellTokenizer{client: &http.Client{}, scheme: "http", timeout: cfg.Routing.TokenizeTimeout, pods: pods,
 		cache: tokenizer.NewTokenCache(remoteTokenCacheBytes)}
+	if podTLS != nil {
+		t.client.Transport = &http.Transport{TLSClientConfig: podTLS, MaxIdleConnsPerHost: 16}
+		t.scheme = "https"
+	}
 	if cfg.Routing.TokenizerJSON != "" {
 		opts := tokenizer.Options{}
 		if cfg.Routing.ChatTemplate != "" {
@@ -76,7 +82,7 @@ func (t *cellTokenizer) Tokenize(ctx context.Context, req *pipeline.Request) ([]
 		if !c.Healthy || c.Draining {
 			continue
 		}
-		r := &tokenizer.Remote{BaseURL: "http://" + c.Address, Model: req.Model, Client: t.client, Timeout: t.timeout}
+		r := &tokenizer.Remote{BaseURL: t.scheme + "://" + c.Address, Model: req.Model, Client: t.client, Timeout: t.timeout}
 		var ids []uint32
 		var err error
 		if req.Chat {

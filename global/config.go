@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cell/edge"
 	"github.com/cellrouter/cellrouter/cell/proxy"
 )
 
@@ -29,10 +30,13 @@ type Config struct {
 	// hand-off; MaxAttempts is the cells tried before the first byte.
 	ConnectTimeout, ResponseHeaderTimeout, RequestTimeout time.Duration
 	MaxAttempts                                           int
-	// MaxBodyBytes bounds a request body.
-	MaxBodyBytes int64
 	// ShutdownTimeout bounds the graceful stop.
 	ShutdownTimeout time.Duration
+	// Limits bound what one client may hold of globald's servers (request
+	// body and head, slow clients, idle connections, concurrent streams).
+	Limits edge.Limits
+	// Security configures API keys and the TLS of globald's hops.
+	Security SecurityConfig
 }
 
 // DefaultConfig returns the defaults globald starts from.
@@ -50,8 +54,8 @@ func DefaultConfig() Config {
 		ResponseHeaderTimeout: p.ResponseHeaderTimeout,
 		RequestTimeout:        p.RequestTimeout,
 		MaxAttempts:           3,
-		MaxBodyBytes:          32 << 20,
 		ShutdownTimeout:       5 * time.Second,
+		Limits:                edge.DefaultLimits(),
 	}
 }
 
@@ -80,12 +84,16 @@ func (c Config) Validate() error {
 		return bad("probe_timeout", c.ProbeTimeout, "must be positive")
 	case c.MaxAttempts < 1:
 		return bad("max_attempts", c.MaxAttempts, "want >= 1")
-	case c.MaxBodyBytes < 1024:
-		return bad("max_body_bytes", c.MaxBodyBytes, "want >= 1024")
 	case c.ShutdownTimeout <= 0:
 		return bad("shutdown_timeout", c.ShutdownTimeout, "must be positive")
 	}
 	if err := c.Tokenize.Validate(); err != nil {
+		return err
+	}
+	if err := c.Limits.Validate(""); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	if err := c.Security.validate(); err != nil {
 		return err
 	}
 	return c.proxyConfig().Validate()

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cellrouter/cellrouter/cell/edge"
+	"github.com/cellrouter/cellrouter/cell/reload"
 	"github.com/cellrouter/cellrouter/gossip"
 )
 
@@ -21,6 +23,14 @@ type PoolConfig struct {
 	// SecretKey is the pool's key, base64 of 16, 24 or 32 bytes; empty
 	// means an unencrypted pool.
 	SecretKey string `yaml:"secret_key"`
+	// KeyringFile, instead of SecretKey, holds the pool's keys, one base64
+	// key a line, the first the one this node encrypts with; it is read
+	// again every ReloadInterval, so keys rotate without a restart
+	// (gossip.ParseKeyring gives the three steps).
+	KeyringFile string `yaml:"keyring_file"`
+	// ReloadInterval is how often KeyringFile is read (0: the default of
+	// package reload).
+	ReloadInterval time.Duration `yaml:"reload_interval"`
 	// Name is this replica's node name (default "global/<bind>").
 	Name string `yaml:"name"`
 	// ProbeInterval and ProbeTimeout tune failure detection of cells.
@@ -51,8 +61,9 @@ func (p PoolConfig) gossipConfig(httpAddr, grpcAddr string) (gossip.Config, erro
 // Daemon is a global replica joined to the pool.
 type Daemon struct {
 	*Global
-	node *gossip.Node
-	pool PoolConfig
+	node    *gossip.Node
+	pool    PoolConfig
+	keyring *reload.Watcher // nil without PoolConfig.KeyringFile
 }
 
 // NewDaemon builds the router, opens its listeners and joins the pool (the
@@ -72,10 +83,36 @@ func NewDaemon(cfg Config, pool PoolConfig, log *slog.Logger, opts ...Option) (*
 		return nil, err
 	}
 	gcfg.Seeds = nil // joined in Run, with retries
+	if pool.KeyringFile != "" {
+		if pool.SecretKey != "" {
+			g.closeListeners()
+			return nil, fmt.Errorf("%w: pool: keyring_file and secret_key are exclusive", ErrInvalidConfig)
+		}
+		if d.keyring, err = reload.New([]string{pool.KeyringFile}, pool.ReloadInterval, func(data [][]byte) error {
+			keys, err := gossip.ParseKeyring(data[0])
+			if err != nil {
+				return err
+			}
+			if d.node == nil { // the first read, before the node starts
+				gcfg.SecretKey, gcfg.ExtraKeys = keys[0], keys[1:]
+				return nil
+			}
+			err = d.node.SetKeyring(keys)
+			g.sec.m.Reloaded("keyring", err)
+			return err
+		}, func(err error) { log.Warn("gossip keyring refused; the keys in force stay", "err", err) }); err != nil {
+			g.closeListeners()
+			return nil, fmt.Errorf("%w: pool: keyring_file: %v", ErrInvalidConfig, err)
+		}
+	}
 	if d.node, err = gossip.Start(gcfg, nil); err != nil {
+		g.closeListeners()
 		return nil, fmt.Errorf("global: gossip: %w", err)
 	}
 	dir.dir = NewGossipDirectory(d.node.Table())
+	// An unencrypted pool on a reachable address lets anyone join it and
+	// announce a cell (which mutual TLS would then refuse to use).
+	edge.WarnIfExposed(log, len(gcfg.SecretKey) > 0, edge.Listener{Name: "gossip", Addr: pool.Bind})
 	d.Global = g
 	return d, nil
 }
@@ -98,6 +135,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.node.Leave(time.Second)
 		d.node.Shutdown()
 	}()
+	if d.keyring != nil {
+		joiner.Add(1)
+		go func() { defer joiner.Done(); d.keyring.Run(ctx) }()
+	}
 	if len(d.pool.Seeds) > 0 {
 		joiner.Add(1)
 		go func() {

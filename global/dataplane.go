@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cellrouter/cellrouter/api/openai"
+	"github.com/cellrouter/cellrouter/cell/edge"
 	"github.com/cellrouter/cellrouter/cell/proxy"
 	"github.com/cellrouter/cellrouter/cell/telemetry"
 	"github.com/cellrouter/cellrouter/cell/tokenizer"
@@ -26,7 +27,7 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 		ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 		ctx, span := g.tr.Get().Start(ctx, "global.request", trace.WithSpanKind(trace.SpanKindServer))
 		defer span.End()
-		body, err := openai.ReadBody(w, r, g.cfg.MaxBodyBytes)
+		body, err := openai.ReadBody(w, r, g.cfg.Limits.MaxBodyBytes)
 		if err != nil {
 			openai.WriteRequestError(w, err)
 			return
@@ -35,6 +36,21 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 		if err != nil {
 			openai.WriteRequestError(w, err)
 			return
+		}
+		if g.refuseUnservedModel(w, oreq.Model) {
+			return
+		}
+		// The tenant's cache salt joins the request's identity here, where
+		// it is hashed, and goes to the cell and the engine in the body;
+		// its name goes to the cell in TenantHeader (and the gRPC data
+		// plane's requests, which no HTTP guard saw, get it too).
+		if body, err = edge.Salt(r.Context(), body, oreq); err != nil {
+			edge.WriteHTTP(w, err)
+			return
+		}
+		r.Header.Del(edge.TenantHeader)
+		if p, _ := edge.PrincipalFrom(r.Context()); p.Tenant != nil {
+			r.Header.Set(edge.TenantHeader, p.Tenant.Name)
 		}
 		req := requestOf(kind, oreq)
 		d, err := g.rt.Decide(ctx, req)

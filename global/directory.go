@@ -62,6 +62,9 @@ func (d *GossipDirectory) convert(entries []gossip.Entry, now time.Time) []CellV
 			Load: CellLoad{ActiveRequests: e.Load.ActiveRequests, ActiveBlocks: e.Load.ActiveBlocks,
 				FreeBlocks: e.Load.FreeBlocks, Pods: e.Load.Pods},
 		}
+		if e.Member.ModelsKnown {
+			v.Models = e.Member.Models
+		}
 		if e.Summary != nil {
 			v.Summary = e.Summary
 			v.SummaryBytes = e.Summary.SizeBytes()

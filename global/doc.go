@@ -96,6 +96,19 @@
 // server answers server reflection, and the HTTP server serves the OpenAPI
 // document of the REST control plane at /openapi/global.swagger.json.
 //
+// # Security
+//
+// With Config.Security.KeyFile every endpoint but health, readiness and the
+// OpenAPI document needs an API key with its scope (package cell/edge); the
+// tenant's limits apply here, its cache salt joins the request's identity
+// (edge.Salt: the body's cache_salt, which the cells hash and the engines
+// partition by), and its name goes to the cell in X-Cellrouter-Tenant. With
+// Config.Security.TLS every probe, hand-off and tokenize call to a cell is
+// mutual TLS, so the cell can believe that name; without it the client's
+// key goes along for the cell to check. A request for a model that no cell
+// lists (the models the cells advertise in gossip, ModelServed) is
+// answered 404 model_not_found here, without a probe.
+//
 // Dependencies: global uses cell/blockhash (hashing), cell/tokenizer,
 // cell/proxy (the relay, shared with the cell), cell/telemetry and
 // api/openai, never the cell daemon itself.

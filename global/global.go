@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -17,6 +16,8 @@ import (
 	"github.com/cellrouter/cellrouter/api"
 	globalv1 "github.com/cellrouter/cellrouter/api/global/v1"
 	"github.com/cellrouter/cellrouter/api/openai"
+	"github.com/cellrouter/cellrouter/cell/auth"
+	"github.com/cellrouter/cellrouter/cell/edge"
 	"github.com/cellrouter/cellrouter/cell/proxy"
 	"github.com/cellrouter/cellrouter/cell/servers"
 	"github.com/cellrouter/cellrouter/cell/telemetry"
@@ -36,6 +37,7 @@ type Global struct {
 	grpcLis, httpLis net.Listener
 	grpcSrv          *grpc.Server
 	httpSrv          *http.Server
+	sec              *security
 }
 
 // New builds a global router over the cells of dir. A nil prober probes
@@ -46,52 +48,72 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option)
 	}
 	o := buildOptions(opts)
 	g := &Global{cfg: cfg, log: log, tr: telemetry.NewTracer(tracerName, o.tracerProvider)}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	var err error
+	if g.sec, err = newSecurity(cfg, log, reg); err != nil {
+		return nil, err
+	}
+	cellTLS := g.sec.cellTLS()
 	if pr == nil {
-		g.prober = newGRPCProber(o.tracerProvider)
+		g.prober = newGRPCProber(o.tracerProvider, cellTLS)
 		pr = g.prober
 	}
-	var err error
 	if g.rt, err = NewRouter(cfg, dir, pr); err != nil {
 		return nil, err
 	}
 	g.rt.tr = g.tr
-	if g.proxy, err = proxy.New(cfg.proxyConfig()); err != nil {
+	g.rt.tok.useTLS(cellTLS)
+	pc := cfg.proxyConfig()
+	pc.TLS = cellTLS
+	if g.proxy, err = proxy.New(pc); err != nil {
 		return nil, err
 	}
-	reg := prometheus.NewRegistry()
 	g.m = newMetrics(reg)
 	registerCache(reg, g.rt.Tokenizer())
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	svc := &service{rt: g.rt, g: g}
-	g.grpcSrv = servers.NewGRPC(o.tracerProvider)
+	g.grpcSrv = servers.NewGRPC(o.tracerProvider, g.sec.grpcOptions()...)
 	globalv1.RegisterGlobalServiceServer(g.grpcSrv, svc)
 	gw := servers.NewGateway()
 	if err := globalv1.RegisterGlobalServiceHandlerServer(context.Background(), gw, svc); err != nil {
 		return nil, err
 	}
+	// Health, readiness and the OpenAPI document are public; the control
+	// plane and metrics need admin, the data plane inference.
+	admin := func(h http.Handler) http.Handler { return g.sec.guard.Require(auth.ScopeAdmin, h) }
+	infer := func(h http.HandlerFunc) http.Handler { return g.sec.guard.Require(auth.ScopeInference, h) }
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", g.metricsHandler(reg))
+	mux.Handle("GET /metrics", admin(g.metricsHandler(reg)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", g.serveReady)
-	if err := servers.MountGateway(mux, gw, globalv1.File_api_global_v1_global_proto.Services().ByName("GlobalService")); err != nil {
+	if err := servers.MountGateway(mux, admin(gw), globalv1.File_api_global_v1_global_proto.Services().ByName("GlobalService")); err != nil {
 		return nil, fmt.Errorf("global: gateway: %w", err)
 	}
 	mux.Handle("GET "+api.OpenAPIPath("global"), api.OpenAPIHandler("global"))
-	mux.HandleFunc("POST /v1/completions", g.serveInference(openai.KindCompletion))
-	mux.HandleFunc("POST /v1/chat/completions", g.serveInference(openai.KindChat))
-	mux.HandleFunc("GET /v1/models", g.serveModels)
-	mux.HandleFunc("GET /v1/models/{id...}", g.serveModel)
-	g.httpSrv = &http.Server{Handler: servers.OpenAIErrors(mux), ReadHeaderTimeout: 10 * time.Second}
+	mux.Handle("POST /v1/completions", infer(g.serveInference(openai.KindCompletion)))
+	mux.Handle("POST /v1/chat/completions", infer(g.serveInference(openai.KindChat)))
+	mux.Handle("GET /v1/models", infer(g.serveModels))
+	mux.Handle("GET /v1/models/{id...}", infer(g.serveModel))
+	g.httpSrv = g.sec.httpServer(servers.OpenAIErrors(mux))
 
 	if g.grpcLis, err = net.Listen("tcp", cfg.GRPCAddr); err != nil {
 		return nil, fmt.Errorf("global: listen grpc_addr: %w", err)
 	}
-	if g.httpLis, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+	if g.httpLis, err = g.sec.listenHTTP(cfg.HTTPAddr); err != nil {
 		g.grpcLis.Close()
 		return nil, fmt.Errorf("global: listen http_addr: %w", err)
 	}
 	return g, nil
+}
+
+// closeListeners closes the listeners of a Global that will not Run.
+func (g *Global) closeListeners() {
+	g.grpcLis.Close()
+	g.httpLis.Close()
 }
 
 // metricsHandler refreshes the per-cell gauges at scrape time.
@@ -142,7 +164,11 @@ func (g *Global) Run(ctx context.Context) error {
 	wg.Add(2)
 	go func() { defer wg.Done(); fail(servers.ServeGRPC("global", g.grpcSrv, g.grpcLis)) }()
 	go func() { defer wg.Done(); fail(servers.ServeHTTP("global", g.httpSrv, g.httpLis)) }()
-	g.log.Info("globald serving", "http", g.HTTPAddr(), "grpc", g.GRPCAddr())
+	g.sec.run(ctx, &wg)
+	g.log.Info("globald serving", "http", g.HTTPAddr(), "grpc", g.GRPCAddr(), "api_keys", g.sec.guard.Enabled(),
+		"tls_to_cells", g.sec.tls != nil, "tls_served", g.cfg.Security.ServeTLS)
+	edge.WarnIfExposed(g.log, g.sec.guard.Enabled(), edge.Listener{Name: "http", Addr: g.HTTPAddr()},
+		edge.Listener{Name: "grpc", Addr: g.GRPCAddr()})
 	<-ctx.Done()
 	servers.Stop(g.httpSrv, g.grpcSrv, g.cfg.ShutdownTimeout)
 	wg.Wait()

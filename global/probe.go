@@ -2,6 +2,7 @@ package global
 
 import (
 	"context"
+	"crypto/tls"
 	"sync"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
@@ -26,15 +28,20 @@ type Prober interface {
 // (a client span passing the W3C trace context to the cell).
 type grpcProber struct {
 	trace []otelgrpc.Option
+	creds credentials.TransportCredentials // mutual TLS to the cells, or plaintext
 
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
 }
 
 // newGRPCProber traces calls on tp, or on the global provider when tp is
-// nil.
-func newGRPCProber(tp trace.TracerProvider) *grpcProber {
-	p := &grpcProber{conns: map[string]*grpc.ClientConn{}, trace: []otelgrpc.Option{otelgrpc.WithPropagators(telemetry.Propagator)}}
+// nil, and dials the cells with tlsCfg (nil: plaintext).
+func newGRPCProber(tp trace.TracerProvider, tlsCfg *tls.Config) *grpcProber {
+	p := &grpcProber{conns: map[string]*grpc.ClientConn{}, trace: []otelgrpc.Option{otelgrpc.WithPropagators(telemetry.Propagator)},
+		creds: insecure.NewCredentials()}
+	if tlsCfg != nil {
+		p.creds = credentials.NewTLS(tlsCfg)
+	}
 	if tp != nil {
 		p.trace = append(p.trace, otelgrpc.WithTracerProvider(tp))
 	}
@@ -47,7 +54,7 @@ func (p *grpcProber) conn(addr string) (*grpc.ClientConn, error) {
 	if c, ok := p.conns[addr]; ok {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(p.creds),
 		grpc.WithStatsHandler(otelgrpc.NewClientHandler(p.trace...)))
 	if err != nil {
 		return nil, err

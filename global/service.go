@@ -9,6 +9,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	globalv1 "github.com/cellrouter/cellrouter/api/global/v1"
+	"github.com/cellrouter/cellrouter/cell/auth"
+	"github.com/cellrouter/cellrouter/cell/edge"
 	"github.com/cellrouter/cellrouter/cell/tokenizer"
 )
 
@@ -26,7 +28,11 @@ func (s *service) Route(ctx context.Context, req *globalv1.RouteRequest) (*globa
 	if len(req.GetTokenIds()) == 0 && req.GetPrompt() == "" && len(req.GetMessages()) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "global: Route needs token_ids, a prompt or messages")
 	}
-	r := &Request{Model: req.GetModel(), CacheSalt: req.GetCacheSalt(), TokenIDs: req.GetTokenIds(), Prompt: req.GetPrompt()}
+	salt, err := tenantSalt(ctx, req.GetCacheSalt())
+	if err != nil {
+		return nil, edge.GRPCError(err)
+	}
+	r := &Request{Model: req.GetModel(), CacheSalt: salt, TokenIDs: req.GetTokenIds(), Prompt: req.GetPrompt()}
 	if msgs := req.GetMessages(); len(msgs) > 0 {
 		r.Chat, r.TokenIDs, r.Prompt = true, nil, ""
 		r.Messages = make([]tokenizer.Message, len(msgs))
@@ -42,6 +48,16 @@ func (s *service) Route(ctx context.Context, req *globalv1.RouteRequest) (*globa
 		return nil, status.Error(codes.Internal, err.Error())
 	}
 	return routeResponse(d), nil
+}
+
+// tenantSalt is the cache salt a dry run hashes with: the caller's
+// tenant's, as its request on the data plane would be (edge.Salt).
+func tenantSalt(ctx context.Context, client string) (string, error) {
+	p, _ := edge.PrincipalFrom(ctx)
+	if p.Peer {
+		return client, nil
+	}
+	return auth.Salt(p.Tenant, client)
 }
 
 func routeResponse(d *Decision) *globalv1.RouteResponse {

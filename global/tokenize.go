@@ -2,6 +2,7 @@ package global
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -78,6 +79,7 @@ type Tokenizer struct {
 	remote  bool
 	timeout time.Duration
 	client  *http.Client
+	scheme  string // of the cells' /tokenize: http, or https with mutual TLS
 	cache   *tokenizer.TokenCache
 	near    *nearest
 	keySeed uint64
@@ -97,7 +99,7 @@ func NewTokenizer(cfg TokenizeConfig) (*Tokenizer, error) {
 		return nil, err
 	}
 	t := &Tokenizer{
-		local: map[string]localModel{}, remote: cfg.Remote, timeout: cfg.RemoteTimeout,
+		local: map[string]localModel{}, remote: cfg.Remote, timeout: cfg.RemoteTimeout, scheme: "http",
 		client: &http.Client{Transport: propagating{&http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}}},
 		cache:  tokenizer.NewTokenCache(cfg.CacheBytes), near: newNearest(),
 		keySeed: 0x6c62272e07bb0142,
@@ -115,6 +117,16 @@ func NewTokenizer(cfg TokenizeConfig) (*Tokenizer, error) {
 		t.local[m.Model] = localModel{bpe: bpe, chat: m.ChatTemplate != ""}
 	}
 	return t, nil
+}
+
+// useTLS makes the calls to the cells' /tokenize mutual TLS with c; nil
+// keeps them plaintext. It is called before the tokenizer is used.
+func (t *Tokenizer) useTLS(c *tls.Config) {
+	if c == nil {
+		return
+	}
+	t.client = &http.Client{Transport: propagating{&http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, TLSClientConfig: c}}}
+	t.scheme = "https"
 }
 
 // CacheStats returns the tokenization cache's counters.
@@ -178,7 +190,7 @@ func (t *Tokenizer) callRemote(ctx context.Context, req *Request, cells []CellVi
 	for _, i := range order[:n] {
 		v := &cells[i]
 		info.Cell = v.ID
-		r := tokenizer.Remote{BaseURL: "http://" + v.HTTPAddr, Model: req.Model, Client: t.client}
+		r := tokenizer.Remote{BaseURL: t.scheme + "://" + v.HTTPAddr, Model: req.Model, Client: t.client}
 		begin := time.Now()
 		var out []uint32
 		var err error

@@ -32,6 +32,9 @@ type CellView struct {
 	SummaryBytes int
 	// Load rides along with the summary.
 	Load CellLoad
+	// Models lists every model the cell serves, nil when the cell does not
+	// know (see Router.ModelServed).
+	Models ModelSet
 }
 
 // usable reports whether the cell may take new requests.

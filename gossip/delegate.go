@@ -16,8 +16,9 @@ type delegate struct{ n *Node }
 
 var _ memberlist.Delegate = (*delegate)(nil)
 
-// NodeMeta returns the encoded NodeMeta (validated at Start to fit limit).
-func (d *delegate) NodeMeta(limit int) []byte { return d.n.meta }
+// NodeMeta returns the encoded NodeMeta (validated at Start, and by
+// SetModels, to fit limit).
+func (d *delegate) NodeMeta(limit int) []byte { return EncodeMeta(*d.n.meta.Load()) }
 
 // NotifyMsg handles a user message: a header (gossip), a fetch request, or a
 // snapshot or delta answering one (reliable, TCP). buf is reused by

@@ -65,7 +65,9 @@
 // length before allocating (strings by MaxCellIDLen and friends, filters by
 // MaxFilterBits = 16 MiB, roaring container counts by the filter size),
 // reject trailing bytes, never panic (fuzz tests), and wrap ErrMalformed.
-// Node metadata (NodeMeta) is at most 328 bytes, inside memberlist's 512.
+// Node metadata (NodeMeta) is at most 328 bytes, inside memberlist's 512,
+// before the models a cell serves (ModelSet, 8 bytes a model; SetModels
+// advertises them as unknown when they do not fit).
 //
 // # Membership and transport
 //
@@ -73,7 +75,9 @@
 // pool; the metadata carries the role, the cell id and the HTTP and gRPC
 // addresses; SWIM failure detection (ProbeInterval, ProbeTimeout,
 // SuspicionMult) turns a crashed node dead, which removes its cell from
-// every Table. Gossip can be encrypted with Config.SecretKey. Memberlist's
+// every Table. Gossip can be encrypted with Config.SecretKey, and its keys
+// rotated with no node dropping out (ParseKeyring says how; SetKeyring
+// applies a node's keyring file). Memberlist's
 // event callbacks do not distinguish a clean leave from a death, so both
 // show as StateDead.
 //

@@ -41,10 +41,15 @@ type Member struct {
 	CellID   string
 	HTTPAddr string
 	GRPCAddr string
+	// ModelsKnown and Models are the models the node's metadata lists
+	// (see NodeMeta).
+	ModelsKnown bool
+	Models      ModelSet
 	// State is the member's liveness.
 	State State
 }
 
 func memberFromMeta(name, addr string, m NodeMeta, st State) Member {
-	return Member{Name: name, Addr: addr, Role: m.Role, CellID: m.CellID, HTTPAddr: m.HTTPAddr, GRPCAddr: m.GRPCAddr, State: st}
+	return Member{Name: name, Addr: addr, Role: m.Role, CellID: m.CellID, HTTPAddr: m.HTTPAddr, GRPCAddr: m.GRPCAddr,
+		ModelsKnown: m.ModelsKnown, Models: m.Models, State: st}
 }

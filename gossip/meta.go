@@ -54,6 +54,12 @@ type NodeMeta struct {
 	HTTPAddr string
 	// GRPCAddr is the host:port of the node's gRPC services, or empty.
 	GRPCAddr string
+	// ModelsKnown says Models lists every model the cell's pods serve, so
+	// that a model it does not list is one the cell cannot serve. False
+	// (the cell does not know yet, or has too many to list) says nothing.
+	ModelsKnown bool
+	// Models are the models the cell serves.
+	Models ModelSet
 }
 
 // Validate checks the role, the cell id and the addresses.
@@ -78,18 +84,31 @@ func (m NodeMeta) Validate() error {
 			return fmt.Errorf("gossip: meta: %s %q: %v", a.name, a.v, err)
 		}
 	}
+	if !m.Models.valid() {
+		return fmt.Errorf("gossip: meta: models are not ascending distinct 8-byte hashes")
+	}
+	if m.Models != "" && !m.ModelsKnown {
+		return fmt.Errorf("gossip: meta: models listed but not known")
+	}
 	return nil
 }
 
 // EncodeMeta returns the wire form of m: version, type, role, then the three
-// strings length-prefixed. With the length limits it is at most 328 bytes,
-// within memberlist's 512.
+// strings length-prefixed, then, when the models are known, a 1, their
+// count and each hash as 8 big-endian bytes. Without models it is at
+// most 328 bytes, within memberlist's 512; SetModels keeps the whole
+// within it.
 func EncodeMeta(m NodeMeta) []byte {
-	e := newEncoder(typeMeta, 8+len(m.CellID)+len(m.HTTPAddr)+len(m.GRPCAddr))
+	e := newEncoder(typeMeta, 16+len(m.CellID)+len(m.HTTPAddr)+len(m.GRPCAddr)+len(m.Models))
 	e.u8(byte(m.Role))
 	e.str(m.CellID)
 	e.str(m.HTTPAddr)
 	e.str(m.GRPCAddr)
+	if m.ModelsKnown {
+		e.u8(1)
+		e.uv(uint64(m.Models.Len()))
+		e.b = append(e.b, m.Models...)
+	}
 	return e.b
 }
 
@@ -103,6 +122,21 @@ func DecodeMeta(b []byte) (NodeMeta, error) {
 	m.CellID = d.str("cell id", MaxCellIDLen)
 	m.HTTPAddr = d.str("http addr", MaxAddrLen)
 	m.GRPCAddr = d.str("grpc addr", MaxAddrLen)
+	// A node of an earlier version ends here: its models are unknown.
+	if d.err == nil && d.remaining() > 0 {
+		if d.u8("models flag") != 1 && d.err == nil {
+			d.fail("meta: models flag is not 1")
+		}
+		m.ModelsKnown = true
+		n := d.uv("model count", MaxMetaSize/8)
+		if d.err == nil && d.remaining() != 8*int(n) {
+			d.fail("meta: %d bytes of model hashes, want %d", d.remaining(), 8*n)
+		}
+		if d.err == nil {
+			m.Models = ModelSet(d.b[d.off:])
+			d.off = len(d.b)
+		}
+	}
 	if err := d.done("meta"); err != nil {
 		return NodeMeta{}, err
 	}

@@ -31,7 +31,8 @@ var ErrClosed = errors.New("gossip: node is shut down")
 type Node struct {
 	cfg    Config
 	logger *log.Logger
-	meta   []byte
+	meta   atomic.Pointer[NodeMeta] // what the node advertises (SetModels changes it)
+	keys   *memberlist.Keyring      // nil when gossip is not encrypted
 	ml     atomic.Pointer[memberlist.Memberlist]
 	bq     *memberlist.TransmitLimitedQueue
 	table  *Table
@@ -75,7 +76,6 @@ func Start(cfg Config, obs Observer) (*Node, error) {
 	n := &Node{
 		cfg:          cfg,
 		logger:       cfg.Logger,
-		meta:         EncodeMeta(cfg.meta()),
 		table:        NewTable(nil),
 		events:       newEventQueue(),
 		members:      make(map[string]*memberRecord),
@@ -87,6 +87,8 @@ func Start(cfg Config, obs Observer) (*Node, error) {
 	if n.logger == nil {
 		n.logger = log.New(io.Discard, "", 0)
 	}
+	meta := cfg.meta()
+	n.meta.Store(&meta)
 	if cfg.Role == RoleCell {
 		pub, err := NewPublisher(cfg.CellID, uint64(time.Now().UnixNano()), DefaultHistory)
 		if err != nil {
@@ -150,6 +152,7 @@ func (n *Node) memberlistConfig() (*memberlist.Config, error) {
 			return nil, fmt.Errorf("gossip: keyring: %w", err)
 		}
 		mc.Keyring = kr
+		n.keys = kr
 	}
 	mc.Delegate = &delegate{n: n}
 	mc.Events = &eventDelegate{n: n}
@@ -189,7 +192,7 @@ func (n *Node) Table() *Table { return n.table }
 
 // LocalMember returns this node as a Member.
 func (n *Node) LocalMember() Member {
-	return memberFromMeta(n.cfg.NodeName, n.Addr(), n.cfg.meta(), StateAlive)
+	return memberFromMeta(n.cfg.NodeName, n.Addr(), *n.meta.Load(), StateAlive)
 }
 
 // Members returns every member this node knows, itself included, sorted by

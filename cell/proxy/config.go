@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"fmt"
 	"time"
 )
@@ -35,6 +36,10 @@ type Config struct {
 	// BufferSize is the size of the relay's read buffer: the largest chunk
 	// written to the client at once. Default 32 KiB.
 	BufferSize int
+	// TLS, when set, makes every call HTTPS with this client configuration
+	// (a cell's pods behind TLS, or the cells behind mutual TLS for the
+	// global tier's hand-off). Nil: plain HTTP.
+	TLS *tls.Config
 }
 
 // DefaultConfig returns the default configuration.

@@ -126,7 +126,7 @@ func (p *Proxy) newRequest(ctx context.Context, method string, r *http.Request, 
 	if len(body) > 0 {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+t.Address+r.URL.RequestURI(), rd)
+	req, err := http.NewRequestWithContext(ctx, method, p.scheme+"://"+t.Address+r.URL.RequestURI(), rd)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 
 	"github.com/cellrouter/cellrouter/api/openai"
 )
@@ -52,9 +53,16 @@ func (p *Proxy) ServeModel(w http.ResponseWriter, r *http.Request, id string, ta
 	return err
 }
 
+// Models returns the model list t answers to GET /v1/models (an engine's
+// served model and its LoRA adapters), within ctx.
+func (p *Proxy) Models(ctx context.Context, t Target) (openai.ModelList, error) {
+	r := (&http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/v1/models"}, Header: http.Header{}}).WithContext(ctx)
+	return p.fetchModels(ctx, r, http.Header{}, t)
+}
+
 // fetchModels gets and parses t's GET /v1/models.
 func (p *Proxy) fetchModels(ctx context.Context, r *http.Request, hdr http.Header, t Target) (openai.ModelList, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+t.Address+"/v1/models", http.NoBody)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.scheme+"://"+t.Address+"/v1/models", http.NoBody)
 	if err != nil {
 		return openai.ModelList{}, fmt.Errorf("%w: build model list request for pod %s: %w", ErrUpstream, t.Pod, err)
 	}

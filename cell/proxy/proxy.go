@@ -13,7 +13,8 @@ import (
 type Target struct {
 	// Pod is the pod's id, for hooks and errors.
 	Pod string
-	// Address is the pod's host:port; requests go to http://Address.
+	// Address is the pod's host:port; requests go to http://Address (or
+	// https://Address with Config.TLS).
 	Address string
 	// Header holds extra request headers for this pod (a cache hint, for
 	// example); they replace headers of the same name from the client.
@@ -86,6 +87,7 @@ type Hooks struct {
 // for concurrent use.
 type Proxy struct {
 	cfg       Config
+	scheme    string // "http" or "https"
 	transport *http.Transport
 	bufs      sync.Pool // *[]byte of cfg.BufferSize
 }
@@ -107,8 +109,12 @@ func New(cfg Config) (*Proxy, error) {
 		DisableCompression:    true, // relay bytes as the pod sent them; never gzip a stream
 		WriteBufferSize:       64 << 10,
 		ReadBufferSize:        32 << 10,
+		TLSClientConfig:       cfg.TLS,
 	}
-	p := &Proxy{cfg: cfg, transport: t}
+	p := &Proxy{cfg: cfg, transport: t, scheme: "http"}
+	if cfg.TLS != nil {
+		p.scheme = "https"
+	}
 	p.bufs.New = func() any {
 		b := make([]byte, cfg.BufferSize)
 		return &b

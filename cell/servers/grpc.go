@@ -13,13 +13,14 @@ import (
 // span continuing the caller's W3C trace context, on provider tp, or on the
 // global provider when tp is nil), and the server answers gRPC server
 // reflection (v1 and v1alpha), so generic clients such as grpcurl can list
-// and describe the services registered on it later.
-func NewGRPC(tp trace.TracerProvider) *grpc.Server {
-	opts := []otelgrpc.Option{otelgrpc.WithPropagators(telemetry.Propagator)}
+// and describe the services registered on it later. opts add the daemon's
+// own options (TLS credentials, limits, interceptors).
+func NewGRPC(tp trace.TracerProvider, opts ...grpc.ServerOption) *grpc.Server {
+	topts := []otelgrpc.Option{otelgrpc.WithPropagators(telemetry.Propagator)}
 	if tp != nil {
-		opts = append(opts, otelgrpc.WithTracerProvider(tp))
+		topts = append(topts, otelgrpc.WithTracerProvider(tp))
 	}
-	s := grpc.NewServer(grpc.StatsHandler(otelgrpc.NewServerHandler(opts...)))
+	s := grpc.NewServer(append([]grpc.ServerOption{grpc.StatsHandler(otelgrpc.NewServerHandler(topts...))}, opts...)...)
 	reflection.Register(s)
 	return s
 }

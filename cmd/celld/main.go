@@ -6,6 +6,7 @@
 //	celld --config celld.yaml [--http-addr HOST:PORT] [--grpc-addr HOST:PORT] [--log-level info]
 //	      [--gossip-advertise IP:PORT] [--gossip-secret-key KEY]
 //	      [--kv-overlap-score-weight 1] [--router-temperature 0] [--busy-threshold 0.95]
+//	      [--api-keys keys.yaml] [--tls-cert C --tls-key K --tls-ca CA] [--max-body-bytes N ...]
 //	celld --check-config celld.yaml   # check the configuration (with any flags above) and exit
 //	celld --version
 package main
@@ -24,6 +25,7 @@ import (
 
 	"github.com/cellrouter/cellrouter/cell"
 	"github.com/cellrouter/cellrouter/cell/buildinfo"
+	"github.com/cellrouter/cellrouter/cell/edge"
 	"github.com/cellrouter/cellrouter/cell/telemetry"
 )
 
@@ -55,6 +57,12 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	overlap := fs.Float64("kv-overlap-score-weight", d.KVOverlapScoreWeight, "default profile: weight of a block to prefill against a block of decode load (overrides routing.kv_overlap_score_weight)")
 	temp := fs.Float64("router-temperature", d.RouterTemperature, "default profile: softmax temperature over normalised costs; 0 picks the lowest cost (overrides routing.router_temperature)")
 	busy := fs.Float64("busy-threshold", d.BusyThreshold, "default profile: skip pods whose active blocks exceed this fraction of kv_blocks (overrides routing.busy_threshold)")
+	apiKeys := fs.String("api-keys", "", "override auth.key_file: the API key file")
+	tlsCert := fs.String("tls-cert", "", "override tls.cert_file: the cell's certificate (PEM)")
+	tlsKey := fs.String("tls-key", "", "override tls.key_file: its private key (PEM)")
+	tlsCA := fs.String("tls-ca", "", "override tls.ca_file: the CA callers' certificates chain to (PEM)")
+	keyring := fs.String("gossip-keyring", "", "override gossip.keyring_file")
+	applyLimits := edge.BindFlags(fs, cell.DefaultConfig().EdgeLimits())
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -96,6 +104,18 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	if *secret != "" {
 		cfg.Gossip.SecretKey = *secret
 	}
+	for _, o := range []struct {
+		flag string
+		dst  *string
+	}{{*apiKeys, &cfg.Auth.KeyFile}, {*tlsCert, &cfg.TLS.CertFile}, {*tlsKey, &cfg.TLS.KeyFile}, {*tlsCA, &cfg.TLS.CAFile},
+		{*keyring, &cfg.Gossip.KeyringFile}} {
+		if o.flag != "" {
+			*o.dst = o.flag
+		}
+	}
+	limits := cfg.EdgeLimits()
+	applyLimits(&limits)
+	cfg.SetEdgeLimits(limits)
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "kv-overlap-score-weight":

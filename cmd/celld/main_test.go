@@ -24,6 +24,13 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"--busy-threshold", "1.5"}, "busy_threshold"},
 		{[]string{"--router-temperature", "-1"}, "router_temperature"},
 		{[]string{"--kv-overlap-score-weight", "-2"}, "kv_overlap_score_weight"},
+		{[]string{"--max-body-bytes", "10"}, "max_body_bytes"},
+		{[]string{"--max-header-bytes", "10"}, "limits.max_header_bytes"},
+		{[]string{"--body-timeout", "0s"}, "limits.body_timeout"},
+		{[]string{"--max-concurrent-streams", "0"}, "limits.max_concurrent_streams"},
+		{[]string{"--tls-cert", "c.pem", "--tls-ca", "ca.pem"}, "tls.key_file"},
+		{[]string{"--tls-cert", "/nonexistent/c.pem", "--tls-key", "/nonexistent/k.pem", "--tls-ca", "/nonexistent/ca.pem", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "nonexistent"},
+		{[]string{"--api-keys", "/nonexistent/keys.yaml", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "auth.key_file"},
 	}
 	for _, tt := range tests {
 		err := run(context.Background(), tt.args, io.Discard, io.Discard)

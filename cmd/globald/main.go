@@ -3,8 +3,10 @@
 //
 //	globald --http-addr :8000 --grpc-addr :8001 --gossip-bind :7946 [--seed HOST:PORT ...]
 //	        [--tokenizer MODEL=/path/tokenizer.json[,CHAT_TEMPLATE] ...]
+//	        [--api-keys keys.yaml] [--tls-cert C --tls-key K --tls-ca CA [--serve-tls]] [--gossip-keyring FILE]
 //	globald --version
 //	globald --demo      # a whole local fleet: simulated pods, two cells and the global endpoint
+//	globald keygen --tenant NAME [--scopes inference,admin]   # a new API key and its key-file entry
 package main
 
 import (
@@ -22,14 +24,21 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cellrouter/cellrouter/cell/buildinfo"
+	"github.com/cellrouter/cellrouter/cell/edge"
 	"github.com/cellrouter/cellrouter/cell/telemetry"
+	"github.com/cellrouter/cellrouter/cell/tlsconf"
 	"github.com/cellrouter/cellrouter/global"
 	"github.com/cellrouter/cellrouter/loadtest/fleet"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "keygen" {
+		err = keygen(os.Args[2:], os.Stdout, os.Stderr)
+	} else {
+		err = run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	}
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "globald:", err)
@@ -90,6 +99,15 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	tokTimeout := fs.Duration("tokenize-timeout", d.Tokenize.RemoteTimeout, "bound of one remote tokenization (then the request goes cold)")
 	tokCache := fs.Int64("tokenize-cache-mb", d.Tokenize.CacheBytes>>20, "memory bound of the tokenization cache in MiB (0: off)")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	apiKeys := fs.String("api-keys", "", "API key file (tenants, limits, key hashes and scopes; see README): keys required on every endpoint but health")
+	tlsCert := fs.String("tls-cert", "", "globald's certificate (PEM): with --tls-key and --tls-ca, every hop to a cell is mutual TLS")
+	tlsKey := fs.String("tls-key", "", "the certificate's private key (PEM)")
+	tlsCA := fs.String("tls-ca", "", "the CA (PEM) the cells' certificates chain to")
+	tlsName := fs.String("tls-server-name", "", "the name the cells' certificates carry (default: the host of each cell's address)")
+	serveTLS := fs.Bool("serve-tls", false, "also serve globald's own HTTP and gRPC listeners over TLS with --tls-cert")
+	keyring := fs.String("gossip-keyring", "", "gossip keyring file, one base64 key a line, the first the primary (instead of --gossip-secret-key); reloaded on change")
+	reloadEvery := fs.Duration("reload-interval", 0, "how often the key file, the TLS files and the keyring are read again (0: 2s)")
+	applyLimits := edge.BindFlags(fs, d.Limits)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -111,6 +129,9 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	if *demo {
 		return runDemo(ctx, tel, *demoCells, *demoPods, *httpAddr, *grpcAddr, out, log)
 	}
+	applyLimits(&d.Limits)
+	d.Security = global.SecurityConfig{KeyFile: *apiKeys, ReloadInterval: *reloadEvery, ServeTLS: *serveTLS,
+		TLS: tlsconf.Config{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA, ServerName: *tlsName}}
 	cfg := d
 	cfg.HTTPAddr, cfg.GRPCAddr, cfg.BlockSize = *httpAddr, *grpcAddr, *blockSize
 	cfg.Search.MaxProbes, cfg.Search.Slack, cfg.Search.ColdBlocks = *maxProbes, *slack, *coldBlocks
@@ -120,6 +141,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	pool := p
 	pool.Bind, pool.Advertise, pool.SecretKey, pool.Seeds = *gossipBind, *gossipAdv, *secret, seedList
 	pool.Name = *gossipName
+	pool.KeyringFile, pool.ReloadInterval = *keyring, *reloadEvery
 	dmn, err := global.NewDaemon(cfg, pool, log)
 	if err != nil {
 		return err
@@ -152,6 +174,7 @@ func flush(tel *telemetry.Telemetry, log *slog.Logger) {
 func runDemo(ctx context.Context, tel *telemetry.Telemetry, cells, pods int, httpAddr, grpcAddr string, out io.Writer, log *slog.Logger) error {
 	cfg := fleet.DefaultConfig()
 	cfg.Cells, cfg.PodsPerCell, cfg.GlobalHTTPAddr, cfg.GlobalGRPCAddr = cells, pods, httpAddr, grpcAddr
+	cfg.Secure = true
 	cfg.Log = log.With("demo", true)
 	if tel.Enabled() {
 		cfg.TracerProvider = func(id telemetry.Identity) (trace.TracerProvider, error) { return tel.Provider(ctx, id) }
@@ -172,23 +195,29 @@ func runDemo(ctx context.Context, tel *telemetry.Telemetry, cells, pods int, htt
 	body := fleet.ExampleChat(cfg.Pod.Model)
 	fmt.Fprintf(out, "cellrouter demo: %d cells x %d simulated pods behind %s\n\n", cells, pods, f.Endpoint())
 	for i, c := range f.Cells {
-		fmt.Fprintf(out, "  cell-%d  http://%s  grpc %s  (%d pods)\n", i, c.HTTPAddr(), c.GRPCAddr(), len(f.Pods[i]))
+		fmt.Fprintf(out, "  cell-%d  https://%s  grpc %s  (%d pods; mutual TLS: only globald gets in)\n", i, c.HTTPAddr(), c.GRPCAddr(), len(f.Pods[i]))
 	}
 	fmt.Fprintf(out, "  global  grpc %s\n", f.Global.GRPCAddr())
 	fmt.Fprintf(out, `
+API key (tenant %q, scopes inference and admin; key file %s):
+
+  export CELLROUTER_API_KEY=%s
+
 Try a chat (send it twice: the global tier tokenizes it as the cells and pods do, so the
 second send is routed by summary to the same pod and reports cached tokens):
 
-  curl -s %s/v1/chat/completions -H 'Content-Type: application/json' \
+  curl -s %s/v1/chat/completions -H "Authorization: Bearer $CELLROUTER_API_KEY" -H 'Content-Type: application/json' \
     -d '%s' -D - | grep -iE 'x-cellrouter|cached_tokens|^{'
 
-  curl -s %s/v1/global/cells        # the cells and their summaries
-  curl -s %s/metrics | grep cellrouter_global_requests   # path="summary_chat" on the second send
+  curl -s %s/v1/models              # without the key: 401 in OpenAI's error shape
+  curl -s -H "Authorization: Bearer $CELLROUTER_API_KEY" %s/v1/global/cells        # the cells and their summaries
+  curl -s -H "Authorization: Bearer $CELLROUTER_API_KEY" %s/metrics | grep cellrouter_global_requests   # path="summary_chat" on the second send
   curl -s %s/openapi/global.swagger.json   # the REST control plane's OpenAPI document
-  grpcurl -plaintext %s list        # the gRPC services, by server reflection
+  grpcurl -plaintext -H "authorization: Bearer $CELLROUTER_API_KEY" %s list        # the gRPC services, by server reflection
 
-Ctrl-C stops everything.
-`, f.Endpoint(), body, f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Global.GRPCAddr())
+The demo's tenant is isolated: its prompts are cached under its own salt, in the pods, the
+cells' indexes and the summaries. Ctrl-C stops everything.
+`, fleet.DemoTenant, f.KeyFile, f.APIKey, f.Endpoint(), body, f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Global.GRPCAddr())
 	<-ctx.Done()
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/cellrouter/cellrouter/cell/auth"
 )
 
 func TestRunRejectsBadInput(t *testing.T) {
@@ -21,11 +23,42 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"--tokenizer", "m=/nonexistent/tokenizer.json", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "tokenize.models[0]"},
 		{[]string{"--tokenizer", "m=/t.json,jinja", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "chat_template"},
 		{[]string{"--tokenize-cache-mb", "-1", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "cache_bytes"},
+		{[]string{"--max-body-bytes", "10", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "max_body_bytes"},
+		{[]string{"--idle-timeout", "0s", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "idle_timeout"},
+		{[]string{"--serve-tls", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "serve_tls"},
+		{[]string{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "tls.ca_file"},
+		{[]string{"--api-keys", "/nonexistent/keys.yaml", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "key file"},
+		{[]string{"--gossip-keyring", "/nonexistent/keyring", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0", "--gossip-bind", "127.0.0.1:0"}, "keyring_file"},
 	}
 	for _, tt := range tests {
 		err := run(context.Background(), tt.args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("run(%q) = %v, want an error mentioning %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+// TestKeygen checks that keygen prints a key and the key-file entry that
+// grants it, which a key file accepts.
+func TestKeygen(t *testing.T) {
+	var out strings.Builder
+	if err := keygen([]string{"--tenant", "acme", "--scopes", "inference,admin", "--name", "ci"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	key := strings.TrimSpace(strings.TrimPrefix(lines[1], "#"))
+	entry := strings.Join(lines[3:], "\n")
+	tab, err := auth.ParseKeyFile([]byte("tenants: [{name: acme}]\nkeys:\n" + entry))
+	if err != nil {
+		t.Fatalf("the printed entry does not parse: %v\n%s", err, out.String())
+	}
+	p, err := tab.Authenticate("Bearer " + key)
+	if err != nil || p.TenantName() != "acme" || p.Scopes != auth.ScopeInference|auth.ScopeAdmin {
+		t.Errorf("the printed key: %+v, %v; want acme with inference and admin", p, err)
+	}
+	for _, bad := range [][]string{{"--tenant", "a b"}, {"--tenant", "acme", "--scopes", "root"}} {
+		if err := keygen(bad, io.Discard, io.Discard); err == nil {
+			t.Errorf("keygen %q: got nil, want an error", bad)
 		}
 	}
 }

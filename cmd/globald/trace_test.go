@@ -102,6 +102,7 @@ func TestDemoExportsOneTraceAcrossTheFleet(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.Endpoint())
 	out, logs, errc, stop := startRun(t, "--demo", "--demo-pods", "2", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0", "--log-level", "warn")
 	endpoint := waitMatch(t, out, regexp.MustCompile(`behind (http://\S+)`), errc)
+	key := waitMatch(t, out, regexp.MustCompile(`export CELLROUTER_API_KEY=(\S+)`), errc)
 
 	model := fleet.DefaultConfig().Pod.Model
 	prompt := make([]int, 256)
@@ -112,6 +113,7 @@ func TestDemoExportsOneTraceAcrossTheFleet(t *testing.T) {
 		b, _ := json.Marshal(body)
 		req, _ := http.NewRequest(http.MethodPost, endpoint+path, bytes.NewReader(b))
 		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+key)
 		if traceparent != "" {
 			req.Header.Set("traceparent", traceparent)
 		}

@@ -25,6 +25,7 @@ func TestDispatchErrors(t *testing.T) {
 		{"missing tokenizer", []string{"enginesim", "--tokenizer-json", "no-such-tokenizer.json"}, "no-such-tokenizer.json"},
 		{"unknown chat template", []string{"enginesim", "--tokenizer-json", "demo", "--chat-template", "jinja"}, `unknown chat template "jinja"`},
 		{"bad overhead prompt", []string{"overhead", "--prompt", "image"}, `Prompt = "image"`},
+		{"overhead tls without global", []string{"overhead", "--tls", "--global=false"}, "needs Global"},
 		{"bad hierarchy prompt", []string{"hierarchy", "--prompt", "image", "--quiet"}, `Prompt must be tokens, text or chat, got "image"`},
 	}
 	for _, tt := range tests {

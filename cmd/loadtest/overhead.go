@@ -23,6 +23,7 @@ func runOverhead(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	prompt := fs.Int("prompt-tokens", d.PromptTokens, "prompt length in tokens (token ids, or text of about that many tokens)")
 	kind := fs.String("prompt", d.Prompt, "what the direct and cell sides send: tokens, text (the cell tokenizes it) or chat")
 	glob := fs.Bool("global", d.Global, "also measure the global tier in front of the cell, for token, text and chat prompts")
+	withTLS := fs.Bool("tls", false, "also measure the global tier's hop to the cell over mutual TLS against plaintext, side by side (needs --global)")
 	chunks := fs.Int("chunks", d.Chunks, "stream chunks per response")
 	pods := fs.Int("pods", d.Pods, "pods behind the cell")
 	asJSON := fs.Bool("json", false, "print one JSON object")
@@ -30,7 +31,7 @@ func runOverhead(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	rep, err := overhead.Run(ctx, overhead.Config{Requests: *requests, Warmup: *warmup, PromptTokens: *prompt, Chunks: *chunks, Pods: *pods,
-		Prompt: *kind, Global: *glob})
+		Prompt: *kind, Global: *glob, TLS: *withTLS})
 	if err != nil {
 		return err
 	}
@@ -68,5 +69,17 @@ func runOverhead(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintf(stdout, " %s %.1f/%.1f", k, g.Tokenize[k].P50Us, g.Tokenize[k].P99Us)
 	}
 	fmt.Fprintf(stdout, "; segment cache hit ratio %.2f\n", g.CacheHitRatio)
+	if h := rep.TLSHop; h != nil {
+		fmt.Fprintf(stdout, "\nthe global tier's hop to the cell (probe and hand-off), token prompts, interleaved (ms)\n")
+		fmt.Fprintf(stdout, "%-24s %8s %8s %8s %8s %8s %8s\n", "hop", "cell p50", "cell p99", "glob p50", "glob p99", "+p50", "+p99")
+		for _, m := range []struct {
+			name string
+			m    overhead.GlobalMode
+		}{{"plaintext", h.Plain}, {"mutual TLS", h.MutualTLS}} {
+			fmt.Fprintf(stdout, "%-24s %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n", m.name, m.m.Cell.P50Ms, m.m.Cell.P99Ms,
+				m.m.Global.P50Ms, m.m.Global.P99Ms, m.m.AddedP50Ms, m.m.AddedP99Ms)
+		}
+		fmt.Fprintf(stdout, "mutual TLS adds: p50 %+.3f ms, p99 %+.3f ms\n", h.AddedP50Ms, h.AddedP99Ms)
+	}
 	return nil
 }

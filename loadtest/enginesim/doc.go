@@ -35,8 +35,10 @@
 //
 // The KV cache is package engine's model: Config.Blocks blocks of
 // Config.BlockSize tokens with leaf-first LRU eviction, each named by the
-// chained hash of package blockhash under the seed Keys{Model: Config.Model}
-// (no LoRA; cache_salt is not modelled). A request's hit is the cached
+// chained hash of package blockhash under the seed of Config.Model and the
+// request's cache_salt (no LoRA): as in vLLM, requests with different salts
+// share no block, and a chain stored under a salt carries it as its first
+// block's extra key in the BlockStored event. A request's hit is the cached
 // prefix of its chain when it enters the running batch, never covering the
 // last prompt token (vLLM recomputes the last block of a full hit);
 // cached_tokens is that hit in tokens. When the prefill completes, the

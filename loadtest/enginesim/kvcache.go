@@ -52,9 +52,16 @@ func newKVCache(cfg *Config, pod string, pub publisher, log *slog.Logger) *kvCac
 	}
 }
 
-// chain appends the chained hashes of the full blocks of tokens to dst.
-func (k *kvCache) chain(tokens []uint32, dst []blockhash.Hash) []blockhash.Hash {
-	return k.hasher.Chain(k.seed, tokens, dst)
+// chain appends the chained hashes of the full blocks of tokens under the
+// cache salt salt ("" for none) to dst: as in vLLM, a salt changes every
+// block's hash (it seeds the first), so requests with different salts share
+// no block.
+func (k *kvCache) chain(tokens []uint32, salt string, dst []blockhash.Hash) []blockhash.Hash {
+	seed := k.seed
+	if salt != "" {
+		seed = blockhash.Seed(blockhash.Identity(k.model, "", salt))
+	}
+	return k.hasher.Chain(seed, tokens, dst)
 }
 
 // lookup returns how many leading blocks of chain are cached, changing
@@ -74,8 +81,10 @@ type commitResult struct {
 // it stores the missing blocks, evicting least recently used ones, and
 // publishes one batch with a BlockRemoved event for the evictions and a
 // BlockStored event (hashes, parent, token ids, block size, medium GPU)
-// for the new blocks. Nothing is published for a full hit.
-func (k *kvCache) commit(chain []blockhash.Hash, tokens []uint32) commitResult {
+// for the new blocks. Nothing is published for a full hit. A chain that
+// starts here under a cache salt carries it as vLLM does: as the first
+// block's extra key.
+func (k *kvCache) commit(chain []blockhash.Hash, tokens []uint32, salt string) commitResult {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.clock++
@@ -104,6 +113,9 @@ func (k *kvCache) commit(chain []blockhash.Hash, tokens []uint32) commitResult {
 		}
 		if adm.Matched > 0 {
 			ev.ParentHash, ev.HasParent = uint64(chain[adm.Matched-1]), true
+		} else if salt != "" {
+			ev.ExtraKeys = make([]events.BlockKeys, len(adm.Stored))
+			ev.ExtraKeys[0] = events.BlockKeys{{Kind: events.KeyString, Text: salt}}
 		}
 		b.Events = append(b.Events, ev)
 	}

@@ -58,6 +58,7 @@ type genRequest struct {
 	includeUsage bool
 	maxTokens    int      // output tokens to generate
 	tokens       []uint32 // the prompt's token ids
+	salt         string   // cache_salt: partitions the prefix cache
 	kv           kvParams
 }
 
@@ -87,7 +88,7 @@ func (p *Pod) parseGenerate(kind openai.Kind, body []byte) (*genRequest, *apiErr
 			return nil, badRequest("", "add_special_tokens and add_generation_prompt must be booleans: %v", err)
 		}
 	}
-	g := &genRequest{kind: kind, stream: req.Stream, includeUsage: req.IncludeUsage}
+	g := &genRequest{kind: kind, stream: req.Stream, includeUsage: req.IncludeUsage, salt: req.CacheSalt}
 	if req.KVTransferParams != nil {
 		if err := json.Unmarshal(req.KVTransferParams, &g.kv); err != nil {
 			return nil, badRequest("kv_transfer_params", "does not decode: %v", err)

@@ -137,7 +137,7 @@ func (p *Pod) plan(g *genRequest, chain []blockhash.Hash) prefillPlan {
 // when ctx ended first (the client went away or the pod closed): the slot
 // is freed at once and nothing more is written.
 func (p *Pod) generate(ctx context.Context, w http.ResponseWriter, g *genRequest) bool {
-	chain := p.cache.chain(g.tokens, nil)
+	chain := p.cache.chain(g.tokens, g.salt, nil)
 	start := time.Now()
 	if err := p.sched.acquire(ctx); err != nil {
 		return false
@@ -148,7 +148,7 @@ func (p *Pod) generate(ctx context.Context, w http.ResponseWriter, g *genRequest
 	if err := p.sleep(ctx, pl.duration); err != nil {
 		return false
 	}
-	p.cache.commit(chain, g.tokens)
+	p.cache.commit(chain, g.tokens, g.salt)
 	p.stats.prefills.Add(1)
 	p.stats.promptTokens.Add(uint64(len(g.tokens)))
 	p.stats.cachedTokens.Add(uint64(pl.cached))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cellrouter/cellrouter/cell"
 	"github.com/cellrouter/cellrouter/cell/telemetry"
+	"github.com/cellrouter/cellrouter/cell/tlsconf"
 	"github.com/cellrouter/cellrouter/cell/tokenizer"
 	"github.com/cellrouter/cellrouter/global"
 	"github.com/cellrouter/cellrouter/loadtest/enginesim"
@@ -45,6 +46,16 @@ type Config struct {
 	CellsTokenizeRemote, GlobalTokenizeRemote bool
 	// Log receives the parts' logs (nil: discarded).
 	Log *slog.Logger
+	// Secure runs the fleet as a deployment should: the global endpoint
+	// takes API keys (one tenant, its key in Fleet.APIKey), the hops from
+	// the global tier to the cells are mutual TLS with certificates of a
+	// CA made for the fleet (the cells let in nothing else), and gossip is
+	// encrypted with a keyring file. Everything is generated into the
+	// fleet's temporary directory at start.
+	Secure bool
+	// ReloadInterval is how often a Secure fleet's parts read the key
+	// file, TLS files and keyring again (0: the daemons' default).
+	ReloadInterval time.Duration
 	// TracerProvider, when set, gives each cell its own tracer provider:
 	// it is called once per cell with the cell's identity (service "celld",
 	// instance and cell its id), so a tracing backend tells the cells of
@@ -85,8 +96,16 @@ type Fleet struct {
 	Cells  []*cell.Cell
 	Pods   [][]*enginesim.Pod
 
+	// APIKey is the key of a Secure fleet's tenant (scopes inference and
+	// admin); "" otherwise. KeyFile is its key file, CA the CA of the
+	// tier's certificates (nil unless Secure).
+	APIKey      string
+	KeyFile     string
+	KeyringFile string
+	CA          *tlsconf.EphemeralCA
+
 	fleets []*enginesim.Fleet
-	tmpDir string // holds the demo tokenizer; removed by Close
+	tmpDir string // holds the demo tokenizer and secrets; removed by Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	errs   chan error
@@ -124,6 +143,20 @@ func Start(ctx context.Context, cfg Config) (f *Fleet, err error) {
 	}
 	pool := global.DefaultPoolConfig()
 	pool.Bind = "127.0.0.1:0"
+	var sec *secrets
+	if cfg.Secure {
+		if f.tmpDir == "" {
+			if f.tmpDir, err = os.MkdirTemp("", "cellrouter-fleet-"); err != nil {
+				return f, fmt.Errorf("fleet: %w", err)
+			}
+		}
+		if sec, err = newSecrets(f.tmpDir); err != nil {
+			return f, fmt.Errorf("fleet: secrets: %w", err)
+		}
+		f.APIKey, f.KeyFile, f.KeyringFile, f.CA = sec.apiKey, sec.keyFile, sec.keyring, sec.ca
+		gcfg.Security.KeyFile, gcfg.Security.TLS, gcfg.Security.ReloadInterval = sec.keyFile, sec.global, cfg.ReloadInterval
+		pool.KeyringFile, pool.ReloadInterval = sec.keyring, cfg.ReloadInterval
+	}
 	if f.Global, err = global.NewDaemon(gcfg, pool, log.With("part", "globald")); err != nil {
 		return f, err
 	}
@@ -151,6 +184,12 @@ func Start(ctx context.Context, cfg Config) (f *Fleet, err error) {
 		}
 		ccfg.Gossip.Bind, ccfg.Gossip.Seeds = "127.0.0.1:0", []string{f.Global.GossipAddr()}
 		ccfg.Gossip.SummaryInterval = cfg.SummaryInterval
+		if sec != nil {
+			if ccfg.TLS.Config, err = sec.cell(ccfg.CellID); err != nil {
+				return f, fmt.Errorf("fleet: secrets: %w", err)
+			}
+			ccfg.Gossip.KeyringFile, ccfg.Auth.ReloadInterval = sec.keyring, cfg.ReloadInterval
+		}
 		for _, p := range sim.Pods() {
 			ccfg.Pods = append(ccfg.Pods, cell.PodConfig{ID: p.ID(), Address: p.HTTPAddr(), Role: string(p.Role()),
 				ZMQEndpoint: p.ZMQEndpoint(), ReplayEndpoint: p.ReplayEndpoint(), KVBlocks: cfg.Pod.Blocks})

@@ -15,4 +15,11 @@
 // last words), so every global request is routed by summary with a real
 // gRPC probe; the run fails if any would go the cold path. The global
 // tier's tokenization is also timed alone on fresh requests.
+//
+// With Config.TLS the run measures what mutual TLS costs on the global
+// tier's hop to the cell (TLSHop): a second cell over the same pods serves
+// mutual TLS with certificates of a CA made for the run, a second global
+// tier probes it and hands off to it over mutual TLS, and token requests
+// go through the plaintext and the mutual-TLS global tiers, interleaved
+// one by one with the cell alone.
 package overhead

@@ -36,6 +36,9 @@ type Config struct {
 	// Global also measures the global tier in front of the cell, for every
 	// prompt kind (GlobalTier).
 	Global bool
+	// TLS also measures what mutual TLS costs on the global tier's hop to
+	// the cell (TLSHop); it needs Global.
+	TLS bool
 }
 
 // DefaultConfig measures 2000 requests per side and mode, with token
@@ -59,6 +62,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("overhead: Chunks = %d, want >= 1", c.Chunks)
 	case c.Pods < 1 || c.Pods > 256:
 		return fmt.Errorf("overhead: Pods = %d, want 1..256", c.Pods)
+	case c.TLS && !c.Global:
+		return fmt.Errorf("overhead: TLS = true: needs Global (the hop measured is the global tier's)")
 	}
 	return nil
 }
@@ -96,6 +101,9 @@ type Report struct {
 	// GlobalTier is the global tier's added latency by prompt kind (nil
 	// unless Config.Global).
 	GlobalTier *GlobalTier `json:"global_tier,omitempty"`
+	// TLSHop is what mutual TLS adds to the global tier's hop (nil unless
+	// Config.TLS).
+	TLSHop *TLSHop `json:"tls_hop,omitempty"`
 }
 
 // Run starts the pods and a cell, measures, and stops everything.
@@ -177,6 +185,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	if rep.GlobalTier, err = gs.measureGlobal(ctx, client, cfg, prompts, "http://"+c.HTTPAddr()); err != nil {
+		return nil, err
+	}
+	if !cfg.TLS {
+		return rep, nil
+	}
+	tg, stop, err := startTLSTier(ctx, ccfg, prompts, dir, tokFile)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	if rep.TLSHop, err = gs.measureTLS(ctx, client, cfg, prompts, "http://"+c.HTTPAddr(), tg); err != nil {
 		return nil, err
 	}
 	return rep, nil

@@ -14,6 +14,7 @@ func TestRunSmall(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Requests, cfg.Warmup, cfg.Pods, cfg.Prompt = 20, 2, 3, prompt
 			cfg.Global = prompt == PromptText
+			cfg.TLS = cfg.Global
 			rep, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -53,6 +54,14 @@ func TestRunSmall(t *testing.T) {
 			if g.CacheHitRatio <= 0 || g.PromptTokens < cfg.PromptTokens {
 				t.Errorf("cache hit ratio %v, prompt tokens %d", g.CacheHitRatio, g.PromptTokens)
 			}
+			h := rep.TLSHop
+			if h == nil {
+				t.Fatal("no TLS hop report with Config.TLS")
+			}
+			if !consistent(h.Plain.Global) || !consistent(h.MutualTLS.Global) || h.Plain.Cell != h.MutualTLS.Cell ||
+				h.AddedP50Ms != h.MutualTLS.Global.P50Ms-h.Plain.Global.P50Ms {
+				t.Errorf("inconsistent TLS hop report %+v", h)
+			}
 		})
 	}
 }
@@ -65,6 +74,7 @@ func TestValidate(t *testing.T) {
 		func(c *Config) { c.PromptTokens = 0 },
 		func(c *Config) { c.Warmup = -1 },
 		func(c *Config) { c.Prompt = "image" },
+		func(c *Config) { c.Global, c.TLS = false, true },
 	} {
 		c := DefaultConfig()
 		mod(&c)

@@ -1,0 +1,141 @@
+package auth
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"regexp"
+
+	"gopkg.in/yaml.v3"
+)
+
+// MaxKeyFileBytes bounds a key file: a million keys fit in well under it.
+const MaxKeyFileBytes = 64 << 20
+
+// MaxTenants bounds the tenants of one key file, which are metric labels.
+const MaxTenants = 10000
+
+// KeyFile is the key file's YAML document (see the package comment).
+type KeyFile struct {
+	// Tenants declares every tenant a key may name.
+	Tenants []TenantSpec `yaml:"tenants"`
+	// Keys are the API keys, one entry per key.
+	Keys []KeySpec `yaml:"keys"`
+}
+
+// TenantSpec is one tenant of the key file.
+type TenantSpec struct {
+	// Name names the tenant in metrics, logs and its cache salt: 1 to 64
+	// letters, digits, '.', '_' or '-', starting with a letter or digit.
+	Name string `yaml:"name"`
+	// Isolated partitions the tenant's prefix cache from every other
+	// tenant's (the package comment says how); nil means true. Tenants
+	// that share prompts on purpose set false.
+	Isolated *bool `yaml:"isolated"`
+	// RequestsPerSecond is the tenant's sustained request rate, all its
+	// keys together, at the daemon that checks its keys; 0 is unlimited.
+	RequestsPerSecond float64 `yaml:"requests_per_second"`
+	// Burst is how many requests may come at once after a quiet spell; 0
+	// means RequestsPerSecond rounded up (at least 1).
+	Burst int `yaml:"burst"`
+	// MaxConcurrent bounds the tenant's requests in flight; 0 is unlimited.
+	MaxConcurrent int `yaml:"max_concurrent"`
+}
+
+// KeySpec is one API key of the key file.
+type KeySpec struct {
+	// SHA256 is the SHA-256 of the key in hex (HashKey(key).String()); the
+	// key itself is never written down.
+	SHA256 string `yaml:"sha256"`
+	// Tenant is the tenant the key belongs to; it must be declared.
+	Tenant string `yaml:"tenant"`
+	// Scopes are what the key may do: inference, admin, events.
+	Scopes []string `yaml:"scopes"`
+	// Name is an optional label for people (who holds the key); it is not
+	// used for anything else.
+	Name string `yaml:"name"`
+}
+
+var tenantName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// ParseKeyFile parses and checks a key file. Unknown fields are errors (a
+// misspelt limit must not silently mean "unlimited"), and every error
+// wraps ErrKeyFile and names the entry and field at fault.
+func ParseKeyFile(data []byte) (*Table, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrKeyFile, fmt.Sprintf(format, args...))
+	}
+	if len(data) > MaxKeyFileBytes {
+		return nil, bad("%d bytes is over the limit of %d", len(data), MaxKeyFileBytes)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		// Most likely a file caught while it is rewritten; a key file that
+		// means "no keys" says so (keys: []).
+		return nil, bad("empty")
+	}
+	var kf KeyFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&kf); err != nil && !errors.Is(err, io.EOF) {
+		return nil, bad("%v", err)
+	}
+	if len(kf.Tenants) > MaxTenants {
+		return nil, bad("%d tenants is over the limit of %d", len(kf.Tenants), MaxTenants)
+	}
+	t := &Table{keys: make(map[KeyHash]keyEntry, len(kf.Keys)), tenants: make(map[string]*Tenant, len(kf.Tenants))}
+	for i, ts := range kf.Tenants {
+		switch {
+		case !tenantName.MatchString(ts.Name):
+			return nil, bad("tenants[%d].name = %q: want 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", i, ts.Name)
+		case t.tenants[ts.Name] != nil:
+			return nil, bad("tenants[%d].name = %q: declared twice", i, ts.Name)
+		case ts.RequestsPerSecond < 0 || math.IsNaN(ts.RequestsPerSecond) || math.IsInf(ts.RequestsPerSecond, 0):
+			return nil, bad("tenants[%d].requests_per_second = %v: want a number >= 0", i, ts.RequestsPerSecond)
+		case ts.Burst < 0:
+			return nil, bad("tenants[%d].burst = %d: want >= 0", i, ts.Burst)
+		case ts.MaxConcurrent < 0:
+			return nil, bad("tenants[%d].max_concurrent = %d: want >= 0", i, ts.MaxConcurrent)
+		}
+		ten := &Tenant{Name: ts.Name, Isolated: ts.Isolated == nil || *ts.Isolated,
+			Limits: Limits{RequestsPerSecond: ts.RequestsPerSecond, Burst: ts.Burst, MaxConcurrent: ts.MaxConcurrent}}
+		if ten.Limits.Burst == 0 && ten.Limits.RequestsPerSecond > 0 {
+			ten.Limits.Burst = int(max(1, math.Ceil(min(ten.Limits.RequestsPerSecond, math.MaxInt32))))
+		}
+		t.tenants[ts.Name] = ten
+		t.order = append(t.order, ten)
+	}
+	for i, ks := range kf.Keys {
+		raw, err := hex.DecodeString(ks.SHA256)
+		if err != nil || len(raw) != len(KeyHash{}) {
+			return nil, bad("keys[%d].sha256: want 64 hex digits (the SHA-256 of the key)", i)
+		}
+		h := KeyHash(raw)
+		if _, dup := t.keys[h]; dup {
+			return nil, bad("keys[%d].sha256: the same key is listed twice", i)
+		}
+		ten := t.tenants[ks.Tenant]
+		if ten == nil {
+			return nil, bad("keys[%d].tenant = %q: not declared under tenants", i, ks.Tenant)
+		}
+		if len(ks.Scopes) == 0 {
+			return nil, bad("keys[%d].scopes: empty (want inference, admin or events)", i)
+		}
+		var s Scope
+		for j, name := range ks.Scopes {
+			sc, err := ParseScope(name)
+			if err != nil {
+				return nil, bad("keys[%d].scopes[%d] = %q: want inference, admin or events", i, j, name)
+			}
+			s |= sc
+		}
+		t.keys[h] = keyEntry{tenant: ten, scopes: s, id: h.ID()}
+	}
+	return t, nil
+}
+
+// ValidTenantName reports whether name is a tenant name a key file may
+// declare.
+func ValidTenantName(name string) bool { return tenantName.MatchString(name) }
