@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cellrouter/cellrouter/cell/servers/servertest"
 )
 
 // fakePod is a recording OpenAI-compatible pod.
@@ -129,12 +130,5 @@ func (p *fakePod) serve(w http.ResponseWriter, r *http.Request) {
 
 // deadAddr returns a loopback address nothing listens on.
 func deadAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
+	return servertest.RefusedAddr(t)
 }

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cellrouter/cellrouter/cell/servers/servertest"
 )
 
 // waitTimeout is the generous deadline of every wait in these tests.
@@ -59,17 +60,9 @@ func (fp *fakePod) target(name string) Target {
 	return Target{Pod: name, Address: fp.Listener.Addr().String()}
 }
 
-// refusedTarget returns a target whose address refuses connections: a port
-// that was just listened on and closed.
+// refusedTarget returns a target whose address refuses connections.
 func refusedTarget(t testing.TB) Target {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return Target{Pod: "refused", Address: addr}
+	return Target{Pod: "refused", Address: servertest.RefusedAddr(t)}
 }
 
 // hijackClose takes over the connection and closes it: the client sees the

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cellrouter/cellrouter/cell/servers/servertest"
 )
 
 func TestFirstModel(t *testing.T) {
@@ -48,12 +49,7 @@ func TestFirstModel(t *testing.T) {
 			}
 		})
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := servertest.RefusedAddr(t)
 	if _, err := FirstModel(context.Background(), "http://"+addr, 10*time.Second); !errors.Is(err, ErrNoModel) {
 		t.Errorf("unreachable target: got %v, want ErrNoModel", err)
 	}

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellrouter/cellrouter/cell/servers/servertest"
 	"github.com/cellrouter/cellrouter/loadtest/trace"
 )
 
@@ -174,13 +174,8 @@ func TestRunKeepsSchedule(t *testing.T) {
 }
 
 func TestRunUnreachable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	_, err = Run(context.Background(), testConfig("http://"+addr), []trace.Record{rec(0, 1, 1)}, nil)
+	addr := servertest.RefusedAddr(t)
+	_, err := Run(context.Background(), testConfig("http://"+addr), []trace.Record{rec(0, 1, 1)}, nil)
 	if err == nil || !strings.Contains(err.Error(), "unreachable") || !strings.Contains(err.Error(), addr) {
 		t.Errorf("got error %v, want one saying %s is unreachable", err, addr)
 	}
