@@ -16,8 +16,18 @@ import (
 // occupy; the score is -cost (lower cost, higher score). The raw value is
 // kept (not normalised) so that the softmax picker sees real differences;
 // give it weight 1 and use it alone, as the default profile does.
+//
+// Blocks the index learned from routing count as held: approximate ones
+// (pods without events) fully, speculative ones (a request routed there
+// moments ago, not yet confirmed by events) at SpeculativeWeight, default
+// 1. Below 1 the scorer asks the index where each matched pod's exact
+// depth ends, which costs a map lookup per matched pod with speculative
+// blocks.
 type KVCost struct {
-	OverlapWeight float64 `yaml:"overlap_weight"`
+	OverlapWeight     float64 `yaml:"overlap_weight"`
+	SpeculativeWeight float64 `yaml:"speculative_weight"`
+
+	split Splitter
 }
 
 var _ pipeline.Scorer = (*KVCost)(nil)
@@ -37,20 +47,27 @@ func (s *KVCost) Score(rc *pipeline.Context, out []float64) {
 		w = *o
 	}
 	total := len(hs)
-	var depth [index.MaxPods]int32
+	var depth [index.MaxPods]float64
 	if m != nil {
 		for _, g := range m.Groups() {
-			g.Pods.ForEach(func(s index.Slot) { depth[s] = int32(g.Depth) })
+			g.Pods.ForEach(func(s index.Slot) { depth[s] = float64(g.Depth) })
+		}
+		if sw := s.SpeculativeWeight; sw != 1 && s.split != nil {
+			s.split.SplitLearned(hs, m, m.Matched())
+			m.Learned().AndNot(m.Approximate()).ForEach(func(sl index.Slot) {
+				e := float64(m.ExactDepth(sl))
+				depth[sl] = e + sw*(depth[sl]-e)
+			})
 		}
 	}
 	cands := rc.Candidates
 	for k, i := range rc.Active() {
 		c := &cands[i]
-		d := int32(0)
+		d := 0.0
 		if c.HasSlot {
 			d = depth[c.Slot]
 		}
-		out[k] = -(w*float64(int32(total)-d) + float64(c.ActiveBlocks))
+		out[k] = -(w*(float64(total)-d) + float64(c.ActiveBlocks))
 	}
 }
 
