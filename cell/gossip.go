@@ -112,6 +112,12 @@ func summarize(b *gossip.Builder, a *events.Applier, l *index.Learner) *gossip.S
 	return b.Build()
 }
 
+// Summary builds with b the summary the cell publishes to the global tier
+// (for tests and tools that stand in for gossip).
+func (c *Cell) Summary(b *gossip.Builder) *gossip.Summary {
+	return summarize(b, c.applier, c.learner)
+}
+
 // cellLoad is the load the cell gossips.
 func (c *Cell) cellLoad() gossip.Load {
 	var l gossip.Load
