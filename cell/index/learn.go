@@ -99,11 +99,17 @@ func NewLearner(ix *Index, cfg LearnConfig) (*Learner, error) {
 // Config returns the learner's configuration.
 func (l *Learner) Config() LearnConfig { return l.cfg }
 
-func (l *Learner) setActive(s Slot, on bool) {
+// setBit sets or clears slot s's bit in b, writing only when it changes
+// (the words are read by every query and every exact write).
+func setBit(b *[4]atomic.Uint64, s Slot, on bool) {
+	w, bit := &b[s>>6], uint64(1)<<(s&63)
+	if (w.Load()&bit != 0) == on {
+		return
+	}
 	if on {
-		l.active[s>>6].Or(1 << (s & 63))
+		w.Or(bit)
 	} else {
-		l.active[s>>6].And(^uint64(1 << (s & 63)))
+		w.And(^bit)
 	}
 }
 
@@ -119,12 +125,8 @@ func (l *Learner) approxSet() HostBitmap {
 // its lock.
 func (l *Learner) update(s Slot) {
 	st := &l.slots[s]
-	l.setActive(s, st.approx || (st.set != nil && st.set.len() > 0))
-	if st.approx {
-		l.approx[s>>6].Or(1 << (s & 63))
-	} else {
-		l.approx[s>>6].And(^uint64(1 << (s & 63)))
-	}
+	setBit(&l.active, s, st.approx || (st.set != nil && st.set.len() > 0))
+	setBit(&l.approx, s, st.approx)
 }
 
 // SetApproximate says whether slot s is a pod without events, whose
@@ -396,13 +398,14 @@ func (l *Learner) unlockSlots(b HostBitmap) {
 // approximate mode and its approximate blocks go. The caller holds the
 // locks of every slot in ops.
 func (l *Learner) reconcile(ops []Op) {
-	var switched HostBitmap
+	var switched, touched HostBitmap
 	for i := range ops {
 		op := &ops[i]
 		st := &l.slots[op.Slot]
 		if op.Hash == 0 || (!st.approx && st.set == nil) {
 			continue
 		}
+		touched = touched.Set(op.Slot)
 		if st.approx {
 			st.approx = false
 			switched = switched.Set(op.Slot)
@@ -424,10 +427,6 @@ func (l *Learner) reconcile(ops []Op) {
 		}
 	}
 	switched.ForEach(func(s Slot) { l.dropApprox(s) })
-	var touched HostBitmap
-	for i := range ops {
-		touched = touched.Set(ops[i].Slot)
-	}
 	touched.ForEach(func(s Slot) {
 		l.flush(s)
 		l.update(s)
@@ -519,14 +518,7 @@ func (l *Learner) Stats() LearnStats {
 		Speculated: l.stats.speculated.Load(), Learned: l.stats.learned.Load(), Confirmed: l.stats.confirmed.Load(),
 		Expired: l.stats.expired.Load(), Evicted: l.stats.evicted.Load(), Cut: l.stats.cut.Load(), Dropped: l.stats.dropped.Load(),
 	}
-	for s := range l.slots {
-		ls := &l.slots[s]
-		ls.mu.Lock()
-		if ls.approx {
-			st.ApproximateSlots++
-		}
-		ls.mu.Unlock()
-	}
+	st.ApproximateSlots = l.approxSet().Count()
 	return st
 }
 
