@@ -268,3 +268,38 @@ func TestLearnedSlotsConcurrentWithEvents(t *testing.T) {
 		t.Fatalf("got %d candidates, want 2", len(all))
 	}
 }
+
+// TestMixedFleetOneQuery: pod a publishes no events (approximate), pod b
+// does (exact). One dry run answers for both, each marked as it is.
+func TestMixedFleetOneQuery(t *testing.T) {
+	pods := []*fakePod{newFakePod(t, "a"), newFakePod(t, "b")}
+	c := cellWithPods(t, pods, func(cfg *Config) {
+		cfg.Pods[0].Events = PodEventsNone
+		cfg.Speculative.TTL = 0 // only what events and first tokens say
+	})
+	toks := promptTokens(28)
+	holdPrefix(t, c, "b", toks, 20) // b's events: 20 blocks
+	// a gets the request (b would cost 44 blocks of prefill; a, cold, 64:
+	// send it to a by draining b for the moment).
+	post := func(path, body string) {
+		resp, err := http.Post("http://"+c.HTTPAddr()+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	post("/v1/cell/pods/b:drain", "{}")
+	c.router.invalidate()
+	if resp, _ := completion(t, "http://"+c.HTTPAddr(), toks[:40*16], false, nil); resp.Header.Get(PodHeader) != "a" {
+		t.Fatalf("the request went to %s, want a (b draining)", resp.Header.Get(PodHeader))
+	}
+	post("/v1/cell/pods/b:drain", `{"cancel": true}`)
+	c.router.invalidate()
+	_, all := dryRoute(t, c, toks)
+	if a := all["a"]; a.MatchedBlocks != 40 || !a.Approximate {
+		t.Errorf("pod a got %+v, want 40 approximate blocks", a)
+	}
+	if b := all["b"]; b.MatchedBlocks != 20 || b.Approximate || b.SpeculativeBlocks != 0 {
+		t.Errorf("pod b got %+v, want 20 exact blocks", b)
+	}
+}

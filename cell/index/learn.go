@@ -203,6 +203,15 @@ func (l *Learner) Touch(s Slot, chain []BlockHash, now time.Time) int {
 // caller holds the slot's lock.
 func (l *Learner) learn(s Slot, chain []BlockHash, k uint8, now time.Time) int {
 	st := &l.slots[s]
+	for i, h := range chain {
+		if h == 0 { // the reserved hash, which the index never holds
+			chain = chain[:i]
+			break
+		}
+	}
+	if len(chain) == 0 {
+		return 0
+	}
 	if st.set == nil {
 		st.set = newLset(&l.sizes)
 	}

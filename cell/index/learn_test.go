@@ -387,3 +387,15 @@ func TestLearnerConcurrentPrefixClosed(t *testing.T) {
 		}
 	}
 }
+
+func TestSpeculateStopsAtTheReservedHash(t *testing.T) {
+	f := newLearnFixture(t, DefaultLearnConfig(), "a")
+	chain := testChain(13, 6)
+	chain[3] = 0
+	if got := f.l.Speculate(f.slots["a"], chain, t0); got != 3 {
+		t.Fatalf("Speculate added %d blocks, want the 3 before the zero hash", got)
+	}
+	if spec, _ := f.l.Learned(f.slots["a"]); spec != 3 {
+		t.Fatalf("got %d speculative blocks, want 3", spec)
+	}
+}

@@ -47,27 +47,36 @@ func (s *KVCost) Score(rc *pipeline.Context, out []float64) {
 		w = *o
 	}
 	total := len(hs)
-	var depth [index.MaxPods]float64
+	var depth [index.MaxPods]int32
 	if m != nil {
 		for _, g := range m.Groups() {
-			g.Pods.ForEach(func(s index.Slot) { depth[s] = float64(g.Depth) })
-		}
-		if sw := s.SpeculativeWeight; sw != 1 && s.split != nil {
-			s.split.SplitLearned(hs, m, m.Matched())
-			m.Learned().AndNot(m.Approximate()).ForEach(func(sl index.Slot) {
-				e := float64(m.ExactDepth(sl))
-				depth[sl] = e + sw*(depth[sl]-e)
-			})
+			g.Pods.ForEach(func(s index.Slot) { depth[s] = int32(g.Depth) })
 		}
 	}
 	cands := rc.Candidates
 	for k, i := range rc.Active() {
 		c := &cands[i]
-		d := 0.0
+		d := int32(0)
 		if c.HasSlot {
 			d = depth[c.Slot]
 		}
-		out[k] = -(w*(float64(total)-d) + float64(c.ActiveBlocks))
+		out[k] = -(w*float64(int32(total)-d) + float64(c.ActiveBlocks))
+	}
+	sw := s.SpeculativeWeight
+	if sw == 1 || s.split == nil || m == nil {
+		return
+	}
+	// Speculative blocks count sw each: a pod whose depth d ends in d-e
+	// speculative blocks has w*(1-sw)*(d-e) more blocks to prefill.
+	s.split.SplitLearned(hs, m, m.Matched())
+	spec := m.Learned().AndNot(m.Approximate())
+	if spec.IsEmpty() {
+		return
+	}
+	for k, i := range rc.Active() {
+		if c := &cands[i]; c.HasSlot && spec.Has(c.Slot) {
+			out[k] -= w * (1 - sw) * float64(int(depth[c.Slot])-m.ExactDepth(c.Slot))
+		}
 	}
 }
 
