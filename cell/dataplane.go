@@ -192,6 +192,7 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 
 	var ticket *load.Ticket
 	var upstream trace.Span
+	answered := false // the relayed answer is a success (2xx)
 	leg := "single"
 	hooks := proxy.Hooks{
 		OnAttempt: func(t proxy.Target, attempt int) {
@@ -237,6 +238,7 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 			}
 			leg = "decode"
 		},
+		OnStatus: func(t proxy.Target, status int) { answered = status/100 == 2 },
 		OnResponse: func(t proxy.Target, h http.Header) {
 			h.Set(PodHeader, t.Pod)
 			h.Set(CellIDHeader, c.cfg.CellID)
@@ -247,7 +249,9 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 				c.router.tracker.FirstToken(ticket)
 			}
 			c.router.sessions.Record(session, t.Pod)
-			touch(t.Pod)
+			if answered {
+				touch(t.Pod) // an error answer computed nothing
+			}
 		},
 		OnDone: func(t proxy.Target, res proxy.Result) {
 			c.rm.upstream.WithLabelValues(leg, proxy.StatusClass(res.Status)).Inc()

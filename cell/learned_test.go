@@ -303,3 +303,28 @@ func TestMixedFleetOneQuery(t *testing.T) {
 		t.Errorf("pod b got %+v, want 20 exact blocks", b)
 	}
 }
+
+// TestApproximatePodLearnsNothingFromAnError: a pod without events that
+// answers with an error computed nothing, so the cell learns nothing.
+func TestApproximatePodLearnsNothingFromAnError(t *testing.T) {
+	pods := []*fakePod{newFakePod(t, "a")}
+	pods[0].fail = true
+	c := cellWithPods(t, pods, func(cfg *Config) {
+		cfg.Approximate.DefaultPodEvents = PodEventsNone
+		cfg.Speculative.TTL = 0
+	})
+	toks := promptTokens(29)
+	if resp, _ := completion(t, "http://"+c.HTTPAddr(), toks, false, nil); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("got status %d, want the pod's 503", resp.StatusCode)
+	}
+	if pick, _ := dryRoute(t, c, toks); pick.MatchedBlocks != 0 {
+		t.Fatalf("after an error answer the pod matched %d blocks, want 0", pick.MatchedBlocks)
+	}
+	pods[0].mu.Lock()
+	pods[0].fail = false
+	pods[0].mu.Unlock()
+	completion(t, "http://"+c.HTTPAddr(), toks, false, nil)
+	if pick, _ := dryRoute(t, c, toks); pick.MatchedBlocks != 64 {
+		t.Fatalf("after a good answer the pod matched %d blocks, want 64", pick.MatchedBlocks)
+	}
+}
