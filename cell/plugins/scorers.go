@@ -62,20 +62,23 @@ func (s *KVCost) Score(rc *pipeline.Context, out []float64) {
 		}
 		out[k] = -(w*float64(int32(total)-d) + float64(c.ActiveBlocks))
 	}
-	sw := s.SpeculativeWeight
-	if sw == 1 || s.split == nil || m == nil {
-		return
+	if s.SpeculativeWeight != 1 && s.split != nil && m != nil {
+		s.weighSpeculative(rc, out, hs, m, w)
 	}
-	// Speculative blocks count sw each: a pod whose depth d ends in d-e
-	// speculative blocks has w*(1-sw)*(d-e) more blocks to prefill.
+}
+
+// weighSpeculative counts speculative blocks at SpeculativeWeight: a pod
+// whose depth d ends in d-e speculative blocks has w*(1-sw)*(d-e) more
+// blocks to prefill than Score charged it.
+func (s *KVCost) weighSpeculative(rc *pipeline.Context, out []float64, hs []index.BlockHash, m *index.MatchResult, w float64) {
 	s.split.SplitLearned(hs, m, m.Matched())
 	spec := m.Learned().AndNot(m.Approximate())
 	if spec.IsEmpty() {
 		return
 	}
 	for k, i := range rc.Active() {
-		if c := &cands[i]; c.HasSlot && spec.Has(c.Slot) {
-			out[k] -= w * (1 - sw) * float64(int(depth[c.Slot])-m.ExactDepth(c.Slot))
+		if c := &rc.Candidates[i]; c.HasSlot && spec.Has(c.Slot) {
+			out[k] -= w * (1 - s.SpeculativeWeight) * float64(m.Depth(c.Slot)-m.ExactDepth(c.Slot))
 		}
 	}
 }
