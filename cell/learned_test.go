@@ -74,7 +74,7 @@ func TestApproximatePodsLearnFromRouting(t *testing.T) {
 	pods := []*fakePod{newFakePod(t, "a"), newFakePod(t, "b"), newFakePod(t, "c")}
 	c := cellWithPods(t, pods, func(cfg *Config) {
 		cfg.Approximate.DefaultPodEvents = PodEventsNone
-		cfg.Approximate.TTL = 400 * time.Millisecond
+		cfg.Approximate.TTL = 1500 * time.Millisecond // generous: a loaded machine
 	})
 	toks := promptTokens(21)
 	resp, _ := completion(t, "http://"+c.HTTPAddr(), toks, false, nil)
@@ -116,7 +116,7 @@ func TestApproximatePodsLearnFromRouting(t *testing.T) {
 
 func TestSpeculativeEntriesBeforeEvents(t *testing.T) {
 	pods := []*fakePod{newFakePod(t, "a"), newFakePod(t, "b"), newFakePod(t, "c")}
-	c := cellWithPods(t, pods, func(cfg *Config) { cfg.Speculative.TTL = 500 * time.Millisecond })
+	c := cellWithPods(t, pods, func(cfg *Config) { cfg.Speculative.TTL = 1500 * time.Millisecond }) // generous: a loaded machine
 	toks := promptTokens(22)
 	resp, _ := completion(t, "http://"+c.HTTPAddr(), toks, false, nil)
 	first := resp.Header.Get(PodHeader)
