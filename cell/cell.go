@@ -48,6 +48,8 @@ type Cell struct {
 	cfg     Config
 	log     *slog.Logger
 	ix      *index.Index
+	learner *index.Learner
+	learned *learnedPods
 	reg     *events.Registry
 	applier *events.Applier
 	state   *stateServer
@@ -94,6 +96,11 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Cell, error) {
 	if c.ix, err = index.New(cfg.indexConfig()); err != nil {
 		return nil, err
 	}
+	if c.learner, err = index.NewLearner(c.ix, cfg.learnConfig()); err != nil {
+		c.ix.Close()
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	c.learned = newLearnedPods(cfg, c.ix, c.learner)
 	if c.reg, err = events.NewRegistry(cfg.eventsConfig(), time.Now()); err != nil {
 		c.ix.Close()
 		return nil, err
@@ -124,7 +131,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Cell, error) {
 	}
 	c.tok = tok
 	obs := observer{m: c.rm, tr: c.tr, cell: cfg.CellID}
-	if c.router, err = newRouter(cfg, c.ix, c.reg, c.state, tracedTokenizer{tok, obs}, obs); err != nil {
+	if c.router, err = newRouter(cfg, c.ix, c.reg, c.learned, c.state, tracedTokenizer{tok, obs}, obs); err != nil {
 		c.ix.Close()
 		return nil, err
 	}
@@ -162,6 +169,7 @@ func (c *Cell) buildServers() error {
 	}
 	promReg := c.promReg
 	coll := newCollector(c.cfg.CellID, c.ix, c.reg, c.applier)
+	coll.learner = c.learner
 	coll.extra = append(append(coll.extra, grpcpubMetrics(c.cfg.CellID, pub)), c.metrics...)
 	promReg.MustRegister(coll, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -206,6 +214,10 @@ func (c *Cell) Index() *index.Index { return c.ix }
 
 // Applier returns the cell's event applier, the Sink every transport feeds.
 func (c *Cell) Applier() *events.Applier { return c.applier }
+
+// Learner returns the cell's learner: the speculative and approximate
+// blocks it learns from its own routing (for tests and tools).
+func (c *Cell) Learner() *index.Learner { return c.learner }
 
 // pendingTransports lists the transports that are not ready yet.
 func (c *Cell) pendingTransports() []string {
@@ -262,7 +274,15 @@ func (c *Cell) Run(ctx context.Context) error {
 	go func() {
 		defer wg.Done()
 		tickLoop(ctx, c.cfg.TickInterval, c.applier, func(msg string, args ...any) { c.log.Warn(msg, args...) },
-			func() { c.warn.checkUnroutable(c.reg) })
+			func() {
+				c.warn.checkUnroutable(c.reg)
+				c.learned.sync(c.reg.Snapshot())
+			})
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		expireLoop(ctx.Done(), c.cfg.learnInterval(), c.learner)
 	}()
 	if c.cfg.Gossip.Bind != "" {
 		wg.Add(1)

@@ -36,6 +36,10 @@ type Config struct {
 	// Pods are the pods the cell knows from configuration; pods that are
 	// not listed are discovered from their events.
 	Pods []PodConfig `yaml:"pods"`
+	// Approximate configures the approximate index of pods without events.
+	Approximate ApproximateConfig `yaml:"approximate"`
+	// Speculative configures speculative entries written at routing time.
+	Speculative SpeculativeConfig `yaml:"speculative"`
 
 	// ZMQ configures the vLLM/SGLang ZMQ transport; it runs when Bind is
 	// set or any pod has a ZMQ endpoint.
@@ -125,6 +129,11 @@ type PodConfig struct {
 	// rank r's events on the ports of zmq_endpoint and replay_endpoint plus
 	// r, and the cell dials each. 0 or 1 means one engine.
 	DataParallelSize int `yaml:"data_parallel_size"`
+	// Events says whether the pod publishes KV events: exact (the index
+	// follows its events) or none (the cell learns its blocks from its own
+	// routing: the approximate index, see approximate). "" means
+	// approximate.default_pod_events.
+	Events string `yaml:"events"`
 }
 
 // ZMQConfig configures the ZMQ transport.
@@ -189,6 +198,8 @@ func DefaultConfig() Config {
 		Events:          EventsConfig{BlockSize: ec.BlockSize, MaxBlocksPerPod: ec.MaxBlocksPerPod, DeadAfter: ec.DeadAfter},
 		ZMQ:             ZMQConfig{TopicPrefix: "kv@", QueueDepth: 4096, ReplayTimeout: 5 * time.Second},
 		NATS:            defaultNATS(),
+		Approximate:     defaultApproximate(),
+		Speculative:     defaultSpeculative(),
 		Routing:         DefaultRoutingConfig(),
 		Gossip:          DefaultGossipConfig(),
 		Limits:          defaultLimits(),
@@ -268,6 +279,9 @@ func (c Config) Validate() error {
 			return bad(fmt.Sprintf("pods[%d].data_parallel_size", i), p.DataParallelSize,
 				"needs a zmq_endpoint with a port (rank r publishes on its port plus r)")
 		}
+	}
+	if err := c.validateLearning(); err != nil {
+		return err
 	}
 	if err := c.Routing.validate(); err != nil {
 		return err

@@ -140,6 +140,12 @@ func TestConfigErrors(t *testing.T) {
 		{"zero queue depth", "zmq: {queue_depth: 0}\n", "zmq.queue_depth"},
 		{"bad duration", "events: {dead_after: soon}\n", "soon"},
 		{"not yaml", "{{{", "yaml"},
+		{"bad pod events", "pods: [{id: a, events: some}]\n", "pods[0].events"},
+		{"bad default pod events", "approximate: {default_pod_events: maybe}\n", "approximate.default_pod_events"},
+		{"zero approximate ttl", "approximate: {ttl: 0s}\n", "approximate.ttl"},
+		{"negative learned bound", "approximate: {max_blocks_per_pod: -1}\n", "approximate.max_blocks_per_pod"},
+		{"negative speculative ttl", "speculative: {ttl: -1s}\n", "speculative.ttl"},
+		{"speculative weight above one", "speculative: {weight: 1.5}\n", "speculative.weight"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

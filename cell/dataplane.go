@@ -176,11 +176,26 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 		}
 		return 0
 	}
+	// What the cell learns from its own routing (see learned.go): the
+	// chosen pod's blocks are speculative from the attempt until its events
+	// confirm them, and a pod without events holds them, approximately,
+	// from its first token on.
+	speculate := func(pod string) {
+		if s, ok := slotOf(rc, pod); ok {
+			c.learner.Speculate(s, hashes, time.Now())
+		}
+	}
+	touch := func(pod string) {
+		if s, ok := slotOf(rc, pod); ok {
+			c.learner.Touch(s, hashes, time.Now())
+		}
+	}
 	main := d.plan.Single
 	if d.plan.Disaggregated {
 		main = d.plan.Decode
 	}
 	c.rm.decisions.WithLabelValues(main.Profile, "routed").Inc()
+	c.rm.matchSource.WithLabelValues(c.matchSource(rc, main, match, hashes)).Inc()
 	if main.FailedOpen || d.plan.Prefill.FailedOpen {
 		c.rm.failOpen.Inc()
 	}
@@ -188,6 +203,7 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 
 	var ticket *load.Ticket
 	var upstream trace.Span
+	answered := false // the relayed answer is a success (2xx)
 	leg := "single"
 	hooks := proxy.Hooks{
 		OnAttempt: func(t proxy.Target, attempt int) {
@@ -200,6 +216,7 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 				prefill = 0 // the KV cache arrives from the prefill pod
 			}
 			ticket = c.router.tracker.Start(t.Pod, blocks+outBlocks, prefill, preq.RouteTemplate)
+			speculate(t.Pod)
 		},
 		OnRequest: func(t proxy.Target, out *http.Request) {
 			var ctx = r.Context()
@@ -219,6 +236,9 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 		OnPrefillDone: func(t proxy.Target, res proxy.Result) {
 			c.rm.upstream.WithLabelValues("prefill", proxy.StatusClass(res.Status)).Inc()
 			c.observeUsage(res.Usage, depthOf(t.Pod), blocks)
+			if res.Err == nil && res.Status/100 == 2 {
+				touch(t.Pod) // the prefill pod computed the prompt's blocks
+			}
 			if ticket != nil {
 				c.router.tracker.Done(ticket)
 				ticket = nil
@@ -229,6 +249,7 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 			}
 			leg = "decode"
 		},
+		OnStatus: func(t proxy.Target, status int) { answered = status/100 == 2 },
 		OnResponse: func(t proxy.Target, h http.Header) {
 			h.Set(PodHeader, t.Pod)
 			h.Set(CellIDHeader, c.cfg.CellID)
@@ -239,6 +260,9 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 				c.router.tracker.FirstToken(ticket)
 			}
 			c.router.sessions.Record(session, t.Pod)
+			if answered {
+				touch(t.Pod) // an error answer computed nothing
+			}
 		},
 		OnDone: func(t proxy.Target, res proxy.Result) {
 			c.rm.upstream.WithLabelValues(leg, proxy.StatusClass(res.Status)).Inc()
@@ -278,6 +302,45 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 		// connection so the client sees a broken stream, not a clean end.
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// slotOf returns the index slot of pod among the decision's candidates.
+func slotOf(rc *pipeline.Context, pod string) (index.Slot, bool) {
+	for i := range rc.Candidates {
+		if c := &rc.Candidates[i]; c.Pod == pod && c.HasSlot {
+			return c.Slot, true
+		}
+	}
+	return 0, false
+}
+
+// Sources of a decision's match, for cellrouter_route_match_source_total.
+const (
+	sourceExact       = "exact"
+	sourceSpeculative = "speculative"
+	sourceApproximate = "approximate"
+	sourceNone        = "none"
+)
+
+// matchSource says where the picked pod's match came from: the engine's
+// events alone (exact), speculative blocks at its end, the approximate
+// index (a pod without events), or nothing matched.
+func (c *Cell) matchSource(rc *pipeline.Context, dec pipeline.Decision, m *index.MatchResult, hashes []index.BlockHash) string {
+	if m == nil || len(dec.Order) == 0 {
+		return sourceNone
+	}
+	cand := &rc.Candidates[dec.Order[0]]
+	if !cand.HasSlot || m.Depth(cand.Slot) == 0 {
+		return sourceNone
+	}
+	if m.Approximate().Has(cand.Slot) {
+		return sourceApproximate
+	}
+	c.ix.SplitLearned(hashes, m, index.BitmapOf(cand.Slot))
+	if m.ExactDepth(cand.Slot) < m.Depth(cand.Slot) {
+		return sourceSpeculative
+	}
+	return sourceExact
 }
 
 // observeUsage records the predicted and realised cache hit of one call.

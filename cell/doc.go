@@ -5,14 +5,17 @@
 //
 // Run wires the parts in this order and tears them down in reverse:
 //
-//	index.Index          the block index (cell/index)
+//	index.Index          the block index (cell/index), with its Learner: blocks learned
+//	                     from routing (speculative entries, the approximate index of
+//	                     pods with events "none"; learned.go gives such pods a slot)
 //	events.Registry      the pods and their states (cell/events)
 //	events.Applier       the one Sink every transport feeds
 //	transports           vLLM ZMQ (zmqsub), NATS JetStream (natsjs), gRPC Publish (grpcpub)
 //	servers              gRPC (EventPublisher, CellService, server reflection) and HTTP
 //	                     (/metrics, /healthz, /readyz, REST through grpc-gateway,
 //	                     its OpenAPI document at /openapi/cell.swagger.json)
-//	loops                registry ticks (kill silent pods), pod health checks
+//	loops                registry ticks (kill silent pods), pod health checks,
+//	                     expiry of learned blocks
 //
 // Every goroutine Run starts is owned by Run: it stops when Run's context
 // ends, and Run returns only after all of them returned.

@@ -127,13 +127,32 @@ func (c Config) validateGossip() error {
 }
 
 // summarize builds the cell's summary with b: every indexed router block
-// sampled by its depth. One Builder serves the cell's whole life, so the
-// filter's shape (and with it delta shipping) stays stable across
-// generations.
-func summarize(b *gossip.Builder, a *events.Applier) *gossip.Summary {
+// sampled by its depth, the blocks the events reported and the approximate
+// blocks of pods without events alike, so a cell whose pods publish no
+// events still tells the global tier what it caches. One Builder serves the
+// cell's whole life, so the filter's shape (and with it delta shipping)
+// stays stable across generations.
+//
+// Every generation is built afresh from what the index holds, so an
+// approximate block leaves the summary with the first generation after it
+// left the index: at most approximate.ttl after its last use (plus the
+// expiry period, a quarter of the TTL at most 1s) and one summary_interval;
+// globald then drops it when that generation reaches it. Speculative blocks
+// are left out: they live about as long as one generation.
+func summarize(b *gossip.Builder, a *events.Applier, l *index.Learner) *gossip.Summary {
 	b.Reset()
-	a.ForEachBlock(func(h index.BlockHash, depth int) { b.Add(h, depth) })
+	add := func(h index.BlockHash, depth int) { b.Add(h, depth) }
+	a.ForEachBlock(add)
+	if l != nil {
+		l.ForEachApproximate(add)
+	}
 	return b.Build()
+}
+
+// Summary builds with b the summary the cell publishes to the global tier
+// (for tests and tools that stand in for gossip).
+func (c *Cell) Summary(b *gossip.Builder) *gossip.Summary {
+	return summarize(b, c.applier, c.learner)
 }
 
 // cellLoad is the load the cell gossips.
@@ -239,7 +258,7 @@ func (c *Cell) runGossip(ctx context.Context) error {
 				c.log.Warn("gossip: join failed, retrying", "seeds", c.cfg.Gossip.Seeds, "err", err)
 			}
 		}
-		if _, err := node.Publish(summarize(builder, c.applier), c.cellLoad()); err != nil {
+		if _, err := node.Publish(summarize(builder, c.applier, c.learner), c.cellLoad()); err != nil {
 			c.log.Warn("gossip: publish failed", "err", err)
 		}
 		known, models := c.servedModels()

@@ -15,6 +15,7 @@ type collector struct {
 	ix      *index.Index
 	reg     *events.Registry
 	applier *events.Applier
+	learner *index.Learner                      // nil: no learned blocks to export
 	extra   []func(ch chan<- prometheus.Metric) // transports' counters
 
 	batches, eventsApplied, blocksStored, blocksRemoved        *prometheus.Desc
@@ -23,6 +24,7 @@ type collector struct {
 	lag                                                        *prometheus.Desc
 	indexBlocks, indexBytes, capDrops, staleOps, slots, sweeps *prometheus.Desc
 	pods                                                       *prometheus.Desc
+	learnedBlocks, learnedEvents, approxPods                   *prometheus.Desc
 }
 
 func newCollector(cellID string, ix *index.Index, reg *events.Registry, a *events.Applier) *collector {
@@ -53,6 +55,10 @@ func newCollector(cellID string, ix *index.Index, reg *events.Registry, a *event
 		slots:          d("index_slots", "Index pod slots by state.", "state"),
 		sweeps:         d("index_sweeps_total", "Background sweeps of dead pods finished."),
 		pods:           d("pods", "Pods by state.", "state"),
+		learnedBlocks:  d("index_learned_blocks", "Blocks the cell learned from its own routing, held now, by kind (speculative, approximate).", "kind"),
+		learnedEvents: d("index_learned_blocks_total", "Learned blocks by event: speculated and learned (added), confirmed (events stored them), "+
+			"expired, evicted (per-pod bound), cut (a removal event), dropped (a pod left approximate mode).", "event"),
+		approxPods: d("index_approximate_pods", "Pods routed with the approximate index (no KV events)."),
 	}
 }
 
@@ -109,6 +115,19 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, s := range []events.PodState{events.StateUnknown, events.StateReady, events.StateDegraded, events.StateDead} {
 		gauge(c.pods, float64(byState[s]), s.String())
+	}
+	if c.learner != nil {
+		ls := c.learner.Stats()
+		gauge(c.learnedBlocks, float64(ls.SpeculativeBlocks), "speculative")
+		gauge(c.learnedBlocks, float64(ls.ApproximateBlocks), "approximate")
+		gauge(c.approxPods, float64(ls.ApproximateSlots))
+		for _, e := range []struct {
+			name string
+			v    uint64
+		}{{"speculated", ls.Speculated}, {"learned", ls.Learned}, {"confirmed", ls.Confirmed}, {"expired", ls.Expired},
+			{"evicted", ls.Evicted}, {"cut", ls.Cut}, {"dropped", ls.Dropped}} {
+			counter(c.learnedEvents, e.v, e.name)
+		}
 	}
 	for _, f := range c.extra {
 		f(ch)

@@ -33,6 +33,7 @@ type routeMetrics struct {
 	retries      prometheus.Counter
 	inflight     prometheus.Gauge
 	ttft         prometheus.Histogram
+	matchSource  *prometheus.CounterVec
 }
 
 func newRouteMetrics(cellID string, reg prometheus.Registerer) *routeMetrics {
@@ -68,9 +69,15 @@ func newRouteMetrics(cellID string, reg prometheus.Registerer) *routeMetrics {
 		ttft: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cellrouter_time_to_first_byte_seconds",
 			Help: "Time from request to the first relayed byte.", ConstLabels: labels,
 			Buckets: prometheus.ExponentialBuckets(1e-3, 2, 16)}),
+		matchSource: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellrouter_route_match_source_total",
+			Help: "Routed requests by where the picked pod's match came from: exact (events), speculative " +
+				"(blocks routed there, not yet confirmed), approximate (a pod without events), none.", ConstLabels: labels}, []string{"source"}),
+	}
+	for _, src := range []string{sourceExact, sourceSpeculative, sourceApproximate, sourceNone} {
+		m.matchSource.WithLabelValues(src) // every series from the start
 	}
 	reg.MustRegister(m.decisions, m.decisionTime, m.stageTime, m.failOpen, m.predictedHit, m.realisedHit,
-		m.predictedTok, m.realisedTok, m.promptTok, m.upstream, m.retries, m.inflight, m.ttft)
+		m.predictedTok, m.realisedTok, m.promptTok, m.upstream, m.retries, m.inflight, m.ttft, m.matchSource)
 	return m
 }
 

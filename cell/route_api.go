@@ -9,6 +9,7 @@ import (
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
 	"github.com/cellrouter/cellrouter/cell/auth"
 	"github.com/cellrouter/cellrouter/cell/edge"
+	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 )
 
@@ -58,6 +59,16 @@ func (s *stateServer) routeResponse(d *decision, max int) *cellv1.RouteResponse 
 		Profile:     dec.Profile,
 		DecisionNs:  uint64(d.took.Nanoseconds()),
 	}
+	if match != nil {
+		// Which part of each scored pod's match is speculative.
+		var slots index.HostBitmap
+		for _, i := range rc.Active() {
+			if c := &rc.Candidates[i]; c.HasSlot {
+				slots = slots.Set(c.Slot)
+			}
+		}
+		s.ix.SplitLearned(hashes, match, slots)
+	}
 	cand := func(i int, score float64) *cellv1.Candidate {
 		c := &rc.Candidates[i]
 		out := &cellv1.Candidate{Pod: c.Pod, Address: c.Address, Load: float64(c.ActiveBlocks), Cost: -score,
@@ -66,7 +77,12 @@ func (s *stateServer) routeResponse(d *decision, max int) *cellv1.RouteResponse 
 			out.State = cellv1.PodState_POD_STATE_DEAD
 		}
 		if match != nil && c.HasSlot {
-			out.MatchedBlocks = uint32(match.Depth(c.Slot))
+			d := match.Depth(c.Slot)
+			out.MatchedBlocks = uint32(d)
+			out.Approximate = match.Approximate().Has(c.Slot)
+			if !out.Approximate {
+				out.SpeculativeBlocks = uint32(d - match.ExactDepth(c.Slot))
+			}
 		}
 		return out
 	}

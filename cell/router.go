@@ -22,6 +22,7 @@ type router struct {
 	pods     map[string]PodConfig
 	ix       *index.Index
 	reg      *events.Registry
+	learned  *learnedPods
 	state    *stateServer
 	hasher   blockhash.Hasher
 	workflow *pipeline.Workflow
@@ -38,13 +39,13 @@ type router struct {
 	seed    uint64
 }
 
-func newRouter(cfg Config, ix *index.Index, reg *events.Registry, state *stateServer, tok plugins.Tokenizer, obs pipeline.Observer) (*router, error) {
+func newRouter(cfg Config, ix *index.Index, reg *events.Registry, learned *learnedPods, state *stateServer, tok plugins.Tokenizer, obs pipeline.Observer) (*router, error) {
 	hasher, err := blockhash.NewHasher(cfg.Events.BlockSize)
 	if err != nil {
 		return nil, err
 	}
 	rt := &router{
-		cfg: cfg.Routing, pods: map[string]PodConfig{}, ix: ix, reg: reg, state: state, hasher: hasher,
+		cfg: cfg.Routing, pods: map[string]PodConfig{}, ix: ix, reg: reg, learned: learned, state: state, hasher: hasher,
 		tracker:  load.NewTracker(),
 		sessions: plugins.NewSessions(cfg.Routing.SessionTTL, 1<<16, nil),
 		obs:      obs,
@@ -54,6 +55,8 @@ func newRouter(cfg Config, ix *index.Index, reg *events.Registry, state *stateSe
 	}
 	reg2 := pipeline.NewRegistry()
 	plugins.Register(reg2, plugins.Deps{Index: ix, Hasher: hasher, Tokenizer: tok, Sessions: rt.sessions})
+	// The default profile counts speculative blocks at speculative.weight.
+	specWeight := cfg.Speculative.Weight
 	profiles := map[string]pipeline.ProfileConfig{}
 	for _, p := range cfg.Routing.Profiles {
 		if _, dup := profiles[p.Name]; dup {
@@ -62,7 +65,8 @@ func newRouter(cfg Config, ix *index.Index, reg *events.Registry, state *stateSe
 		profiles[p.Name] = p
 	}
 	if _, ok := profiles["default"]; !ok {
-		profiles["default"] = plugins.DefaultProfile("default", cfg.Routing.KVOverlapScoreWeight, cfg.Routing.RouterTemperature, cfg.Routing.BusyThreshold)
+		profiles["default"] = plugins.WithSpeculativeWeight(
+			plugins.DefaultProfile("default", cfg.Routing.KVOverlapScoreWeight, cfg.Routing.RouterTemperature, cfg.Routing.BusyThreshold), specWeight)
 	}
 	// Build every profile, used or not: a broken profile stops the daemon.
 	built := map[string]*pipeline.Profile{}
@@ -131,6 +135,11 @@ func (rt *router) candidates(dst []pipeline.Candidate) []pipeline.Candidate {
 			c := pipeline.Candidate{Target: &pipeline.Target{Pod: p.ID, Holder: p.ID, Address: p.Address}, Role: role(p.Role),
 				Healthy: p.State != events.StateDead, Draining: rt.state.Draining(p.ID), TotalBlocks: rt.pods[p.ID].KVBlocks}
 			if len(p.Holders) == 0 {
+				// No events yet (or none ever): a slot of the cell's own
+				// carries what routing learns about the pod.
+				if rt.learned != nil {
+					c.Slot, c.HasSlot = rt.learned.slot(p)
+				}
 				rt.cands = append(rt.cands, c)
 				continue
 			}

@@ -76,6 +76,9 @@ func startTestCellWith(t *testing.T, id string, hits *sync.Map, mod func(*cell.C
 	t.Helper()
 	cfg := cell.DefaultConfig()
 	cfg.CellID, cfg.HTTPAddr, cfg.GRPCAddr, cfg.HealthInterval = id, "127.0.0.1:0", "127.0.0.1:0", 0
+	// What a cell holds is what hold says: no speculative entries for the
+	// requests the tests send (learned_test.go covers those).
+	cfg.Speculative.TTL = 0
 	for i := 0; i < 2; i++ {
 		pid := fmt.Sprintf("%s-pod%d", id, i)
 		cfg.Pods = append(cfg.Pods, cell.PodConfig{ID: pid, Address: testPod(t, pid, hits)})

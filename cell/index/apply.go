@@ -69,7 +69,22 @@ type applyScratch struct {
 // are ignored, so a pod's writes that race with its Kill cannot leak into a
 // reused slot. Apply may be called concurrently; ops of one pod should come
 // from one goroutine (the index keeps their order only within a call).
+//
+// With a Learner attached, Apply holds the learner locks of the slots it
+// writes, and the learner folds the writes in (see Learner.reconcile).
 func (ix *Index) Apply(ops []Op) ApplyResult {
+	l := ix.learn.Load()
+	if l == nil || len(ops) == 0 {
+		return ix.apply(ops, nil)
+	}
+	locked := l.lockSlots(ops)
+	defer l.unlockSlots(locked)
+	return ix.apply(ops, l)
+}
+
+// apply is Apply without the learner's locks; when l is not nil the caller
+// holds them and l reconciles the ops that took effect.
+func (ix *Index) apply(ops []Op, l *Learner) ApplyResult {
 	var res ApplyResult
 	if len(ops) == 0 {
 		return res
@@ -77,6 +92,9 @@ func (ix *Index) Apply(ops []Op) ApplyResult {
 	sc := ix.scratch.Get().(*applyScratch)
 	defer ix.scratch.Put(sc)
 	ops = ix.applyTiers(ops, sc, &res)
+	if l != nil {
+		defer l.reconcile(ops)
+	}
 
 	stores := int64(0)
 	for i := range ops {

@@ -64,6 +64,54 @@
 // killing a dead pod change nothing) and batched: Apply groups ops by shard
 // and takes each shard lock once.
 //
+// # Learned holdings
+//
+// A Learner (NewLearner) adds what a cell learns from its own routing:
+//
+//   - speculative blocks: when a request is routed to a pod, its blocks
+//     count as the pod's (Speculate) until the engine's events store them
+//     (the learner forgets them: they are exact now) or SpeculativeTTL
+//     (2 s) passes. They close the window of a few hundred milliseconds
+//     between a routing decision and the engine's first BlockStored, in
+//     which a burst sharing a new prefix would otherwise spread over pods
+//     that all prefill it;
+//   - approximate blocks: a slot in approximate mode (SetApproximate: a pod
+//     that publishes no events) holds a request's blocks from its first
+//     token (Touch) until ApproximateTTL (120 s) passes without another
+//     request using them, within a bound per slot, least recently used
+//     dropped first. An exact write to such a slot means the pod publishes
+//     now: the slot leaves approximate mode and its approximate blocks go.
+//
+// Where they live, and a departure from both obvious designs. A tier or TTL
+// flag inside the holder word would make every holder word wider and every
+// lookup decode it; a side structure merged at query time makes every query
+// pay a second search (BenchmarkMatchOverlay: about twice BenchmarkMatch)
+// whenever any learned block exists, which under load is always. Instead learned blocks are ordinary holder bits of
+// their pod's slot, so Match reads them with no extra work at all, and the
+// Learner keeps beside the index, per slot, which of the slot's bits are
+// learned: a forest of the learned blocks (parent links, so that removing
+// one removes its learned descendants), their expiry, and one recency list
+// per kind ordered deepest first within an operation, so that the head of
+// a list is a leaf and dropping from it keeps the holdings prefix-closed.
+// Exact writes (Apply) for a slot take the slot's learner lock and are
+// reconciled right after: a store confirms a learned block (it stays held,
+// the learner lets go of it), a removal cuts the learned blocks below the
+// removed one (the pod cannot reuse them). Because a learned block is never
+// also exact, the learned blocks of a chain are a suffix of what the slot
+// holds of it, which is why SplitLearned can find where a pod's exact depth
+// ends by bisection. Idempotency and the prefix-closed contract hold for
+// the union of exact and learned holdings; TestLearnerMatchesReferenceModel
+// checks both against a naive model.
+//
+// Costs (BenchmarkMatch*, BenchmarkSpeculate, BenchmarkTouch): Match is
+// unchanged, plus one bitmap test with a learner attached; SplitLearned
+// costs a lock and a map lookup per pod asked about that has learned
+// blocks; Speculate of a 512-block request that is new to the pod about
+// 35 µs, of one it holds already a bisection; an exact Apply one uncontended
+// lock per slot written. A learned block costs about 100 bytes in the
+// learner besides its holder bit. Expire, which the cell calls every
+// quarter TTL (at most every second), removes what ran out.
+//
 // # Tiers and memory
 //
 // A block a pod holds only on the GPU costs nothing beyond its holder bit.

@@ -18,6 +18,8 @@ type Index struct {
 	sweep sweeper
 
 	scratch sync.Pool // *applyScratch
+
+	learn atomic.Pointer[Learner] // nil: no learned holdings (NewLearner)
 }
 
 // New returns an empty index and starts its background sweeper; Close stops it.

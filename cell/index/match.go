@@ -15,6 +15,12 @@ type MatchResult struct {
 	n       int            // groups used
 	groups  [MaxPods]Group // by increasing depth
 
+	// Learned holdings (see Learner): the pods whose depth includes learned
+	// blocks, those of them in approximate mode, and for the others the
+	// depth events confirmed.
+	learned, approx HostBitmap
+	exact           [MaxPods]int32
+
 	// Work space of the search, kept here so that Match allocates nothing.
 	cur, next [maxSpans]span
 	probe     [4 * maxSpans]probeSlot
@@ -73,6 +79,36 @@ func (r *MatchResult) Best() (s Slot, depth int, ok bool) {
 	return s, g.Depth, true
 }
 
+// ExactDepth returns how many leading blocks of the queried chain the
+// engine's events say pod s holds: 0 for a pod in approximate mode, Depth
+// less the speculative blocks at the end of its match for a pod that
+// SplitLearned was asked about, and Depth for any other.
+func (r *MatchResult) ExactDepth(s Slot) int {
+	if r.learned.Has(s) {
+		return int(r.exact[s])
+	}
+	return r.Depth(s)
+}
+
+// Learned returns the pods whose matched depth includes learned blocks:
+// the approximate ones, and the ones SplitLearned found speculative blocks
+// for; see Learner.
+func (r *MatchResult) Learned() HostBitmap { return r.learned }
+
+// Approximate returns the pods answered by the approximate index: pods
+// without events, whose whole depth is learned from routing.
+func (r *MatchResult) Approximate() HostBitmap { return r.approx }
+
+// markLearned records that the first exact blocks of pod s's depth are
+// exact and the rest learned; approximate marks a pod without events.
+func (r *MatchResult) markLearned(s Slot, exact int, approximate bool) {
+	r.learned = r.learned.Set(s)
+	r.exact[s] = int32(exact)
+	if approximate {
+		r.approx = r.approx.Set(s)
+	}
+}
+
 // Lookups returns how many shard lookups the query took; Rounds how many
 // rounds of parallel lookups.
 func (r *MatchResult) Lookups() int { return r.lookups }
@@ -95,7 +131,36 @@ func (r *MatchResult) Rounds() int { return r.rounds }
 // intervals of one round are independent, so each round issues all its
 // lookups before it looks at any result: their cache misses overlap, and a
 // query costs about log N memory round trips rather than K log N.
+//
+// With a Learner attached, learned blocks count like any other, and the
+// result says which pods are answered by the approximate index
+// (Approximate), at the cost of one bitmap test. Which part of a pod's
+// depth is speculative is only known after SplitLearned.
 func (ix *Index) Match(chain []BlockHash, r *MatchResult) {
+	r.learned, r.approx = HostBitmap{}, HostBitmap{}
+	ix.match(chain, r)
+	if l := ix.learn.Load(); l != nil && r.n > 0 {
+		if a := l.approxSet().And(r.matched); !a.IsEmpty() {
+			r.approx, r.learned = a, a
+			a.ForEach(func(s Slot) { r.exact[s] = 0 })
+		}
+	}
+}
+
+// SplitLearned completes r, the answer of Match for chain, for the pods in
+// pods: for each that holds speculative blocks at the end of its match, it
+// records how many leading blocks are exact (ExactDepth) and marks it in
+// Learned. It costs a lock and a map lookup per such pod with learned
+// blocks, and a bisection (about log2 of its depth lookups) for each whose
+// match ends in learned blocks; ask only about the pods you need.
+func (ix *Index) SplitLearned(chain []BlockHash, r *MatchResult, pods HostBitmap) {
+	if l := ix.learn.Load(); l != nil && r.n > 0 {
+		l.splitLearned(chain, r, pods)
+	}
+}
+
+// match is the bisection of Match.
+func (ix *Index) match(chain []BlockHash, r *MatchResult) {
 	r.alive = ix.Alive()
 	r.matched = HostBitmap{}
 	r.n, r.lookups, r.rounds = 0, 0, 0

@@ -92,13 +92,27 @@ func (ix *Index) Kill(s Slot) {
 	r.ids[s] = ""
 	ix.clearAlive(s)
 	r.mu.Unlock()
+	if l := ix.learn.Load(); l != nil {
+		st := &l.slots[s]
+		st.mu.Lock()
+		l.forget(s, false)
+		st.mu.Unlock()
+	}
 	ix.sweep.enqueue(s)
 }
 
 // ClearPod removes every block of a live pod and keeps it alive, as an
 // engine's AllBlocksCleared asks. It returns when the pod holds nothing. The
 // caller must not write for the same pod concurrently.
+//
+// Learned blocks go too; a slot in approximate mode stays in it.
 func (ix *Index) ClearPod(s Slot) {
+	if l := ix.learn.Load(); l != nil {
+		st := &l.slots[s]
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		l.forget(s, true)
+	}
 	ix.tiers[s].reset()
 	ix.sweepShards(BitmapOf(s))
 }

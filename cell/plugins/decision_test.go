@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -355,4 +356,50 @@ func BenchmarkDecisionParts(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestSpeculativeWeight checks kv-cost's speculative_weight: pod 0 holds 10
+// blocks exactly and 20 more speculatively (a request was just routed
+// there), pod 1 holds 18 exactly, pod 2 is an approximate pod (no events)
+// holding approx blocks, which count fully whatever the weight.
+func TestSpeculativeWeight(t *testing.T) {
+	toks := tokens(64*16, 9)
+	tests := []struct {
+		weight float64
+		approx int
+		want   string
+	}{
+		{1, 24, "pod-000"},   // 30 against 18 and 24
+		{0.5, 0, "pod-000"},  // 10 + 20/2 = 20 against 18
+		{0.25, 0, "pod-001"}, // 15 against 18
+		{0, 0, "pod-001"},    // 10 against 18
+		{0.5, 24, "pod-002"}, // 20 against 24 approximate blocks
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.weight, "/", tt.approx), func(t *testing.T) {
+			f := newFleet(t, 3)
+			l, err := index.NewLearner(f.ix, index.DefaultLearnConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs := f.hasher.Chain(blockhash.Seed(blockhash.Keys{Model: "m"}), toks, nil)
+			f.hold(0, toks, 10)
+			l.Speculate(f.cands[0].Slot, hs[:30], time.Now())
+			f.hold(1, toks, 18)
+			if tt.approx > 0 {
+				l.SetApproximate(f.cands[2].Slot, true, 0)
+				l.Touch(f.cands[2].Slot, hs[:tt.approx], time.Now())
+			}
+			p := WithSpeculativeWeight(DefaultProfile("default", 1, 0, 0.95), tt.weight)
+			d := f.decide(t, f.selector(t, p, nil), &pipeline.Request{Model: "m", TokenIDs: toks}, 1)
+			if got := f.cands[d.Order[0]].Pod; got != tt.want {
+				t.Fatalf("weight %v picked %s, want %s", tt.weight, got, tt.want)
+			}
+		})
+	}
+	r := pipeline.NewRegistry()
+	Register(r, Deps{Index: newFleet(t, 1).ix, Hasher: blockhash.DefaultHasher()})
+	if _, err := r.Build(WithSpeculativeWeight(DefaultProfile("x", 1, 0, 0.95), 2)); err == nil || !strings.Contains(err.Error(), "speculative_weight") {
+		t.Fatalf("a profile with speculative_weight 2: got %v, want an error naming speculative_weight", err)
+	}
 }

@@ -20,6 +20,13 @@ type Matcher interface {
 	Match(chain []index.BlockHash, r *index.MatchResult)
 }
 
+// Splitter tells, after a Match, which part of some pods' depth is
+// speculative (index.Index.SplitLearned). A Matcher that is also a
+// Splitter lets kv-cost weigh speculative blocks.
+type Splitter interface {
+	SplitLearned(chain []index.BlockHash, r *index.MatchResult, pods index.HostBitmap)
+}
+
 // Deps are what the plug-ins need from the cell.
 type Deps struct {
 	// Index answers prefix matches.

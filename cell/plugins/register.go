@@ -61,13 +61,17 @@ func Register(r *pipeline.Registry, d Deps) {
 	})
 	// Scorers.
 	r.Register("kv-cost", func(p pipeline.Params) (pipeline.Plugin, error) {
-		s := &KVCost{OverlapWeight: 1}
+		s := &KVCost{OverlapWeight: 1, SpeculativeWeight: 1}
 		if err := p.Decode(s); err != nil {
 			return nil, err
 		}
 		if s.OverlapWeight < 0 {
 			return nil, fmt.Errorf("overlap_weight = %v, want >= 0", s.OverlapWeight)
 		}
+		if !(s.SpeculativeWeight >= 0 && s.SpeculativeWeight <= 1) {
+			return nil, fmt.Errorf("speculative_weight = %v, want in [0, 1]", s.SpeculativeWeight)
+		}
+		s.split, _ = d.Index.(Splitter)
 		return s, nil
 	})
 	r.Register("cache-affinity", simple(CacheAffinity{}))
@@ -103,6 +107,32 @@ func Register(r *pipeline.Registry, d Deps) {
 		}
 		return c, nil
 	})
+}
+
+// WithSpeculativeWeight returns p with every kv-cost scorer counting
+// speculative blocks at weight w (see KVCost); w = 1 returns p unchanged.
+func WithSpeculativeWeight(p pipeline.ProfileConfig, w float64) pipeline.ProfileConfig {
+	if w == 1 {
+		return p
+	}
+	score := make([]pipeline.PluginSpec, len(p.Score))
+	copy(score, p.Score)
+	for i := range score {
+		if score[i].Type != "kv-cost" {
+			continue
+		}
+		var kc KVCost
+		kc.OverlapWeight = 1
+		if err := score[i].Params.Decode(&kc); err != nil {
+			continue // Build reports it
+		}
+		params, err := pipeline.ParamsOf(fmt.Sprintf("{overlap_weight: %v, speculative_weight: %v}", kc.OverlapWeight, w))
+		if err == nil {
+			score[i].Params = params
+		}
+	}
+	p.Score = score
+	return p
 }
 
 // DefaultProfile is the reference KV router's decision as a profile:

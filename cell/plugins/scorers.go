@@ -16,8 +16,18 @@ import (
 // occupy; the score is -cost (lower cost, higher score). The raw value is
 // kept (not normalised) so that the softmax picker sees real differences;
 // give it weight 1 and use it alone, as the default profile does.
+//
+// Blocks the index learned from routing count as held: approximate ones
+// (pods without events) fully, speculative ones (a request routed there
+// moments ago, not yet confirmed by events) at SpeculativeWeight, default
+// 1. Below 1 the scorer asks the index where each matched pod's exact
+// depth ends, which costs a map lookup per matched pod with speculative
+// blocks.
 type KVCost struct {
-	OverlapWeight float64 `yaml:"overlap_weight"`
+	OverlapWeight     float64 `yaml:"overlap_weight"`
+	SpeculativeWeight float64 `yaml:"speculative_weight"`
+
+	split Splitter
 }
 
 var _ pipeline.Scorer = (*KVCost)(nil)
@@ -51,6 +61,25 @@ func (s *KVCost) Score(rc *pipeline.Context, out []float64) {
 			d = depth[c.Slot]
 		}
 		out[k] = -(w*float64(int32(total)-d) + float64(c.ActiveBlocks))
+	}
+	if s.SpeculativeWeight != 1 && s.split != nil && m != nil {
+		s.weighSpeculative(rc, out, hs, m, w)
+	}
+}
+
+// weighSpeculative counts speculative blocks at SpeculativeWeight: a pod
+// whose depth d ends in d-e speculative blocks has w*(1-sw)*(d-e) more
+// blocks to prefill than Score charged it.
+func (s *KVCost) weighSpeculative(rc *pipeline.Context, out []float64, hs []index.BlockHash, m *index.MatchResult, w float64) {
+	s.split.SplitLearned(hs, m, m.Matched())
+	spec := m.Learned().AndNot(m.Approximate())
+	if spec.IsEmpty() {
+		return
+	}
+	for k, i := range rc.Active() {
+		if c := &rc.Candidates[i]; c.HasSlot && spec.Has(c.Slot) {
+			out[k] -= w * (1 - s.SpeculativeWeight) * float64(m.Depth(c.Slot)-m.ExactDepth(c.Slot))
+		}
 	}
 }
 

@@ -184,6 +184,9 @@ func (p *Proxy) attempt(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	stream := resp.ContentLength < 0 || isEventStream(resp.Header.Get("Content-Type"))
 	rc := http.NewResponseController(w)
 	copyResponseHeader(w.Header(), resp.Header)
+	if h.OnStatus != nil {
+		h.OnStatus(t, resp.StatusCode)
+	}
 	if h.OnResponse != nil {
 		h.OnResponse(t, w.Header())
 	}
@@ -279,6 +282,9 @@ func (p *Proxy) relayError(ctx context.Context, w http.ResponseWriter, r *http.R
 	copyResponseHeader(w.Header(), resp.Header)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	if h.OnStatus != nil {
+		h.OnStatus(t, resp.StatusCode)
+	}
 	if h.OnResponse != nil {
 		h.OnResponse(t, w.Header())
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -285,5 +287,35 @@ func TestForwardMaxAttempts(t *testing.T) {
 	}
 	if n := len(third.requests()); n != 0 {
 		t.Errorf("third target got %d requests, want 0 with MaxAttempts 2", n)
+	}
+}
+
+// TestOnStatus checks that OnStatus tells the status of the relayed answer,
+// a success or an error, before OnResponse.
+func TestOnStatus(t *testing.T) {
+	for _, status := range []int{http.StatusOK, http.StatusBadRequest} {
+		pod := newFakePod(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			io.WriteString(w, `{"error":{"message":"x","type":"BadRequestError","param":null,"code":400}}`)
+		})
+		var calls []string
+		p := testProxy(t, Config{})
+		f := newFront(t, func(w http.ResponseWriter, r *http.Request, body []byte) error {
+			return p.Forward(w, r, body, []Target{pod.target("a")}, Hooks{
+				OnStatus:   func(t Target, s int) { calls = append(calls, fmt.Sprintf("status %s %d", t.Pod, s)) },
+				OnResponse: func(Target, http.Header) { calls = append(calls, "response") },
+			})
+		})
+		resp, err := post(context.Background(), f.URL+"/v1/completions", `{"prompt":"x"}`, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		f.nextErr(t)
+		if want := []string{fmt.Sprintf("status a %d", status), "response"}; !slices.Equal(calls, want) {
+			t.Errorf("status %d: hooks got %v, want %v", status, calls, want)
+		}
 	}
 }

@@ -74,6 +74,9 @@ type Hooks struct {
 	// they are written (the pod's headers already copied in); it may add
 	// headers, e.g. which pod or cell answered.
 	OnResponse func(t Target, h http.Header)
+	// OnStatus is called, before OnResponse, with the status of the pod's
+	// answer that is about to be relayed (an error answer included).
+	OnStatus func(t Target, status int)
 	// OnFirstByte is called when the first response byte was relayed to the
 	// client (the time to first token of a stream).
 	OnFirstByte func(t Target)

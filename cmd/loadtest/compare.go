@@ -15,11 +15,12 @@ import (
 
 // runCompare is the "compare" subcommand: one trace slice replayed through
 // a cell against a simulated fleet under random, round-robin and
-// cache-aware routing (package loadtest/compare).
+// cache-aware routing, the last with and without speculative entries and
+// on a fleet without KV events (package loadtest/compare).
 func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	quick := fs.Bool("quick", false, "a run under two minutes (one conversation in 40, 2048 blocks per pod, faster time scale); explicit flags still apply")
+	quick := fs.Bool("quick", false, "a short run (one conversation in 40, faster time scale; about 25 s per mode); explicit flags still apply")
 	asJSON := fs.Bool("json", false, "print the comparison as one JSON object")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	out := fs.String("out", "", "directory for report.json, SVG plots and index.html (none when empty)")

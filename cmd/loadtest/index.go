@@ -39,6 +39,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	maxBacklog := fs.Float64("max-backlog", d.MaxBacklog, "largest queued fraction at the end of the window for a valid run")
 	verify := fs.Bool("verify", d.Verify, "check every query against the engine model and between indexers before timing")
 	baseline := fs.Bool("baseline", d.Baseline, "also benchmark the naive baseline indexer")
+	learner := fs.Bool("learner", d.Learner, "attach an idle learner to cell/index, as celld does (exact writes take its slot locks)")
 	if help, err := parseFlags("index", fs, args); help || err != nil {
 		return err
 	}
@@ -66,6 +67,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	apply("max-backlog", func() { cfg.MaxBacklog = *maxBacklog })
 	apply("verify", func() { cfg.Verify = *verify })
 	apply("baseline", func() { cfg.Baseline = *baseline })
+	apply("learner", func() { cfg.Learner = *learner })
 	tracePathFound, err := locateTrace("index", cfg.TracePath)
 	if err != nil {
 		return err

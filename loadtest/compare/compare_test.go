@@ -74,7 +74,7 @@ func TestRunTiny(t *testing.T) {
 		t.Errorf("JSON lacks a numeric reachable_reuse: %s", data)
 	}
 	modes, _ := got["modes"].(map[string]any)
-	for _, m := range []string{"random", "round_robin", "kv"} {
+	for _, m := range ModeNames {
 		mm, ok := modes[m].(map[string]any)
 		if !ok {
 			t.Fatalf("JSON lacks modes.%s: %s", m, data)
@@ -90,6 +90,22 @@ func TestRunTiny(t *testing.T) {
 		if pods := len(rep.Modes[m].Pods); pods != 3 {
 			t.Errorf("mode %s got %d pods in its load, want 3", m, pods)
 		}
+		if m == ModeRoundRobin {
+			continue
+		}
+		vs, ok := mm["vs_round_robin"].(map[string]any)
+		if !ok {
+			t.Fatalf("modes.%s lacks vs_round_robin: %s", m, data)
+		}
+		for _, k := range []string{"ttft_p50_speedup", "cached_ratio_gain", "max_share_over_mean"} {
+			if _, ok := vs[k].(float64); !ok {
+				t.Errorf("modes.%s.vs_round_robin lacks a numeric %s", m, k)
+			}
+		}
+	}
+	// Without events the cell still learns where each conversation went.
+	if got := rep.Modes[ModeApprox].CachedTokenRatio; got <= 0 {
+		t.Errorf("got approx cached-token ratio %.3f, want above 0 (later turns find their pod)", got)
 	}
 	kv, rr := rep.Modes[ModeKV].CachedTokenRatio, rep.Modes[ModeRoundRobin].CachedTokenRatio
 	if kv < rr {

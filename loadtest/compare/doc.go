@@ -1,6 +1,6 @@
 // Package compare runs the routing comparison: the same slice of the
 // Mooncake trace replayed, in one process, through a cell (package cell)
-// in front of a simulated fleet (package loadtest/enginesim) under three
+// in front of a simulated fleet (package loadtest/enginesim) under five
 // routing modes, and reports what a client sees in each.
 //
 // # Modes
@@ -9,9 +9,15 @@
 // all pods tie and ties break at random); round_robin takes the pods in
 // turn ("round-robin-pick"); kv is the cell's default profile, the
 // reference KV router (prefix match on the cell's block index, fed by the
-// engines' ZMQ KV events; cost = blocks to prefill + active blocks; lowest
-// cost wins). Each mode gets a fresh fleet and a fresh cell, so every mode
-// starts with cold caches.
+// engines' ZMQ KV events, with speculative entries for what was routed but
+// not yet reported; cost = blocks to prefill + active blocks; lowest cost
+// wins); kv-nospec is kv with speculative entries off (the index knows only
+// what events said); approx is kv on a fleet that publishes no KV events,
+// the cell's pods configured events "none", so the index holds only what
+// the cell learned from its own routing (the approximate index). Each mode
+// gets a fresh fleet and a fresh cell, so every mode starts with cold
+// caches. Every mode is also set against round_robin (vs_round_robin: TTFT
+// speedups, cached-ratio gain, busiest pod over an even share).
 //
 // # Slice
 //

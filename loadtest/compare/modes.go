@@ -9,10 +9,16 @@ const (
 	ModeRandom     = "random"
 	ModeRoundRobin = "round_robin"
 	ModeKV         = "kv"
+	// ModeKVNoSpec is kv with speculative entries off: the index knows
+	// only what the engines' events said.
+	ModeKVNoSpec = "kv-nospec"
+	// ModeApprox is kv on a fleet that publishes no KV events: the cell's
+	// approximate index, learned from its own routing.
+	ModeApprox = "approx"
 )
 
 // ModeNames lists the modes in the order they run.
-var ModeNames = []string{ModeRandom, ModeRoundRobin, ModeKV}
+var ModeNames = []string{ModeRandom, ModeRoundRobin, ModeKVNoSpec, ModeKV, ModeApprox}
 
 // mode is one routing mode: the cell profile it routes with and, when the
 // cell does not add it itself, the profile's configuration.
@@ -23,6 +29,14 @@ type mode struct {
 	config *pipeline.ProfileConfig
 	// about says what the mode does, for the report.
 	about string
+	// noEvents runs the fleet without KV events and the cell's pods as
+	// events "none" (the approximate index).
+	noEvents bool
+	// noSpec turns the cell's speculative entries off.
+	noSpec bool
+	// cacheAware marks the modes that route with the kv profile (the
+	// kv-max-requests cap applies to them).
+	cacheAware bool
 }
 
 // modes are the routing modes by name. Random and round-robin keep the
@@ -31,7 +45,8 @@ type mode struct {
 // scorers (every pod scores 0, and max-score breaks ties at random);
 // round-robin takes the pods in turn. kv is the cell's default profile,
 // the reference KV router (cost = overlap weight x blocks to prefill +
-// active blocks, lowest cost wins).
+// active blocks, lowest cost wins); kv-nospec and approx are the same
+// profile with speculative entries off, and on a fleet without events.
 var modes = map[string]mode{
 	ModeRandom: {profile: "random", about: "random pod (max-score over equal scores, random tie-break)",
 		config: &pipeline.ProfileConfig{Name: "random",
@@ -41,5 +56,10 @@ var modes = map[string]mode{
 		config: &pipeline.ProfileConfig{Name: "round-robin",
 			Filter: []pipeline.PluginSpec{{Type: "healthy"}},
 			Pick:   pipeline.PluginSpec{Type: "round-robin-pick"}}},
-	ModeKV: {profile: "default", about: "cache-aware: the default KV-cost profile (prefix match on the block index, plus load)"},
+	ModeKV: {profile: "default", cacheAware: true,
+		about: "cache-aware: the default KV-cost profile (prefix match on the block index fed by KV events, with speculative entries, plus load)"},
+	ModeKVNoSpec: {profile: "default", cacheAware: true, noSpec: true,
+		about: "cache-aware without speculative entries: the index knows only what KV events said"},
+	ModeApprox: {profile: "default", cacheAware: true, noEvents: true,
+		about: "cache-aware on a fleet without KV events: the approximate index learned from the cell's own routing"},
 }

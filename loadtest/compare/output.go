@@ -37,6 +37,19 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if rr := r.Modes[ModeRoundRobin]; rr != nil {
+		fmt.Fprintln(w, "\nagainst round_robin:")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "mode\tTTFT p50 speedup\tTTFT p99 speedup\tcached ratio gain\tmax share / even\t")
+		for _, n := range r.Names() {
+			if v := r.Modes[n].VsRoundRobin; v != nil {
+				fmt.Fprintf(tw, "%s\t%.2fx\t%.2fx\t%+.1f pts\t%.2f\t\n", n, v.TTFTP50Speedup, v.TTFTP99Speedup, 100*v.CachedRatioGain, v.MaxShareOverMean)
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
 	if c := r.Checks; c != nil {
 		fmt.Fprintf(w, "\nkv vs round_robin TTFT p50: %.2fx faster (want >= 2) %s\n", c.KVTTFTP50Speedup, verdict(c.TTFTPass))
 		fmt.Fprintf(w, "kv cached ratio / reachable reuse: %.2f (want >= 0.9) %s\n", c.KVReuseOverReachable, verdict(c.ReusePass))

@@ -31,8 +31,42 @@ type ModeResult struct {
 	EvictedBlocksEst int64 `json:"evicted_blocks_est"`
 	// FullPods counts pods whose cache was full at the end.
 	FullPods int `json:"full_pods"`
+	// VsRoundRobin sets the mode against round_robin, when both ran.
+	VsRoundRobin *Versus `json:"vs_round_robin,omitempty"`
 
 	results []replay.Result
+}
+
+// Versus is a mode against round-robin: TTFT, reuse and balance.
+type Versus struct {
+	// TTFTP50Speedup and TTFTP99Speedup are round-robin's TTFT over the
+	// mode's (above 1: the mode is faster).
+	TTFTP50Speedup float64 `json:"ttft_p50_speedup"`
+	TTFTP99Speedup float64 `json:"ttft_p99_speedup"`
+	// CachedRatioGain is the mode's cached-token ratio minus round-robin's.
+	CachedRatioGain float64 `json:"cached_ratio_gain"`
+	// MaxShareOverMean is the mode's busiest pod over an even share;
+	// RoundRobinMaxShareOverMean round-robin's, for scale.
+	MaxShareOverMean           float64 `json:"max_share_over_mean"`
+	RoundRobinMaxShareOverMean float64 `json:"round_robin_max_share_over_mean"`
+}
+
+// versus compares m with round-robin's rr.
+func versus(m, rr *ModeResult) *Versus {
+	v := &Versus{CachedRatioGain: m.CachedTokenRatio - rr.CachedTokenRatio}
+	if m.TTFTP50Ms > 0 {
+		v.TTFTP50Speedup = rr.TTFTP50Ms / m.TTFTP50Ms
+	}
+	if m.TTFTP99Ms > 0 {
+		v.TTFTP99Speedup = rr.TTFTP99Ms / m.TTFTP99Ms
+	}
+	if m.MeanPodShare > 0 {
+		v.MaxShareOverMean = m.MaxPodShare / m.MeanPodShare
+	}
+	if rr.MeanPodShare > 0 {
+		v.RoundRobinMaxShareOverMean = rr.MaxPodShare / rr.MeanPodShare
+	}
+	return v
 }
 
 // Checks are the comparison's acceptance figures.
@@ -78,7 +112,8 @@ type Report struct {
 	MaxRunning        int     `json:"max_running"`
 	KVOverlapWeight   float64 `json:"kv_overlap_weight"`
 
-	// Modes are the modes run, by name (random, round_robin, kv).
+	// Modes are the modes run, by name (random, round_robin, kv-nospec,
+	// kv, approx).
 	Modes map[string]*ModeResult `json:"modes"`
 	// Checks are present when round_robin and kv both ran.
 	Checks *Checks `json:"checks,omitempty"`
@@ -109,6 +144,13 @@ func newReport(cfg Config, recs []trace.Record) *Report {
 func (r *Report) finish(wall time.Duration) {
 	r.WallS = wall.Seconds()
 	kv, rr := r.Modes[ModeKV], r.Modes[ModeRoundRobin]
+	if rr != nil {
+		for name, m := range r.Modes {
+			if name != ModeRoundRobin {
+				m.VsRoundRobin = versus(m, rr)
+			}
+		}
+	}
 	if kv == nil || rr == nil {
 		return
 	}

@@ -84,7 +84,9 @@ func unboundedBlocks(recs []trace.Record, blockSize int) int {
 // runMode starts a cold fleet and a cell routing in mode name, replays recs
 // through the cell and stops both.
 func runMode(ctx context.Context, cfg Config, recs []trace.Record, name string, opt Options) (*ModeResult, error) {
-	fleet, err := enginesim.StartFleet(fleetConfig(cfg))
+	fc := fleetConfig(cfg)
+	fc.Pod.Events.Disabled = modes[name].noEvents
+	fleet, err := enginesim.StartFleet(fc)
 	if err != nil {
 		return nil, err
 	}
@@ -165,11 +167,18 @@ func cellConfig(cfg Config, fleet *enginesim.Fleet, name string) cell.Config {
 	cc.HTTPAddr, cc.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
 	cc.Events.BlockSize = cfg.BlockSize
 	cc.HealthInterval = time.Second
-	for _, p := range fleet.Pods() {
-		cc.Pods = append(cc.Pods, cell.PodConfig{ID: p.ID(), Address: p.HTTPAddr(),
-			ZMQEndpoint: p.ZMQEndpoint(), ReplayEndpoint: p.ReplayEndpoint(), KVBlocks: cfg.BlocksPerPod})
-	}
 	m := modes[name]
+	for _, p := range fleet.Pods() {
+		pc := cell.PodConfig{ID: p.ID(), Address: p.HTTPAddr(),
+			ZMQEndpoint: p.ZMQEndpoint(), ReplayEndpoint: p.ReplayEndpoint(), KVBlocks: cfg.BlocksPerPod}
+		if m.noEvents {
+			pc.Events = cell.PodEventsNone
+		}
+		cc.Pods = append(cc.Pods, pc)
+	}
+	if m.noSpec {
+		cc.Speculative.TTL = 0
+	}
 	cc.Routing.Profile = m.profile
 	for _, n := range ModeNames {
 		if c := modes[n].config; c != nil {
@@ -178,7 +187,7 @@ func cellConfig(cfg Config, fleet *enginesim.Fleet, name string) cell.Config {
 	}
 	cc.Routing.RequestTimeout = cfg.Timeout
 	cc.Routing.KVOverlapScoreWeight = cfg.KVOverlapWeight
-	if name == ModeKV && cfg.KVMaxRequests > 0 {
+	if m.cacheAware && cfg.KVMaxRequests > 0 {
 		// The cache-aware profile with a per-pod concurrency cap: the
 		// default profile plus a soft "concurrency" filter, so a pod whose
 		// running batch is full is passed over while another has room
@@ -216,10 +225,11 @@ func waitReady(ctx context.Context, target string, fleet *enginesim.Fleet) error
 	}
 }
 
-// ready reports whether the cell is ready and every pod subscribed.
+// ready reports whether the cell is ready and every pod that publishes
+// events has a subscriber.
 func ready(cl *http.Client, target string, fleet *enginesim.Fleet) bool {
 	for _, p := range fleet.Pods() {
-		if !p.EventsSubscribed() {
+		if p.ZMQEndpoint() != "" && !p.EventsSubscribed() {
 			return false
 		}
 	}

@@ -21,6 +21,19 @@ var (
 // tables sized for expected blocks, and registers pods "worker-000".. as
 // slots 0..pods-1.
 func newCellIndexer(pods, expected int) (Indexer, error) {
+	return buildCellIndexer(pods, expected, false)
+}
+
+// newCellIndexerWithLearner is newCellIndexer with an index.Learner
+// attached, as celld runs it: every Apply takes its slots' learner locks
+// and every Match tests the approximate pods. The learner learns nothing
+// here (no routing): it measures the cost of the attachment for a fleet
+// without approximate pods.
+func newCellIndexerWithLearner(pods, expected int) (Indexer, error) {
+	return buildCellIndexer(pods, expected, true)
+}
+
+func buildCellIndexer(pods, expected int, learner bool) (Indexer, error) {
 	cfg := index.DefaultConfig()
 	cfg.ExpectedBlocks = min(expected, cfg.MaxBlocks)
 	ix, err := index.New(cfg)
@@ -36,6 +49,12 @@ func newCellIndexer(pods, expected int) (Indexer, error) {
 		if int(s) != i {
 			ix.Close()
 			return nil, fmt.Errorf("indexbench: index gave worker %d slot %d, want %d", i, s, i)
+		}
+	}
+	if learner {
+		if _, err := index.NewLearner(ix, index.DefaultLearnConfig()); err != nil {
+			ix.Close()
+			return nil, fmt.Errorf("indexbench: %w", err)
 		}
 	}
 	return &cellIndexer{ix: ix}, nil

@@ -64,6 +64,9 @@ type Config struct {
 	Verify bool
 	// Baseline also benchmarks the naive indexer.
 	Baseline bool
+	// Learner attaches an idle index.Learner to cell/index, as celld does
+	// (see CellIndexWithLearner).
+	Learner bool
 	// Progress, if not nil, receives one line per phase and step.
 	Progress func(format string, args ...any) `json:"-"`
 }

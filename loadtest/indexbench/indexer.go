@@ -44,5 +44,8 @@ type Factory struct {
 // CellIndex is the Factory of the real cell/index.Index.
 var CellIndex = Factory{Name: "cell/index", New: newCellIndexer}
 
+// CellIndexWithLearner is CellIndex with an idle index.Learner attached.
+var CellIndexWithLearner = Factory{Name: "cell/index+learner", New: newCellIndexerWithLearner}
+
 // NaiveIndex is the Factory of the naive baseline.
 var NaiveIndex = Factory{Name: "naive", New: func(pods, expected int) (Indexer, error) { return NewNaive(pods, expected), nil }}

@@ -33,6 +33,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	cfg.progress("built the timeline in %.1fs: %d events, %d queries, %d block-ops", rep.PrepS, rep.Events, rep.Queries, rep.BlockOps)
 
 	factories := []Factory{CellIndex}
+	if cfg.Learner {
+		factories[0] = CellIndexWithLearner
+	}
 	if cfg.Baseline {
 		factories = append(factories, NaiveIndex)
 	}

@@ -208,3 +208,19 @@ func TestExpectedBlocks(t *testing.T) {
 		t.Errorf("table bytes: %d with a hint of 1M blocks, %d without; want at least 16 MiB reserved", b, s)
 	}
 }
+
+// TestLearnerAttachedMatches checks the index with an idle learner
+// attached against the engine model and the plain index, query by query.
+func TestLearnerAttachedMatches(t *testing.T) {
+	recs, err := trace.ReadFile(smallTrace, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := BuildWorkload(recs, smallConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Verify(w, CellIndex, CellIndexWithLearner); err != nil {
+		t.Fatal(err)
+	}
+}

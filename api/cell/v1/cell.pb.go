@@ -834,9 +834,17 @@ type Candidate struct {
 	// cost is the pipeline's cost for the pod; lower is better.
 	Cost float64 `protobuf:"fixed64,5,opt,name=cost,proto3" json:"cost,omitempty"`
 	// state is the pod's health.
-	State         PodState `protobuf:"varint,6,opt,name=state,proto3,enum=cellrouter.cell.v1.PodState" json:"state,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	State PodState `protobuf:"varint,6,opt,name=state,proto3,enum=cellrouter.cell.v1.PodState" json:"state,omitempty"`
+	// approximate is true when matched_blocks comes from the approximate
+	// index: the pod publishes no KV events, and the cell learned its blocks
+	// from the requests it routed there.
+	Approximate bool `protobuf:"varint,7,opt,name=approximate,proto3" json:"approximate,omitempty"`
+	// speculative_blocks is how many of matched_blocks, at their end, are
+	// speculative: requests were routed to the pod moments ago and its
+	// events have not confirmed those blocks yet.
+	SpeculativeBlocks uint32 `protobuf:"varint,8,opt,name=speculative_blocks,json=speculativeBlocks,proto3" json:"speculative_blocks,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Candidate) Reset() {
@@ -909,6 +917,20 @@ func (x *Candidate) GetState() PodState {
 		return x.State
 	}
 	return PodState_POD_STATE_UNKNOWN
+}
+
+func (x *Candidate) GetApproximate() bool {
+	if x != nil {
+		return x.Approximate
+	}
+	return false
+}
+
+func (x *Candidate) GetSpeculativeBlocks() uint32 {
+	if x != nil {
+		return x.SpeculativeBlocks
+	}
+	return 0
 }
 
 // FilteredPod is a pod the routing pipeline excluded before scoring.
@@ -1134,14 +1156,16 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"extra_keys\x18\x04 \x03(\tR\textraKeys\x12\x1b\n" +
 	"\tlora_name\x18\x05 \x01(\tR\bloraName\x12/\n" +
 	"\x04role\x18\x06 \x01(\x0e2\x1b.cellrouter.cell.v1.PodRoleR\x04role\x12%\n" +
-	"\x0emax_candidates\x18\a \x01(\rR\rmaxCandidates\"\xba\x01\n" +
+	"\x0emax_candidates\x18\a \x01(\rR\rmaxCandidates\"\x8b\x02\n" +
 	"\tCandidate\x12\x10\n" +
 	"\x03pod\x18\x01 \x01(\tR\x03pod\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12%\n" +
 	"\x0ematched_blocks\x18\x03 \x01(\rR\rmatchedBlocks\x12\x12\n" +
 	"\x04load\x18\x04 \x01(\x01R\x04load\x12\x12\n" +
 	"\x04cost\x18\x05 \x01(\x01R\x04cost\x122\n" +
-	"\x05state\x18\x06 \x01(\x0e2\x1c.cellrouter.cell.v1.PodStateR\x05state\"O\n" +
+	"\x05state\x18\x06 \x01(\x0e2\x1c.cellrouter.cell.v1.PodStateR\x05state\x12 \n" +
+	"\vapproximate\x18\a \x01(\bR\vapproximate\x12-\n" +
+	"\x12speculative_blocks\x18\b \x01(\rR\x11speculativeBlocks\"O\n" +
 	"\vFilteredPod\x12\x10\n" +
 	"\x03pod\x18\x01 \x01(\tR\x03pod\x12\x16\n" +
 	"\x06filter\x18\x02 \x01(\tR\x06filter\x12\x16\n" +
