@@ -38,6 +38,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	modes := fs.String("modes", strings.Join(d.Modes, ","), "routing modes to run, comma-separated")
 	overlap := fs.Float64("kv-overlap-weight", d.KVOverlapWeight, "kv mode: weight of a block to prefill against a block of decode load")
 	kvCap := fs.Int("kv-max-requests", d.KVMaxRequests, "kv mode: per-pod concurrency cap (soft filter); 0 for the plain default profile")
+	specTTL := fs.Duration("speculative-ttl", d.SpeculativeTTL, "kv mode: speculative entries' lifetime (kv-nospec runs without them)")
+	specWeight := fs.Float64("speculative-weight", d.SpeculativeWeight, "kv mode: what a speculative block counts for in the cost, in [0, 1]")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,6 +63,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	apply("max-tokens-cap", func() { cfg.MaxTokensCap = *maxTok })
 	apply("kv-overlap-weight", func() { cfg.KVOverlapWeight = *overlap })
 	apply("kv-max-requests", func() { cfg.KVMaxRequests = *kvCap })
+	apply("speculative-ttl", func() { cfg.SpeculativeTTL = *specTTL })
+	apply("speculative-weight", func() { cfg.SpeculativeWeight = *specWeight })
 	apply("modes", func() { cfg.Modes = strings.Split(*modes, ",") })
 	tracePathFound, err := locateTrace("compare", cfg.TracePath)
 	if err != nil {

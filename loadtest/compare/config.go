@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cellrouter/cellrouter/cell"
+
 	"github.com/cellrouter/cellrouter/loadtest/enginesim"
 )
 
@@ -41,6 +43,11 @@ type Config struct {
 	// one pod at a time (a soft filter: ignored when every pod is at the
 	// cap). 0 routes with the cell's plain default profile.
 	KVMaxRequests int
+	// SpeculativeTTL and SpeculativeWeight are the kv mode's speculative
+	// entries (the cell's speculative.ttl and speculative.weight); the
+	// kv-nospec mode turns them off. Defaults: the cell's.
+	SpeculativeTTL    time.Duration
+	SpeculativeWeight float64
 	// Modes are the routing modes to run, in order (ModeNames by default).
 	Modes []string
 
@@ -77,21 +84,23 @@ type Config struct {
 // queueing, which the simulator's independent sleeps would otherwise hide.
 func DefaultConfig() Config {
 	return Config{
-		TracePath:       "loadtest/traces/conversation_trace.jsonl",
-		Sample:          20,
-		TimeScale:       0.015,
-		Concurrency:     512,
-		MaxTokensCap:    16,
-		Timeout:         2 * time.Minute,
-		KVOverlapWeight: 12,
-		Modes:           ModeNames,
-		Pods:            8,
-		BlocksPerPod:    8192,
-		BlockSize:       16,
-		PrefillPerToken: 25 * time.Microsecond,
-		DecodePerToken:  2 * time.Millisecond,
-		MaxRunning:      4,
-		Model:           enginesim.DefaultModel,
+		TracePath:         "loadtest/traces/conversation_trace.jsonl",
+		Sample:            20,
+		TimeScale:         0.015,
+		Concurrency:       512,
+		MaxTokensCap:      16,
+		Timeout:           2 * time.Minute,
+		KVOverlapWeight:   12,
+		SpeculativeTTL:    cell.DefaultConfig().Speculative.TTL,
+		SpeculativeWeight: cell.DefaultConfig().Speculative.Weight,
+		Modes:             ModeNames,
+		Pods:              8,
+		BlocksPerPod:      8192,
+		BlockSize:         16,
+		PrefillPerToken:   25 * time.Microsecond,
+		DecodePerToken:    2 * time.Millisecond,
+		MaxRunning:        4,
+		Model:             enginesim.DefaultModel,
 	}
 }
 
@@ -110,6 +119,12 @@ func QuickConfig() Config {
 func (c Config) Validate() error {
 	if c.KVOverlapWeight < 0 {
 		return fmt.Errorf("compare: KVOverlapWeight %v must not be negative", c.KVOverlapWeight)
+	}
+	if c.SpeculativeTTL <= 0 {
+		return fmt.Errorf("compare: SpeculativeTTL %v must be positive (the kv-nospec mode runs without)", c.SpeculativeTTL)
+	}
+	if c.SpeculativeWeight < 0 || c.SpeculativeWeight > 1 {
+		return fmt.Errorf("compare: SpeculativeWeight %v out of [0, 1]", c.SpeculativeWeight)
 	}
 	switch {
 	case c.TracePath == "":

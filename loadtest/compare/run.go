@@ -176,6 +176,7 @@ func cellConfig(cfg Config, fleet *enginesim.Fleet, name string) cell.Config {
 		}
 		cc.Pods = append(cc.Pods, pc)
 	}
+	cc.Speculative.TTL, cc.Speculative.Weight = cfg.SpeculativeTTL, cfg.SpeculativeWeight
 	if m.noSpec {
 		cc.Speculative.TTL = 0
 	}
