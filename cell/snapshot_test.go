@@ -12,8 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/cellrouter/cellrouter/cell/auth"
 	"github.com/cellrouter/cellrouter/cell/events"
+	"github.com/cellrouter/cellrouter/cell/events/natsjs"
 	"github.com/cellrouter/cellrouter/cell/events/vllmpub"
 	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/cell/servers/servertest"
@@ -328,5 +333,67 @@ func TestSnapshotConfigValidate(t *testing.T) {
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.field) {
 			t.Errorf("%s: got %v, want an error naming %s", c.name, err, c.field)
 		}
+	}
+}
+
+// TestSnapshotRestartResumesJetStream restarts a cell fed by JetStream from
+// its shutdown snapshot: the durable consumer is recreated at the
+// snapshot's stream position, so only the batches published while the
+// cell was down are applied, none twice and nothing cleared.
+func TestSnapshotRestartResumesJetStream(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(20 * time.Second) {
+		t.Fatal("nats server not ready")
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	cfg := testConfig()
+	cfg.Events.DefaultModel = "m"
+	cfg.NATS.URL = ns.ClientURL()
+	cfg.NATS.CreateStream = true
+	cfg.Snapshot.Dir = t.TempDir()
+	cfg.Snapshot.Interval = 0
+
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := natsjs.NewPublisher(js, cfg.NATS.SubjectPrefix)
+	var all []*events.Batch
+	publish := func(from, to int) {
+		for i := from; i < to; i++ {
+			b := chainBatch(i)
+			b.Pod, b.Model = "pod-j", "m"
+			all = append(all, b)
+			if _, err := p.Publish(context.Background(), b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	a, stopA := runCell(t, cfg, nil)
+	waitFor(t, "first cell ready", func() bool { code, _ := get(t, "http://"+a.HTTPAddr()+"/readyz"); return code == 200 })
+	publish(0, 30)
+	waitFor(t, "30 batches applied", func() bool { return a.Applier().Counters().Batches.Load() == 30 })
+	stopA()
+	publish(30, 42)
+
+	b, _ := runCell(t, cfg, nil)
+	waitFor(t, "restarted cell ready", func() bool { code, _ := get(t, "http://"+b.HTTPAddr()+"/readyz"); return code == 200 })
+	want := indexContents(t, referenceIndex(t, cfg, "pod-j", all))
+	waitFor(t, "caught up", func() bool { return reflect.DeepEqual(indexContents(t, b.Index()), want) })
+	ct := b.Applier().Counters()
+	if got := ct.Batches.Load(); got != 12 {
+		t.Errorf("batches applied after restart: got %d, want the 12 published while down", got)
+	}
+	if ct.Restarts.Load() != 0 || ct.Clears.Load() != 0 {
+		t.Errorf("restarts %d, clears %d after the restore, want 0", ct.Restarts.Load(), ct.Clears.Load())
 	}
 }
