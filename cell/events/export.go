@@ -110,7 +110,8 @@ var ErrRestore = errors.New("events: restore")
 // RestoreHolders gives the Applier the saved holders. Call it on a fresh
 // Applier (it may be called several times with distinct holders), after
 // the index was restored (each holder's id is registered there: its slot is
-// looked up by id) and before any batch. Nothing changes when it fails. A
+// looked up by id) and before any batch. The holders keep the slices of
+// states. Nothing changes when it fails. A
 // restored holder resumes after LastSeq: see Resume. reg, when the Applier
 // has one, learns each pod as seen at now, so a pod that never comes back
 // dies after Config.DeadAfter like any silent pod.
@@ -150,9 +151,12 @@ func (a *Applier) RestoreHolders(states []HolderState, now time.Time) error {
 	return nil
 }
 
-// restoreChains rebuilds h's forest from blocks, parents first.
+// restoreChains rebuilds h's forest from blocks, parents first. The nodes
+// keep the blocks' Router and Pending slices.
 func (h *holder) restoreChains(blocks []BlockState) error {
 	c := &h.chains
+	c.nodes = make([]chainNode, 0, len(blocks))
+	c.byHash = make(map[uint64]int32, len(blocks))
 	ids := make([]int32, len(blocks))
 	for i := range blocks {
 		b := &blocks[i]
@@ -173,13 +177,13 @@ func (h *holder) restoreChains(blocks []BlockState) error {
 		node := c.node(n)
 		node.tiers, node.skip, node.last = b.Tiers, b.Skip, b.Last
 		if len(b.Pending) > 0 {
-			node.pending = slices.Clone(b.Pending)
+			node.pending = b.Pending
 		}
 		if k := len(b.Router); k > 0 {
 			node.nRouter = int32(k)
 			node.router0 = b.Router[0]
 			if k > 1 {
-				node.routerRest = slices.Clone(b.Router[1:])
+				node.routerRest = b.Router[1:]
 			}
 		}
 		ids[i] = n

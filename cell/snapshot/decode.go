@@ -196,10 +196,6 @@ func readHolder(d *decoder, st *events.HolderState, keep bool) int {
 	if keep {
 		st.Blocks = make([]events.BlockState, 0, n)
 	}
-	var hashes map[uint64]bool
-	if !keep {
-		hashes = make(map[uint64]bool, min(n, 1<<16))
-	}
 	for j := 0; j < n && d.err == nil; j++ {
 		var b events.BlockState
 		b.Hash = d.u64()
@@ -233,13 +229,9 @@ func readHolder(d *decoder, st *events.HolderState, keep bool) int {
 			d.fail("holder %q block %d on no tier", st.ID, j)
 		case skip > 1:
 			d.fail("holder %q block %d skip %d", st.ID, j, skip)
-		case !keep && hashes[b.Hash]:
-			d.fail("holder %q engine block %#x twice", st.ID, b.Hash)
 		}
 		if keep {
 			st.Blocks = append(st.Blocks, b)
-		} else {
-			hashes[b.Hash] = true
 		}
 	}
 	return n
@@ -294,10 +286,12 @@ func readBlocks(d *decoder, known index.HostBitmap, fn func(index.BlockHash, []i
 const restoreBatch = 1 << 14
 
 // Restore loads the snapshot into ix and a, which should be fresh: it
-// registers the pods, applies the blocks in batches, then gives the
-// applier its holders (a may be nil). The snapshot was checked by Decode,
-// so Restore fails only if the index or applier refuse something (no free
-// slot); the caller then discards both, which were half-loaded.
+// registers the pods, then applies the blocks in batches while it gives the
+// applier its holders (a may be nil). Decode checked the structure, so
+// Restore fails only if the index or the applier refuse something (no free
+// slot, an engine block twice in a holder's forest); the caller must then
+// discard both, which are half-loaded: restore into a fresh state and swap
+// it in only on success, as celld does.
 func (s *Snapshot) Restore(ix *index.Index, a *events.Applier, now time.Time) (index.ApplyResult, error) {
 	var total index.ApplyResult
 	d := &decoder{b: s.body, off: s.podsOff}
@@ -319,6 +313,14 @@ func (s *Snapshot) Restore(ix *index.Index, a *events.Applier, now time.Time) (i
 	if rerr != nil {
 		return total, rerr
 	}
+	// The holders (the applier's forests) and the blocks (the index) are
+	// independent once the pods are registered: restore them side by side.
+	herr := make(chan error, 1)
+	if a == nil {
+		herr <- nil
+	} else {
+		go func() { herr <- s.restoreHolders(a, now) }()
+	}
 	ops := make([]index.Op, 0, restoreBatch+8)
 	flush := func() {
 		r := ix.Apply(ops)
@@ -337,13 +339,15 @@ func (s *Snapshot) Restore(ix *index.Index, a *events.Applier, now time.Time) (i
 		}
 	})
 	flush()
-	if d.err != nil {
-		return total, d.err
+	if err := <-herr; err != nil {
+		return total, err
 	}
-	if a == nil {
-		return total, nil
-	}
-	d.off = s.holdersOff
+	return total, d.err
+}
+
+// restoreHolders gives the applier the snapshot's holders, one at a time.
+func (s *Snapshot) restoreHolders(a *events.Applier, now time.Time) error {
+	d := &decoder{b: s.body, off: s.holdersOff}
 	nh := d.count(4)
 	for i := 0; i < nh && d.err == nil; i++ {
 		var st events.HolderState
@@ -352,8 +356,8 @@ func (s *Snapshot) Restore(ix *index.Index, a *events.Applier, now time.Time) (i
 			break
 		}
 		if err := a.RestoreHolders([]events.HolderState{st}, now); err != nil {
-			return total, err
+			return err
 		}
 	}
-	return total, d.err
+	return d.err
 }

@@ -44,6 +44,11 @@
 // LoadNewest tries the files newest first and returns the first valid one
 // with the refusals met on the way; Decode checks magic, version, checksum,
 // identity and the whole structure before Restore changes anything, and the
-// cell restores into a fresh index that it discards if anything fails, so a
-// snapshot is loaded whole or not at all.
+// cell restores into a fresh index and applier that it discards if anything
+// fails, so a snapshot is loaded whole or not at all.
+//
+// Restore registers the pods, then applies the blocks in batches of 16K ops
+// while a second goroutine rebuilds the holders' forests (they touch
+// different structures), which on two cores hides most of the forests'
+// cost.
 package snapshot

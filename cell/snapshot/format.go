@@ -31,8 +31,10 @@ import (
 //	         uint8 tiers (0: GPU only); a uv 0 ends the runs
 //
 // The checksum is verified before any of the body is read, and the whole
-// body is checked before anything is restored, so a damaged file is refused
-// as a whole.
+// body's structure (counts, bounds, slots, parents) is checked before
+// anything is restored, so a damaged file is refused as a whole. What only
+// the restore can see (an engine block twice in a forest) fails Restore,
+// whose caller discards the fresh state it restored into.
 
 // Version is the format version this package writes and reads.
 const Version uint32 = 1
