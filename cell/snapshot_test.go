@@ -397,3 +397,50 @@ func TestSnapshotRestartResumesJetStream(t *testing.T) {
 		t.Errorf("restarts %d, clears %d after the restore, want 0", ct.Restarts.Load(), ct.Clears.Load())
 	}
 }
+
+// TestSnapshotLoopWritesAfterEvents checks the owned writer: with
+// every_events a snapshot appears once that many batches were applied,
+// and the cell's shutdown writes one more.
+func TestSnapshotLoopWritesAfterEvents(t *testing.T) {
+	cfg := testConfig()
+	cfg.Snapshot.Dir = t.TempDir()
+	cfg.Snapshot.Interval = 0
+	cfg.Snapshot.EveryEvents = 10
+	cfg.Snapshot.Keep = 5
+	var logs servertest.LogBuffer
+	c, stop := runCell(t, cfg, &logs)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	files := func() int { f, _ := snapshot.List(cfg.Snapshot.Dir); return len(f) }
+	ctx := context.Background()
+	for i := 0; i < 9; i++ {
+		b := chainBatch(i)
+		b.Pod, b.Seq = "pod-e", uint64(i)
+		if err := c.Applier().ApplyBatch(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Nine batches: below the threshold for at least two checks.
+	time.Sleep(2500 * time.Millisecond)
+	if n := files(); n != 0 {
+		t.Fatalf("%d snapshots after 9 batches, want 0", n)
+	}
+	b := chainBatch(9)
+	b.Pod, b.Seq = "pod-e", 9
+	if err := c.Applier().ApplyBatch(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a snapshot after 10 batches", func() bool { return files() == 1 })
+	stop()
+	if n := files(); n != 2 {
+		t.Fatalf("%d snapshots after shutdown, want 2", n)
+	}
+	id, _ := cfg.snapshotIdentity()
+	snap, _, _, err := snapshot.LoadNewest(cfg.Snapshot.Dir, id, 0)
+	if err != nil || snap.Blocks != 10 || snap.Holders != 1 {
+		t.Fatalf("newest snapshot: %v, %+v", err, snap)
+	}
+}

@@ -186,7 +186,7 @@ func (c *Cell) snapshotLoop(ctx context.Context) {
 		defer t.Stop()
 		events = t.C
 	}
-	last := c.applier.Counters().Batches.Load()
+	var last uint64 // batches applied when the last snapshot was taken (none yet: 0)
 	for {
 		select {
 		case <-ctx.Done():
