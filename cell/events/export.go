@@ -47,29 +47,46 @@ type BlockState struct {
 	Pending []uint32
 }
 
-// ExportHolders returns the state of every live holder, sorted by id. Each
-// holder is copied under its own lock, so its sequence number and forest
-// agree; holders are copied one after the other while batches go on.
-// Export them before the index (index.Index.Export): the index then holds
-// at least what each saved number says, and replaying from the next
-// number, which rewrites the same (idempotent) ops, converges.
+// ExportHolders returns the state of every live holder, sorted by id (see
+// EachHolder).
 func (a *Applier) ExportHolders() []HolderState {
+	var out []HolderState
+	_ = a.EachHolder(func(st *HolderState) error {
+		out = append(out, *st)
+		return nil
+	})
+	return out
+}
+
+// EachHolder calls fn with the state of every live holder, in id order, one
+// at a time: each holder is copied under its own lock, so its sequence
+// number and forest agree, and fn runs without it, so a slow fn holds up
+// no batch and only one holder's copy is alive at a time. fn owns st. It
+// stops at fn's first error and returns it. Export the holders before the
+// index (index.Index.Export): the index then holds at least what each saved
+// number says, and replaying from the next number, which rewrites the
+// same (idempotent) ops, converges.
+func (a *Applier) EachHolder(fn func(st *HolderState) error) error {
 	a.mu.RLock()
 	hs := make([]*holder, 0, len(a.holders))
 	for _, h := range a.holders {
 		hs = append(hs, h)
 	}
 	a.mu.RUnlock()
-	out := make([]HolderState, 0, len(hs))
+	sort.Slice(hs, func(i, j int) bool { return hs[i].id < hs[j].id })
 	for _, h := range hs {
 		h.mu.Lock()
-		if !h.dead {
-			out = append(out, h.export())
+		if h.dead {
+			h.mu.Unlock()
+			continue
 		}
+		st := h.export()
 		h.mu.Unlock()
+		if err := fn(&st); err != nil {
+			return err
+		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
+	return nil
 }
 
 // export copies h; the caller holds h.mu.

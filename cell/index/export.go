@@ -1,7 +1,5 @@
 package index
 
-import "sort"
-
 // This file is the index's persistence API (package snapshot writes it to
 // disk): an export that walks the blocks with their exact holders and
 // tiers, and a restore that rebuilds them through ordinary batched writes.
@@ -50,7 +48,7 @@ func (ix *Index) LivePods() []ExportedPod {
 }
 
 // Export calls fn with every block that has a live exact holder, a batch at
-// a time (about one shard's blocks, sorted by hash within the batch). fn
+// a time (about one shard's blocks, in no particular order). fn
 // owns nothing: the slice and the holder slices are reused after it
 // returns. Export stops at fn's first error and returns it.
 //
@@ -74,7 +72,6 @@ func (ix *Index) Export(fn func([]ExportedBlock) error) error {
 		ix.shards[i].forEach(func(k uint64, b HostBitmap) {
 			raw = append(raw, DumpEntry{Hash: BlockHash(k), Holders: b})
 		})
-		sort.Slice(raw, func(a, b int) bool { return raw[a].Hash < raw[b].Hash })
 		alive := ix.Alive()
 		batch, hold = batch[:0], hold[:0]
 		for _, e := range raw {

@@ -126,21 +126,20 @@ func Decode(data []byte, want Identity) (*Snapshot, error) {
 	if err := s.Identity.check(want); err != nil {
 		return nil, err
 	}
-	s.podsOff = d.off
-	var known index.HostBitmap
-	s.Pods = readPods(d, func(slot index.Slot, _ string) { known = known.Set(slot) })
 	s.holdersOff = d.off
-	nh := d.count(4)
-	seen := make(map[string]bool, nh)
-	for i := 0; i < nh && d.err == nil; i++ {
+	seen := map[string]bool{}
+	for d.err == nil && more(d) {
 		var st events.HolderState
 		s.EngineBlocks += readHolder(d, &st, false)
 		if seen[st.ID] {
 			d.fail("holder %q twice", st.ID)
 		}
 		seen[st.ID] = true
+		s.Holders++
 	}
-	s.Holders = nh
+	s.podsOff = d.off
+	var known index.HostBitmap
+	s.Pods = readPods(d, func(slot index.Slot, _ string) { known = known.Set(slot) })
 	s.blocksOff = d.off
 	s.Blocks = readBlocks(d, known, nil)
 	if d.err == nil && d.off != len(b) {
@@ -150,6 +149,19 @@ func Decode(data []byte, want Identity) (*Snapshot, error) {
 		return nil, d.err
 	}
 	return s, nil
+}
+
+// more reads a holder marker: 1 before each holder, 0 after the last.
+func more(d *decoder) bool {
+	switch m := d.uv(); m {
+	case 0:
+		return false
+	case 1:
+		return d.err == nil
+	default:
+		d.fail("holder marker %d", m)
+		return false
+	}
 }
 
 // readPods reads the pods section, calling fn with each.
@@ -348,8 +360,7 @@ func (s *Snapshot) Restore(ix *index.Index, a *events.Applier, now time.Time) (i
 // restoreHolders gives the applier the snapshot's holders, one at a time.
 func (s *Snapshot) restoreHolders(a *events.Applier, now time.Time) error {
 	d := &decoder{b: s.body, off: s.holdersOff}
-	nh := d.count(4)
-	for i := 0; i < nh && d.err == nil; i++ {
+	for d.err == nil && more(d) {
 		var st events.HolderState
 		readHolder(d, &st, true)
 		if d.err != nil {

@@ -82,11 +82,6 @@ func Write(w io.Writer, id Identity, src Source, now time.Time) (WriteStats, err
 	if src.StreamSeq != nil {
 		streamSeq = src.StreamSeq()
 	}
-	var holders []events.HolderState
-	if src.Applier != nil {
-		holders = src.Applier.ExportHolders()
-	}
-	pods := src.Index.LivePods()
 
 	bw := bufio.NewWriterSize(w, 256<<10)
 	if _, err := bw.Write(appendHeader(nil)); err != nil {
@@ -100,6 +95,24 @@ func Write(w io.Writer, id Identity, src Source, now time.Time) (WriteStats, err
 	e.sv(now.UnixNano())
 	e.uv(streamSeq)
 
+	if src.Applier != nil {
+		err := src.Applier.EachHolder(func(h *events.HolderState) error {
+			e.uv(1) // another holder
+			writeHolder(e, h)
+			st.Holders++
+			st.EngineBlocks += len(h.Blocks)
+			e.maybeFlush()
+			return e.err
+		})
+		if err != nil {
+			return st, err
+		}
+	}
+	e.uv(0) // no more holders
+
+	// The pods after the holders: every holder captured is registered by
+	// then (or dead, and its slot is not alive).
+	pods := src.Index.LivePods()
 	e.uv(uint64(len(pods)))
 	var known index.HostBitmap
 	for _, p := range pods {
@@ -108,48 +121,6 @@ func Write(w io.Writer, id Identity, src Source, now time.Time) (WriteStats, err
 		known = known.Set(p.Slot)
 	}
 	st.Pods = len(pods)
-
-	e.uv(uint64(len(holders)))
-	for i := range holders {
-		h := &holders[i]
-		var flags uint8
-		if h.HasSeq {
-			flags |= 1
-		}
-		if h.HasGroup {
-			flags |= 2
-		}
-		e.str(h.ID)
-		e.str(h.Pod)
-		e.u8(flags)
-		e.uv(h.LastSeq)
-		e.sv(int64(h.Group))
-		e.uv(uint64(len(h.Blocks)))
-		for j := range h.Blocks {
-			b := &h.Blocks[j]
-			e.u64(b.Hash)
-			e.sv(int64(b.Parent))
-			e.u8(b.Tiers)
-			skip := uint8(0)
-			if b.Skip {
-				skip = 1
-			}
-			e.u8(skip)
-			e.uv(uint64(len(b.Router)))
-			for _, r := range b.Router {
-				e.u64(uint64(r))
-			}
-			e.u64(uint64(b.Last))
-			e.uv(uint64(len(b.Pending)))
-			for _, t := range b.Pending {
-				e.uv(uint64(t))
-			}
-			e.maybeFlush()
-		}
-		st.EngineBlocks += len(h.Blocks)
-		holders[i].Blocks = nil // written: let it go
-	}
-	st.Holders = len(holders)
 
 	err := src.Index.Export(func(bs []index.ExportedBlock) error {
 		n := 0
@@ -199,6 +170,44 @@ func Write(w io.Writer, id Identity, src Source, now time.Time) (WriteStats, err
 	}
 	st.Bytes = headerLen + e.n + trailerLen
 	return st, nil
+}
+
+// writeHolder encodes one holder.
+func writeHolder(e *encoder, h *events.HolderState) {
+	var flags uint8
+	if h.HasSeq {
+		flags |= 1
+	}
+	if h.HasGroup {
+		flags |= 2
+	}
+	e.str(h.ID)
+	e.str(h.Pod)
+	e.u8(flags)
+	e.uv(h.LastSeq)
+	e.sv(int64(h.Group))
+	e.uv(uint64(len(h.Blocks)))
+	for j := range h.Blocks {
+		b := &h.Blocks[j]
+		e.u64(b.Hash)
+		e.sv(int64(b.Parent))
+		e.u8(b.Tiers)
+		skip := uint8(0)
+		if b.Skip {
+			skip = 1
+		}
+		e.u8(skip)
+		e.uv(uint64(len(b.Router)))
+		for _, r := range b.Router {
+			e.u64(uint64(r))
+		}
+		e.u64(uint64(b.Last))
+		e.uv(uint64(len(b.Pending)))
+		for _, t := range b.Pending {
+			e.uv(uint64(t))
+		}
+		e.maybeFlush()
+	}
 }
 
 // keep counts the holders of a block that are among the written pods.

@@ -14,18 +14,18 @@ import (
 // "sv" a signed one, "str" a uv length and the bytes):
 //
 //	header   magic "CRSNAPv\x00" (8 bytes), format version (uint32)
-//	body     meta, pods, holders, blocks (below)
+//	body     meta, holders, pods, blocks (below)
 //	trailer  body length (uint64), CRC32C of the body (uint32), magic "CRSNEND\x00"
 //
 //	meta     str cell id, str model, uv block size, uint64 hash fingerprint,
 //	         sv created (unix ns), uv JetStream stream sequence (0: none)
-//	pods     uv count, then per pod: uint8 slot, str id (slots increasing)
-//	holders  uv count, then per holder: str id, str pod, uint8 flags
+//	holders  per holder a uv 1, then: str id, str pod, uint8 flags
 //	         (1: has seq, 2: has group), uv last seq, sv group, uv blocks,
 //	         then per block: uint64 engine hash, sv parent (-1: none, else an
 //	         earlier block of the holder), uint8 tiers, uint8 skip,
 //	         uv router hashes then uint64 each, uint64 last, uv pending
-//	         tokens then uv each
+//	         tokens then uv each; a uv 0 ends the holders
+//	pods     uv count, then per pod: uint8 slot, str id (slots increasing)
 //	blocks   runs of blocks, each uv count (> 0) then per block: uint64
 //	         hash, uv holders, then per holder: uint8 slot (a pod above),
 //	         uint8 tiers (0: GPU only); a uv 0 ends the runs
