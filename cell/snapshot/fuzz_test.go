@@ -32,7 +32,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		ix, err := index.New(index.DefaultConfig())
+		ix, err := index.New(index.Config{MaxBlocks: 1 << 20, SweepWorkers: 1}) // small: cheap per input
 		if err != nil {
 			t.Fatal(err)
 		}
