@@ -444,3 +444,62 @@ func TestSnapshotLoopWritesAfterEvents(t *testing.T) {
 		t.Fatalf("newest snapshot: %v, %+v", err, snap)
 	}
 }
+
+// TestSnapshotRestartEngineRestarted restores a cell whose engine
+// restarted while the cell was down: the engine's numbers start again
+// below the snapshot's, so the cell must not take its batches for
+// duplicates. The first live batch reveals it, and the pod is rebuilt from
+// the new engine's replay buffer alone.
+func TestSnapshotRestartEngineRestarted(t *testing.T) {
+	pub, err := vllmpub.New(vllmpub.DefaultConfig("pod-r", "m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.Events.DefaultModel = "m"
+	cfg.Pods = []PodConfig{{ID: "pod-r", Model: "m", ZMQEndpoint: pub.Endpoint(), ReplayEndpoint: pub.ReplayEndpoint()}}
+	cfg.Snapshot.Dir = t.TempDir()
+	cfg.Snapshot.Interval = 0
+	a, stopA := runCell(t, cfg, nil)
+	waitFor(t, "first cell ready", func() bool { code, _ := get(t, "http://"+a.HTTPAddr()+"/readyz"); return code == 200 })
+	waitFor(t, "subscription", pub.Subscribed)
+	for i := 0; i < 30; i++ {
+		if _, err := pub.Publish(chainBatch(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "30 batches applied", func() bool { return a.Applier().Counters().Batches.Load() == 30 })
+	stopA()
+	pub.Close()
+
+	// The engine comes back empty, numbering from 0, with other blocks.
+	pub2, err := vllmpub.New(vllmpub.DefaultConfig("pod-r", "m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub2.Close()
+	var fresh []*events.Batch
+	publish := func(from, to int) {
+		for i := from; i < to; i++ {
+			b := chainBatch(500 + i)
+			if i == 0 {
+				b = storedBatch([]uint64{1500}, 0)
+			}
+			fresh = append(fresh, b)
+			if _, err := pub2.Publish(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	publish(0, 5)
+	cfg.Pods[0].ZMQEndpoint, cfg.Pods[0].ReplayEndpoint = pub2.Endpoint(), pub2.ReplayEndpoint()
+	b, _ := runCell(t, cfg, nil)
+	waitFor(t, "restarted cell ready", func() bool { code, _ := get(t, "http://"+b.HTTPAddr()+"/readyz"); return code == 200 })
+	waitFor(t, "subscription", pub2.Subscribed)
+	publish(5, 6)
+	want := indexContents(t, referenceIndex(t, cfg, "pod-r", fresh))
+	waitFor(t, "rebuilt from the new engine", func() bool { return reflect.DeepEqual(indexContents(t, b.Index()), want) })
+	if r := b.Applier().Counters().Restarts.Load(); r != 1 {
+		t.Errorf("restarts seen: got %d, want 1", r)
+	}
+}

@@ -80,10 +80,14 @@ func (st *stream) endpointStart() uint64 {
 		rank = st.ep.Rank
 	}
 	last, ok := st.s.resumePoint(st.ep.Pod, rank)
+	h := st.state(&events.Batch{Pod: st.ep.Pod, DPRank: rank})
 	if !ok {
+		if h != nil {
+			h.resumed = false // a later connection: nothing to resume
+		}
 		return 0
 	}
-	if h := st.state(&events.Batch{Pod: st.ep.Pod, DPRank: rank}); h != nil {
+	if h != nil {
 		h.resumed, h.resumedAt = true, last
 	}
 	st.s.counters.Resumes.Add(1)

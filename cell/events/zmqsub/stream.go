@@ -119,6 +119,7 @@ func (st *stream) handle(ctx context.Context, b *events.Batch) {
 			st.catchUp(ctx, b, true)
 		}
 		h.live, h.hasLive, h.model = b.Seq, true, b.Model
+		h.resumed = false // first contact is over
 	}
 	st.apply(ctx, b)
 }
