@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -75,6 +74,10 @@ type Cell struct {
 	sec     *security      // keys, TLS, limits
 	models  *podModels     // what the pods serve
 	keyring *gossipKeyring // nil without gossip.keyring_file
+
+	snapm        *snapMetrics
+	resumeStream uint64        // JetStream position of the snapshot loaded (0: none)
+	streamPos    func() uint64 // the NATS consumer's position; nil without NATS
 }
 
 // New builds a cell from a validated configuration and opens its
@@ -93,32 +96,22 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Cell, error) {
 	c := &Cell{cfg: cfg, log: log.With("cell", cfg.CellID), tp: o.tracerProvider}
 	c.tr = telemetry.NewTracer(tracerName, c.tp)
 	var err error
-	if c.ix, err = index.New(cfg.indexConfig()); err != nil {
-		return nil, err
-	}
-	if c.learner, err = index.NewLearner(c.ix, cfg.learnConfig()); err != nil {
-		c.ix.Close()
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
-	}
-	c.learned = newLearnedPods(cfg, c.ix, c.learner)
-	if c.reg, err = events.NewRegistry(cfg.eventsConfig(), time.Now()); err != nil {
-		c.ix.Close()
-		return nil, err
-	}
-	c.warn = newUnindexedWarner(c.log)
-	ec := cfg.eventsConfig()
-	ec.OnDrop = c.warn.onDrop
-	if c.applier, err = events.NewApplier(ec, c.ix, c.reg, nil); err != nil {
-		c.ix.Close()
-		return nil, err
-	}
-	c.state = newStateServer(cfg.CellID, c.ix, c.reg, c.applier)
 	c.promReg = prometheus.NewRegistry()
 	c.rm = newRouteMetrics(cfg.CellID, c.promReg)
 	if c.sec, err = newSecurity(cfg, c.log, c.promReg); err != nil {
-		c.ix.Close()
 		return nil, err
 	}
+	c.warn = newUnindexedWarner(c.log)
+	c.snapm = newSnapMetrics()
+	c.metrics = append(c.metrics, c.snapm.collect(cfg.CellID))
+	// The index state comes from a snapshot when there is a valid one
+	// (snapshots.go); the security is built first for a bootstrap's TLS.
+	if err := c.buildIndexState(); err != nil {
+		return nil, err
+	}
+	c.learned = newLearnedPods(cfg, c.ix, c.learner)
+	c.state = newStateServer(cfg.CellID, c.ix, c.reg, c.applier)
+	c.state.snapshot = c.streamSnapshot
 	if c.keyring, err = newGossipKeyring(cfg, c.sec); err != nil {
 		c.ix.Close()
 		return nil, err
@@ -291,6 +284,10 @@ func (c *Cell) Run(ctx context.Context) error {
 			fail(c.runGossip(ctx))
 		}()
 	}
+	if c.cfg.Snapshot.Dir != "" {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.snapshotLoop(ctx) }()
+	}
 	if c.cfg.HealthInterval > 0 {
 		wg.Add(1)
 		go func() {
@@ -308,6 +305,10 @@ func (c *Cell) Run(ctx context.Context) error {
 	<-ctx.Done()
 	servers.Stop(c.httpSrv, c.grpcSrv, c.cfg.ShutdownTimeout)
 	wg.Wait()
+	if c.cfg.Snapshot.Dir != "" {
+		// Every writer stopped: the last snapshot is exact.
+		c.writeSnapshot("shutdown")
+	}
 	close(errc)
 	return <-errc // nil when nothing failed
 }

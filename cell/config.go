@@ -47,6 +47,9 @@ type Config struct {
 	// NATS configures the NATS JetStream transport; it runs when URL is set.
 	NATS NATSConfig `yaml:"nats"`
 
+	// Snapshot persists the index state across restarts (snapshot_config.go).
+	Snapshot SnapshotConfig `yaml:"snapshot"`
+
 	// Gossip joins the cell to the global tier's pool.
 	Gossip GossipConfig `yaml:"gossip"`
 	// Routing configures the routing pipeline and the data plane.
@@ -200,6 +203,7 @@ func DefaultConfig() Config {
 		NATS:            defaultNATS(),
 		Approximate:     defaultApproximate(),
 		Speculative:     defaultSpeculative(),
+		Snapshot:        defaultSnapshot(),
 		Routing:         DefaultRoutingConfig(),
 		Gossip:          DefaultGossipConfig(),
 		Limits:          defaultLimits(),
@@ -284,6 +288,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.Routing.validate(); err != nil {
+		return err
+	}
+	if err := c.Snapshot.validate(); err != nil {
 		return err
 	}
 	if err := c.validateGossip(); err != nil {

@@ -25,6 +25,22 @@
 // stream's backlog), so a load balancer does not route to a cell that is
 // still filling its index.
 //
+// Snapshots (snapshots.go, package cell/snapshot): with snapshot.dir, an
+// owned loop writes the index state every snapshot.interval (and after
+// snapshot.every_events batches), and Run writes a last one after every
+// writer stopped. New builds the index, learner, registry and applier
+// together and restores into them the newest valid snapshot, else one
+// streamed from a live replica (snapshot.bootstrap_from,
+// CellService.StreamSnapshot), before the listeners open; when a restore
+// fails the whole set is thrown away and rebuilt empty, so the cell never
+// starts half-loaded. The transports then resume each restored pod after
+// its saved sequence number (zmqsub asks Applier.Resume at the first
+// contact; natsjs recreates its durable at the snapshot's stream
+// position), and /readyz waits for them as above. A departure from the
+// design page, which has the cell start empty: the engines' replay buffers
+// (10,000 batches in vLLM) hold only the recent past, so an empty start
+// loses most of a busy pod's cache; the snapshot keeps it.
+//
 // Tracing: a data-plane request is the span cell.request (continuing the
 // caller's W3C context), with a span per pipeline stage (cell.stage.*), one
 // for the tokenization of a text prompt inside prepare (cell.tokenize: the

@@ -2,6 +2,7 @@ package cell
 
 import (
 	"context"
+	"io"
 	"sort"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/index"
+	"github.com/cellrouter/cellrouter/cell/snapshot"
 )
 
 // stateServer serves CellService: the cell's pods and state, and draining.
@@ -31,6 +33,10 @@ type stateServer struct {
 
 	mu       sync.Mutex
 	draining map[string]bool
+
+	// snapshot writes a snapshot of the cell to w (StreamSnapshot); nil
+	// in state-only tests.
+	snapshot func(w io.Writer) (snapshot.WriteStats, error)
 }
 
 var _ cellv1.CellServiceServer = (*stateServer)(nil)

@@ -17,6 +17,10 @@ func (c *Cell) buildTransports() error {
 		if err != nil {
 			return err
 		}
+		if err := nc.ResumeAfter(c.resumeStream); err != nil {
+			return err
+		}
+		c.streamPos = nc.Position
 		c.transports = append(c.transports, natsTransport{nc})
 		c.metrics = append(c.metrics, natsMetrics(c.cfg.CellID, nc.Counters()))
 	}

@@ -123,6 +123,7 @@ func (a *Applier) ApplyBatch(ctx context.Context, b *Batch) error {
 		a.observe(h, b, false, now)
 		return &GapError{Holder: h.id, From: dec.From, To: dec.To, Pending: dec.Pending}
 	}
+	h.resume = false // applied in order: nothing left to resume
 	wipe := false
 	if dec.Action == SeqRestart {
 		a.counters.Restarts.Add(1)

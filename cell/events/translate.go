@@ -19,6 +19,9 @@ type holder struct {
 	dead bool // killed: the holder left the Applier's map
 
 	seq SeqTracker
+	// resume is set for a holder restored from a snapshot until a
+	// transport asks where to resume it (Applier.Resume).
+	resume bool
 
 	// group is the KV cache group the holder indexes: the group of its first
 	// full-attention BlockStored since the last clear.

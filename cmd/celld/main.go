@@ -7,6 +7,8 @@
 //	      [--gossip-advertise IP:PORT] [--gossip-secret-key KEY]
 //	      [--kv-overlap-score-weight 1] [--router-temperature 0] [--busy-threshold 0.95]
 //	      [--api-keys keys.yaml] [--tls-cert C --tls-key K --tls-ca CA] [--max-body-bytes N ...]
+//	      [--snapshot-dir DIR --snapshot-interval 5m --snapshot-every-events N --snapshot-keep 3]
+//	      [--bootstrap-from REPLICA_GRPC_ADDR]
 //	celld --check-config celld.yaml   # check the configuration (with any flags above) and exit
 //	celld --version
 package main
@@ -63,6 +65,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	tlsCA := fs.String("tls-ca", "", "override tls.ca_file: the CA callers' certificates chain to (PEM)")
 	keyring := fs.String("gossip-keyring", "", "override gossip.keyring_file")
 	applyLimits := edge.BindFlags(fs, cell.DefaultConfig().EdgeLimits())
+	applySnapshot := cell.BindSnapshotFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -113,6 +116,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 			*o.dst = o.flag
 		}
 	}
+	applySnapshot(&cfg.Snapshot)
 	limits := cfg.EdgeLimits()
 	applyLimits(&limits)
 	cfg.SetEdgeLimits(limits)

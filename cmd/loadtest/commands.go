@@ -33,6 +33,7 @@ var commands = map[string]command{
 	"eventlog": {summary: "record the KV events engines publish for a trace into an event log file", run: runEventlog},
 	"compare":  {summary: "replay a trace slice through a cell against a simulated fleet: random, round-robin, cache-aware with and without speculative entries, approximate (no events)", run: runCompare},
 	"burst":    {summary: "bursts of requests sharing a new long prefix through a cell, with and without speculative entries: pods that prefill it", run: runBurst},
+	"restart":  {summary: "restart to ready with a trace's final index state: loading a snapshot against replaying every event into an empty index (time, peak memory)", run: runRestart},
 	"run":      {summary: "replay a Mooncake trace against an OpenAI endpoint (pod, cell, global) and report TTFT, ITL, E2E, cache hits, pod load", run: runRun},
 }
 

@@ -8,6 +8,13 @@
 //	go run ./cmd/loadtest index --json          # the full benchmark
 //	go run ./cmd/loadtest index --quick         # under a minute, readable table
 //
+// The restart subcommand measures a cell's restart with the full trace's
+// index state: restoring a snapshot against replaying every event into an
+// empty index, each in child processes of this binary (package
+// loadtest/restartbench):
+//
+//	go run ./cmd/loadtest restart --json        # full trace, 3 runs of each way
+//
 // Progress goes to stderr, the report to stdout. The default trace path is
 // relative to the repository root.
 package main

@@ -1098,6 +1098,108 @@ func (x *RouteResponse) GetDecisionNs() uint64 {
 	return 0
 }
 
+// StreamSnapshotRequest asks for a snapshot of the cell's index state.
+type StreamSnapshotRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cell_id is the cell the caller belongs to; the call fails with
+	// FAILED_PRECONDITION when it is not this cell's.
+	CellId        string `protobuf:"bytes,1,opt,name=cell_id,json=cellId,proto3" json:"cell_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamSnapshotRequest) Reset() {
+	*x = StreamSnapshotRequest{}
+	mi := &file_api_cell_v1_cell_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamSnapshotRequest) ProtoMessage() {}
+
+func (x *StreamSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_api_cell_v1_cell_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*StreamSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *StreamSnapshotRequest) GetCellId() string {
+	if x != nil {
+		return x.CellId
+	}
+	return ""
+}
+
+// SnapshotChunk is one piece of a snapshot file.
+type SnapshotChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// data are the next bytes of the snapshot.
+	Data []byte `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	// total_bytes is the snapshot's size, set on the last chunk.
+	TotalBytes    uint64 `protobuf:"varint,2,opt,name=total_bytes,json=totalBytes,proto3" json:"total_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotChunk) Reset() {
+	*x = SnapshotChunk{}
+	mi := &file_api_cell_v1_cell_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotChunk) ProtoMessage() {}
+
+func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_api_cell_v1_cell_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
+func (*SnapshotChunk) Descriptor() ([]byte, []int) {
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SnapshotChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *SnapshotChunk) GetTotalBytes() uint64 {
+	if x != nil {
+		return x.TotalBytes
+	}
+	return 0
+}
+
 var File_api_cell_v1_cell_proto protoreflect.FileDescriptor
 
 const file_api_cell_v1_cell_proto_rawDesc = "" +
@@ -1181,7 +1283,13 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"block_size\x18\x05 \x01(\rR\tblockSize\x12\x18\n" +
 	"\aprofile\x18\x06 \x01(\tR\aprofile\x12\x1f\n" +
 	"\vdecision_ns\x18\a \x01(\x04R\n" +
-	"decisionNs*b\n" +
+	"decisionNs\"0\n" +
+	"\x15StreamSnapshotRequest\x12\x17\n" +
+	"\acell_id\x18\x01 \x01(\tR\x06cellId\"D\n" +
+	"\rSnapshotChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\x1f\n" +
+	"\vtotal_bytes\x18\x02 \x01(\x04R\n" +
+	"totalBytes*b\n" +
 	"\bPodState\x12\x15\n" +
 	"\x11POD_STATE_UNKNOWN\x10\x00\x12\x13\n" +
 	"\x0fPOD_STATE_READY\x10\x01\x12\x16\n" +
@@ -1191,12 +1299,13 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\x14POD_ROLE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13POD_ROLE_AGGREGATED\x10\x01\x12\x14\n" +
 	"\x10POD_ROLE_PREFILL\x10\x02\x12\x13\n" +
-	"\x0fPOD_ROLE_DECODE\x10\x032\xd0\x03\n" +
+	"\x0fPOD_ROLE_DECODE\x10\x032\xb2\x04\n" +
 	"\vCellService\x12l\n" +
 	"\bListPods\x12#.cellrouter.cell.v1.ListPodsRequest\x1a$.cellrouter.cell.v1.ListPodsResponse\"\x15\x82\xd3\xe4\x93\x02\x0f\x12\r/v1/cell/pods\x12n\n" +
 	"\fGetCellState\x12'.cellrouter.cell.v1.GetCellStateRequest\x1a\x1d.cellrouter.cell.v1.CellState\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/v1/cell/state\x12z\n" +
 	"\bDrainPod\x12#.cellrouter.cell.v1.DrainPodRequest\x1a$.cellrouter.cell.v1.DrainPodResponse\"#\x82\xd3\xe4\x93\x02\x1d:\x01*\"\x18/v1/cell/pods/{id}:drain\x12g\n" +
-	"\x05Route\x12 .cellrouter.cell.v1.RouteRequest\x1a!.cellrouter.cell.v1.RouteResponse\"\x19\x82\xd3\xe4\x93\x02\x13:\x01*\"\x0e/v1/cell/routeB5Z3github.com/cellrouter/cellrouter/api/cell/v1;cellv1b\x06proto3"
+	"\x05Route\x12 .cellrouter.cell.v1.RouteRequest\x1a!.cellrouter.cell.v1.RouteResponse\"\x19\x82\xd3\xe4\x93\x02\x13:\x01*\"\x0e/v1/cell/route\x12`\n" +
+	"\x0eStreamSnapshot\x12).cellrouter.cell.v1.StreamSnapshotRequest\x1a!.cellrouter.cell.v1.SnapshotChunk0\x01B5Z3github.com/cellrouter/cellrouter/api/cell/v1;cellv1b\x06proto3"
 
 var (
 	file_api_cell_v1_cell_proto_rawDescOnce sync.Once
@@ -1211,24 +1320,26 @@ func file_api_cell_v1_cell_proto_rawDescGZIP() []byte {
 }
 
 var file_api_cell_v1_cell_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_api_cell_v1_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_api_cell_v1_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_api_cell_v1_cell_proto_goTypes = []any{
-	(PodState)(0),               // 0: cellrouter.cell.v1.PodState
-	(PodRole)(0),                // 1: cellrouter.cell.v1.PodRole
-	(*Pod)(nil),                 // 2: cellrouter.cell.v1.Pod
-	(*ListPodsRequest)(nil),     // 3: cellrouter.cell.v1.ListPodsRequest
-	(*ListPodsResponse)(nil),    // 4: cellrouter.cell.v1.ListPodsResponse
-	(*GetCellStateRequest)(nil), // 5: cellrouter.cell.v1.GetCellStateRequest
-	(*PodStateCount)(nil),       // 6: cellrouter.cell.v1.PodStateCount
-	(*CellState)(nil),           // 7: cellrouter.cell.v1.CellState
-	(*DrainPodRequest)(nil),     // 8: cellrouter.cell.v1.DrainPodRequest
-	(*DrainPodResponse)(nil),    // 9: cellrouter.cell.v1.DrainPodResponse
-	(*RouteRequest)(nil),        // 10: cellrouter.cell.v1.RouteRequest
-	(*Candidate)(nil),           // 11: cellrouter.cell.v1.Candidate
-	(*FilteredPod)(nil),         // 12: cellrouter.cell.v1.FilteredPod
-	(*RouteResponse)(nil),       // 13: cellrouter.cell.v1.RouteResponse
-	nil,                         // 14: cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
-	nil,                         // 15: cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
+	(PodState)(0),                 // 0: cellrouter.cell.v1.PodState
+	(PodRole)(0),                  // 1: cellrouter.cell.v1.PodRole
+	(*Pod)(nil),                   // 2: cellrouter.cell.v1.Pod
+	(*ListPodsRequest)(nil),       // 3: cellrouter.cell.v1.ListPodsRequest
+	(*ListPodsResponse)(nil),      // 4: cellrouter.cell.v1.ListPodsResponse
+	(*GetCellStateRequest)(nil),   // 5: cellrouter.cell.v1.GetCellStateRequest
+	(*PodStateCount)(nil),         // 6: cellrouter.cell.v1.PodStateCount
+	(*CellState)(nil),             // 7: cellrouter.cell.v1.CellState
+	(*DrainPodRequest)(nil),       // 8: cellrouter.cell.v1.DrainPodRequest
+	(*DrainPodResponse)(nil),      // 9: cellrouter.cell.v1.DrainPodResponse
+	(*RouteRequest)(nil),          // 10: cellrouter.cell.v1.RouteRequest
+	(*Candidate)(nil),             // 11: cellrouter.cell.v1.Candidate
+	(*FilteredPod)(nil),           // 12: cellrouter.cell.v1.FilteredPod
+	(*RouteResponse)(nil),         // 13: cellrouter.cell.v1.RouteResponse
+	(*StreamSnapshotRequest)(nil), // 14: cellrouter.cell.v1.StreamSnapshotRequest
+	(*SnapshotChunk)(nil),         // 15: cellrouter.cell.v1.SnapshotChunk
+	nil,                           // 16: cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
+	nil,                           // 17: cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
 }
 var file_api_cell_v1_cell_proto_depIdxs = []int32{
 	1,  // 0: cellrouter.cell.v1.Pod.role:type_name -> cellrouter.cell.v1.PodRole
@@ -1237,8 +1348,8 @@ var file_api_cell_v1_cell_proto_depIdxs = []int32{
 	2,  // 3: cellrouter.cell.v1.ListPodsResponse.pods:type_name -> cellrouter.cell.v1.Pod
 	0,  // 4: cellrouter.cell.v1.PodStateCount.state:type_name -> cellrouter.cell.v1.PodState
 	6,  // 5: cellrouter.cell.v1.CellState.pods_by_state:type_name -> cellrouter.cell.v1.PodStateCount
-	14, // 6: cellrouter.cell.v1.CellState.events_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
-	15, // 7: cellrouter.cell.v1.CellState.transport_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
+	16, // 6: cellrouter.cell.v1.CellState.events_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
+	17, // 7: cellrouter.cell.v1.CellState.transport_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
 	2,  // 8: cellrouter.cell.v1.DrainPodResponse.pod:type_name -> cellrouter.cell.v1.Pod
 	1,  // 9: cellrouter.cell.v1.RouteRequest.role:type_name -> cellrouter.cell.v1.PodRole
 	0,  // 10: cellrouter.cell.v1.Candidate.state:type_name -> cellrouter.cell.v1.PodState
@@ -1249,12 +1360,14 @@ var file_api_cell_v1_cell_proto_depIdxs = []int32{
 	5,  // 15: cellrouter.cell.v1.CellService.GetCellState:input_type -> cellrouter.cell.v1.GetCellStateRequest
 	8,  // 16: cellrouter.cell.v1.CellService.DrainPod:input_type -> cellrouter.cell.v1.DrainPodRequest
 	10, // 17: cellrouter.cell.v1.CellService.Route:input_type -> cellrouter.cell.v1.RouteRequest
-	4,  // 18: cellrouter.cell.v1.CellService.ListPods:output_type -> cellrouter.cell.v1.ListPodsResponse
-	7,  // 19: cellrouter.cell.v1.CellService.GetCellState:output_type -> cellrouter.cell.v1.CellState
-	9,  // 20: cellrouter.cell.v1.CellService.DrainPod:output_type -> cellrouter.cell.v1.DrainPodResponse
-	13, // 21: cellrouter.cell.v1.CellService.Route:output_type -> cellrouter.cell.v1.RouteResponse
-	18, // [18:22] is the sub-list for method output_type
-	14, // [14:18] is the sub-list for method input_type
+	14, // 18: cellrouter.cell.v1.CellService.StreamSnapshot:input_type -> cellrouter.cell.v1.StreamSnapshotRequest
+	4,  // 19: cellrouter.cell.v1.CellService.ListPods:output_type -> cellrouter.cell.v1.ListPodsResponse
+	7,  // 20: cellrouter.cell.v1.CellService.GetCellState:output_type -> cellrouter.cell.v1.CellState
+	9,  // 21: cellrouter.cell.v1.CellService.DrainPod:output_type -> cellrouter.cell.v1.DrainPodResponse
+	13, // 22: cellrouter.cell.v1.CellService.Route:output_type -> cellrouter.cell.v1.RouteResponse
+	15, // 23: cellrouter.cell.v1.CellService.StreamSnapshot:output_type -> cellrouter.cell.v1.SnapshotChunk
+	19, // [19:24] is the sub-list for method output_type
+	14, // [14:19] is the sub-list for method input_type
 	14, // [14:14] is the sub-list for extension type_name
 	14, // [14:14] is the sub-list for extension extendee
 	0,  // [0:14] is the sub-list for field type_name
@@ -1271,7 +1384,7 @@ func file_api_cell_v1_cell_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_cell_v1_cell_proto_rawDesc), len(file_api_cell_v1_cell_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

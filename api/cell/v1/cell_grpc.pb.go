@@ -23,10 +23,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	CellService_ListPods_FullMethodName     = "/cellrouter.cell.v1.CellService/ListPods"
-	CellService_GetCellState_FullMethodName = "/cellrouter.cell.v1.CellService/GetCellState"
-	CellService_DrainPod_FullMethodName     = "/cellrouter.cell.v1.CellService/DrainPod"
-	CellService_Route_FullMethodName        = "/cellrouter.cell.v1.CellService/Route"
+	CellService_ListPods_FullMethodName       = "/cellrouter.cell.v1.CellService/ListPods"
+	CellService_GetCellState_FullMethodName   = "/cellrouter.cell.v1.CellService/GetCellState"
+	CellService_DrainPod_FullMethodName       = "/cellrouter.cell.v1.CellService/DrainPod"
+	CellService_Route_FullMethodName          = "/cellrouter.cell.v1.CellService/Route"
+	CellService_StreamSnapshot_FullMethodName = "/cellrouter.cell.v1.CellService/StreamSnapshot"
 )
 
 // CellServiceClient is the client API for CellService service.
@@ -50,6 +51,12 @@ type CellServiceClient interface {
 	// global tier uses it to probe cells; operators use it to explain a
 	// decision.
 	Route(ctx context.Context, in *RouteRequest, opts ...grpc.CallOption) (*RouteResponse, error)
+	// StreamSnapshot streams a snapshot of the cell's index state (package
+	// cell/snapshot's file format, cut into chunks): a new replica of the
+	// cell bootstraps from it instead of waiting for the engines to replay.
+	// The snapshot is taken when the call starts; its bytes are the
+	// concatenation of the chunks' data. gRPC only.
+	StreamSnapshot(ctx context.Context, in *StreamSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error)
 }
 
 type cellServiceClient struct {
@@ -100,6 +107,25 @@ func (c *cellServiceClient) Route(ctx context.Context, in *RouteRequest, opts ..
 	return out, nil
 }
 
+func (c *cellServiceClient) StreamSnapshot(ctx context.Context, in *StreamSnapshotRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SnapshotChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &CellService_ServiceDesc.Streams[0], CellService_StreamSnapshot_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[StreamSnapshotRequest, SnapshotChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CellService_StreamSnapshotClient = grpc.ServerStreamingClient[SnapshotChunk]
+
 // CellServiceServer is the server API for CellService service.
 // All implementations must embed UnimplementedCellServiceServer
 // for forward compatibility.
@@ -121,6 +147,12 @@ type CellServiceServer interface {
 	// global tier uses it to probe cells; operators use it to explain a
 	// decision.
 	Route(context.Context, *RouteRequest) (*RouteResponse, error)
+	// StreamSnapshot streams a snapshot of the cell's index state (package
+	// cell/snapshot's file format, cut into chunks): a new replica of the
+	// cell bootstraps from it instead of waiting for the engines to replay.
+	// The snapshot is taken when the call starts; its bytes are the
+	// concatenation of the chunks' data. gRPC only.
+	StreamSnapshot(*StreamSnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error
 	mustEmbedUnimplementedCellServiceServer()
 }
 
@@ -142,6 +174,9 @@ func (UnimplementedCellServiceServer) DrainPod(context.Context, *DrainPodRequest
 }
 func (UnimplementedCellServiceServer) Route(context.Context, *RouteRequest) (*RouteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Route not implemented")
+}
+func (UnimplementedCellServiceServer) StreamSnapshot(*StreamSnapshotRequest, grpc.ServerStreamingServer[SnapshotChunk]) error {
+	return status.Error(codes.Unimplemented, "method StreamSnapshot not implemented")
 }
 func (UnimplementedCellServiceServer) mustEmbedUnimplementedCellServiceServer() {}
 func (UnimplementedCellServiceServer) testEmbeddedByValue()                     {}
@@ -236,6 +271,17 @@ func _CellService_Route_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CellService_StreamSnapshot_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(StreamSnapshotRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(CellServiceServer).StreamSnapshot(m, &grpc.GenericServerStream[StreamSnapshotRequest, SnapshotChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type CellService_StreamSnapshotServer = grpc.ServerStreamingServer[SnapshotChunk]
+
 // CellService_ServiceDesc is the grpc.ServiceDesc for CellService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -260,6 +306,12 @@ var CellService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _CellService_Route_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "StreamSnapshot",
+			Handler:       _CellService_StreamSnapshot_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "api/cell/v1/cell.proto",
 }

@@ -52,7 +52,7 @@ func (c *Consumer) ensureStream(ctx context.Context, js jetstream.JetStream) err
 // delivery of everything the stream holds when the consumer is new, and the
 // configured ack wait, redelivery limit and ack-pending bound.
 func (c *Consumer) consumerConfig() jetstream.ConsumerConfig {
-	return jetstream.ConsumerConfig{
+	cc := jetstream.ConsumerConfig{
 		Durable:       c.cfg.Durable,
 		Description:   "cellrouter celld KV events",
 		DeliverPolicy: jetstream.DeliverAllPolicy,
@@ -62,13 +62,16 @@ func (c *Consumer) consumerConfig() jetstream.ConsumerConfig {
 		MaxAckPending: c.cfg.MaxAckPending,
 		FilterSubject: c.cfg.filterSubject(),
 	}
+	c.deliverFrom(&cc)
+	return cc
 }
 
 // ensureConsumer creates or updates the durable consumer. On the first
 // attach with Config.Replay it deletes the consumer first, so delivery
-// restarts at the beginning of the stream's history.
+// restarts at the beginning of the stream's history (or after a snapshot's
+// position, ResumeAfter).
 func (c *Consumer) ensureConsumer(ctx context.Context, js jetstream.JetStream) (jetstream.Consumer, error) {
-	if c.cfg.Replay && !c.attached {
+	if (c.cfg.Replay || c.pos.startAfter > 0) && !c.attached {
 		err := js.DeleteConsumer(ctx, c.cfg.Stream, c.cfg.Durable)
 		if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			return nil, fmt.Errorf("natsjs: reset consumer %s/%s: %w", c.cfg.Stream, c.cfg.Durable, err)

@@ -27,6 +27,7 @@ type Consumer struct {
 
 	running  atomic.Bool
 	attached bool // a session attached once: later attaches resume
+	pos      position
 
 	ready     chan struct{}
 	readyOnce sync.Once

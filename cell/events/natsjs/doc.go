@@ -90,6 +90,13 @@
 // whose ack was lost comes again and is dropped as a duplicate. The durable
 // name must be unique per celld instance.
 //
+// A celld restored from a snapshot (package cell/snapshot) knows the stream
+// sequence it had handled when the snapshot was taken (Position, with
+// MaxAckPending 1) and calls ResumeAfter: the first attach recreates the
+// durable consumer to deliver from the next sequence, neither from the
+// beginning (the snapshot has that) nor from the durable's ack floor
+// (messages acknowledged after the snapshot are not in it).
+//
 // # Readiness
 //
 // Ready closes once the consumer is attached and has caught up: a handled

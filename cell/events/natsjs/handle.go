@@ -61,6 +61,9 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 		}
 	}
 	c.settle(ctx, msg, md, b, err)
+	if ctx.Err() == nil {
+		c.noteHandled(md)
+	}
 }
 
 // errSentBack tells handle that onGap sent the message back.

@@ -46,6 +46,9 @@ type Counters struct {
 	// Restarts counts publisher restarts the transport inferred from a
 	// sequence number going backwards (the engine's seq 0 was missed).
 	Restarts atomic.Uint64
+	// Resumes counts holders restored from a snapshot that were caught up
+	// from after the snapshot's sequence number rather than from 0.
+	Resumes atomic.Uint64
 	// ModelChanges counts publishers whose live topic named another model
 	// than their batches had been filed under (a catch-up at connection
 	// under the default model): their buffers were replayed again.

@@ -77,6 +77,14 @@
 //     then under-reports that pod's cache, which only costs cache hits).
 //     Endpoints that name their Pod are caught up at connection instead,
 //     before Ready, under the Endpoint's Model (none: the sink's default).
+//   - Restored from a snapshot: a holder the sink restored (Resumer) is
+//     caught up from the number after the snapshot's instead of from 0, at
+//     connection for endpoints that name their pod, else at its first
+//     message. A first live number at or below the snapshot's means the
+//     engine restarted while the cell was down: the holder is caught up
+//     from 0 as after a restart. (An engine that restarted and published
+//     more batches than the snapshot's number before the cell came back
+//     cannot be told from one that went on, as in bind mode below.)
 //   - Model change: replayed batches carry no topic, so a catch-up at
 //     connection files them under the Endpoint's model. If the first live
 //     message's topic names another model, the holder is reset

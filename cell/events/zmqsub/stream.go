@@ -45,6 +45,10 @@ type holderState struct {
 	hasLive bool
 	// model is the model the holder's batches were last applied under.
 	model string
+	// resumed is set when a connection's catch-up resumed the holder from
+	// a snapshot at resumedAt (see firstContact).
+	resumed   bool
+	resumedAt uint64
 }
 
 // newStream returns the stream of a dial endpoint (bind false) or of one
@@ -102,9 +106,7 @@ func (st *stream) handle(ctx context.Context, b *events.Batch) {
 		switch {
 		case h.gen != st.gen:
 			h.gen, h.hasLive = st.gen, false
-			if b.Seq > 0 {
-				st.catchUp(ctx, b, false)
-			}
+			st.firstContact(ctx, b, h)
 		case h.model != b.Model:
 			// Caught up at connection under the endpoint's model (none, so
 			// the sink's default), but the live topic names another: file
@@ -117,6 +119,7 @@ func (st *stream) handle(ctx context.Context, b *events.Batch) {
 			st.catchUp(ctx, b, true)
 		}
 		h.live, h.hasLive, h.model = b.Seq, true, b.Model
+		h.resumed = false // first contact is over
 	}
 	st.apply(ctx, b)
 }
@@ -215,14 +218,16 @@ func (st *stream) catchUp(ctx context.Context, b *events.Batch, restart bool) {
 }
 
 // catchUpEndpoint replays everything the endpoint's publisher buffers right
-// after a connection, for endpoints that name their pod: the replayed
+// after a connection (after the snapshot's number for a holder restored
+// from one), for endpoints that name their pod: the replayed
 // batches carry their rank, and each holder met is marked caught up for
 // this connection, under the endpoint's model (none: the sink's default).
 // If the live topic later names another model, handle files the buffer
 // again under it.
 func (st *stream) catchUpEndpoint(ctx context.Context) {
 	b := &events.Batch{Pod: st.ep.Pod, Model: st.ep.Model}
-	err := st.fetch(ctx, st.ep.Replay, 0, b, func(r *events.Batch) { st.applyReplayed(ctx, r) })
+	from := st.endpointStart()
+	err := st.fetch(ctx, st.ep.Replay, from, b, func(r *events.Batch) { st.applyReplayed(ctx, r) })
 	if err != nil {
 		st.s.logLimited("replay:"+st.ep.Replay, "zmqsub: catch-up replay failed", "pod", st.ep.Pod, "endpoint", st.ep.Replay, "err", err)
 	}
