@@ -120,7 +120,7 @@ func startGlobals(ctx context.Context, c *cell.Cell, sum *gossip.Summary, tokFil
 		}
 		gctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		go func() { done <- g.Run(gctx) }()
+		go labelled("global", func() { done <- g.Run(gctx) })
 		stops = append(stops, func() { cancel(); <-done })
 		if local {
 			s.local = g
