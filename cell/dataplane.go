@@ -253,6 +253,7 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 		OnResponse: func(t proxy.Target, h http.Header) {
 			h.Set(PodHeader, t.Pod)
 			h.Set(CellIDHeader, c.cfg.CellID)
+			h.Set(proxy.MatchedBlocksHeader, strconv.Itoa(depthOf(t.Pod)))
 		},
 		OnFirstByte: func(t proxy.Target) {
 			c.rm.ttft.Observe(time.Since(start).Seconds())

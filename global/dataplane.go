@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -53,7 +54,7 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 			r.Header.Set(edge.TenantHeader, p.Tenant.Name)
 		}
 		req := requestOf(kind, oreq)
-		d, err := g.rt.Decide(ctx, req)
+		d, err := g.rt.decideToSend(ctx, req)
 		path := "cold_" + req.Kind().String()
 		if d != nil {
 			path = routePath(d)
@@ -69,6 +70,9 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 		}
 		g.m.decisionTime.Observe(d.Took.Seconds())
 		g.m.probes.Observe(float64(len(d.Answers)))
+		if d.Unprobed {
+			g.m.unprobed.Inc()
+		}
 		g.m.candidates.Observe(float64(len(d.Candidates)))
 		for _, a := range d.Answers {
 			if a.Err != nil {
@@ -149,6 +153,11 @@ func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d 
 			}
 		},
 		OnResponse: func(t proxy.Target, h http.Header) {
+			if d.Unprobed { // the cell's own answer stands in for the probe's
+				if n, err := strconv.Atoi(h.Get(proxy.MatchedBlocksHeader)); err == nil {
+					predicted[t.Pod] = n
+				}
+			}
 			h.Set(CellHeader, t.Pod)
 		},
 		OnDone: func(t proxy.Target, res proxy.Result) {

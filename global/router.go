@@ -62,6 +62,10 @@ type Decision struct {
 	Blocks int
 	// Took is the decision time, probes included.
 	Took time.Duration
+	// Unprobed is true when the summary search left one candidate and the
+	// data plane handed the request to it without a probe (see
+	// Config.ProbeLone): there was nothing to choose between.
+	Unprobed bool
 }
 
 // Router decides which cell takes a request. It is safe for concurrent use.
@@ -174,6 +178,21 @@ func coldKey(req *Request) uint64 {
 // Decide tokenizes a text prompt or chat, searches the summaries, probes
 // the candidates and orders the cells. Nothing in any cell changes.
 func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
+	return rt.decide(ctx, req, true)
+}
+
+// decideToSend is Decide for a request the data plane sends at once: when
+// the search leaves one candidate, the probe could change nothing (Choose
+// has nothing to weigh it against, and a failed probe still leaves it
+// first), so unless Config.ProbeLone the request goes to it without one,
+// and its cell's picker decides in the hand-off itself, which reports the
+// pick's match in MatchedHeader. That saves a round trip, the cell's
+// second decision and the probe's gRPC framing.
+func (rt *Router) decideToSend(ctx context.Context, req *Request) (*Decision, error) {
+	return rt.decide(ctx, req, rt.cfg.ProbeLone)
+}
+
+func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool) (*Decision, error) {
 	start := time.Now()
 	views := rt.views()
 	d := &Decision{Views: views, Prompt: req.Kind()}
@@ -191,10 +210,11 @@ func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
 		d.Took = time.Since(start)
 		return d, ErrNoCell
 	}
-	if cold {
+	if cold || (len(cands) == 1 && !probeLone) {
 		for _, c := range cands {
 			d.Order = append(d.Order, c.Cell)
 		}
+		d.Unprobed = !cold
 	} else {
 		probe := &cellv1.RouteRequest{Model: req.Model, TokenIds: toks, MaxCandidates: 1}
 		if req.CacheSalt != "" {
