@@ -22,11 +22,14 @@ import (
 // CellHeader tells the client which cell served its request.
 const CellHeader = "X-Cellrouter-Cell"
 
+// serverSpan are the global.request span's options, built once.
+var serverSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+
 // serveInference is the global data plane: parse, decide, hand off.
 func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := g.tr.Get().Start(ctx, "global.request", trace.WithSpanKind(trace.SpanKindServer))
+		ctx, span := g.tr.Start(ctx, "global.request", serverSpan...)
 		defer span.End()
 		body, err := openai.ReadBody(w, r, g.cfg.Limits.MaxBodyBytes)
 		if err != nil {
@@ -79,8 +82,10 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 				g.m.probeErrors.Inc()
 			}
 		}
-		span.SetAttributes(attribute.String("cellrouter.path", path), attribute.Int("cellrouter.probes", len(d.Answers)),
-			attribute.Int("cellrouter.blocks", d.Blocks))
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("cellrouter.path", path), attribute.Int("cellrouter.probes", len(d.Answers)),
+				attribute.Int("cellrouter.blocks", d.Blocks))
+		}
 		g.handoff(w, r.WithContext(ctx), body, d, path)
 	}
 }
@@ -140,8 +145,10 @@ func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d 
 	hooks := proxy.Hooks{
 		OnRequest: func(t proxy.Target, out *http.Request) {
 			var ctx = r.Context()
-			ctx, span = g.tr.Get().Start(ctx, "global.handoff", trace.WithSpanKind(trace.SpanKindClient),
-				trace.WithAttributes(attribute.String("cellrouter.cell", t.Pod)))
+			if g.tr.Enabled() { // the attributes cost allocations; only for a recording span
+				ctx, span = g.tr.Get().Start(ctx, "global.handoff", trace.WithSpanKind(trace.SpanKindClient),
+					trace.WithAttributes(attribute.String("cellrouter.cell", t.Pod)))
+			}
 			telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(out.Header))
 		},
 		OnRetry: func(t proxy.Target, attempt int, err error) {

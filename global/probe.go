@@ -98,7 +98,7 @@ func probeAll(ctx context.Context, tr *telemetry.Tracer, pr Prober, timeout time
 	var wg sync.WaitGroup
 	probe := func(i int, c Candidate) {
 		v := &views[c.Cell]
-		pctx, span := tr.Get().Start(ctx, "global.probe")
+		pctx, span := tr.Start(ctx, "global.probe")
 		defer span.End()
 		start := time.Now()
 		resp, err := pr.Probe(pctx, v, req)

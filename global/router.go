@@ -145,7 +145,10 @@ func (rt *Router) tokenize(ctx context.Context, req *Request, views []CellView, 
 	if d.Prompt == PromptTokens {
 		return req.TokenIDs
 	}
-	ctx, span := rt.tr.Get().Start(ctx, "global.tokenize", trace.WithAttributes(attribute.String("cellrouter.prompt", d.Prompt.String())))
+	span := telemetry.NoopSpan()
+	if rt.tr.Enabled() {
+		ctx, span = rt.tr.Get().Start(ctx, "global.tokenize", trace.WithAttributes(attribute.String("cellrouter.prompt", d.Prompt.String())))
+	}
 	defer span.End()
 	toks, info, err := rt.tok.Tokenize(ctx, req, views, nil)
 	d.Tokenize = info
@@ -198,7 +201,7 @@ func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool) (*De
 	d := &Decision{Views: views, Prompt: req.Kind()}
 	toks := rt.tokenize(ctx, req, views, d)
 	chain := rt.chain(req, toks)
-	_, span := rt.tr.Get().Start(ctx, "global.summary_lookup")
+	_, span := rt.tr.Start(ctx, "global.summary_lookup")
 	cands, cold := Search(rt.cfg.Search, views, chain, coldKey(req))
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("cellrouter.candidates", len(cands)), attribute.Bool("cellrouter.cold", cold),

@@ -25,6 +25,8 @@ type RampStep struct {
 	// Errors failed requests.
 	Dropped int `json:"dropped"`
 	Errors  int `json:"errors"`
+	// FirstError is the first failed request's error.
+	FirstError string `json:"first_error,omitempty"`
 	// CPUUsPerRequest is the process CPU (user and system) per completed
 	// request of the step, in microseconds.
 	CPUUsPerRequest float64 `json:"cpu_us_per_request"`
@@ -77,7 +79,9 @@ func openLoop(ctx context.Context, client *http.Client, b pathBodies, bases map[
 			defer mu.Unlock()
 			switch {
 			case err != nil:
-				st.Errors++
+				if st.Errors++; st.Errors == 1 {
+					st.FirstError = to + ": " + err.Error()
+				}
 			case to == tier:
 				tierLat = append(tierLat, d)
 				tierEnds = append(tierEnds, time.Now())

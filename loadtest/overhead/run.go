@@ -3,7 +3,6 @@ package overhead
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -288,14 +287,16 @@ func call(ctx context.Context, client *http.Client, url string, body []byte) (ti
 	if err != nil {
 		return 0, err
 	}
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		resp.Body.Close()
+		return 0, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+	}
 	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	d := time.Since(start)
 	if err != nil {
 		return 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, errors.New(resp.Status)
 	}
 	return d, nil
 }
