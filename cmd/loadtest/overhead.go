@@ -117,15 +117,17 @@ func printPath(w io.Writer, rep *overhead.Report) {
 		return
 	}
 	fmt.Fprintf(w, "\nthe whole path, token prompts, tiers interleaved on every client (ms)\n")
-	fmt.Fprintf(w, "%-5s %-6s %8s %8s %8s %8s %8s %8s %9s %9s %9s\n", "conc", "stream", "pod p50", "pod p99", "cell p99", "glob p99",
-		"+cell p50", "+cell p99", "+glob p50", "+glob p99", "+both p99")
+	fmt.Fprintf(w, "%-5s %-6s %8s %8s %8s %8s %9s %9s %9s %9s %9s %9s %9s\n", "conc", "stream", "pod p50", "pod p99", "cell p99", "glob p99",
+		"+cell p50", "+cell p99", "+glob p50", "+glob p99", "+both p50", "+both p99", "+probe p50")
 	for _, l := range p.Levels {
-		fmt.Fprintf(w, "%-5d %-6v %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f %9.3f %9.3f %9.3f\n", l.Concurrency, l.Streaming, l.Pod.P50Ms, l.Pod.P99Ms,
-			l.Cell.P99Ms, l.Global.P99Ms, l.CellAdded.P50Ms, l.CellAdded.P99Ms, l.GlobalAdded.P50Ms, l.GlobalAdded.P99Ms, l.BothAdded.P99Ms)
+		fmt.Fprintf(w, "%-5d %-6v %8.3f %8.3f %8.3f %8.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f\n", l.Concurrency, l.Streaming, l.Pod.P50Ms, l.Pod.P99Ms,
+			l.Cell.P99Ms, l.Global.P99Ms, l.CellAdded.P50Ms, l.CellAdded.P99Ms, l.GlobalAdded.P50Ms, l.GlobalAdded.P99Ms, l.BothAdded.P50Ms, l.BothAdded.P99Ms,
+			l.ProbeAdded.P50Ms)
 	}
-	fmt.Fprintf(w, "process CPU per request at %.0f/s (us): pod path %.1f, cell path %.1f, global path %.1f; cell adds %.1f, global tier %.1f\n",
-		p.CPU.Rate, p.CPU.ByTierUs[overhead.TierPod], p.CPU.ByTierUs[overhead.TierCell], p.CPU.ByTierUs[overhead.TierGlobal], p.CPU.CellUs, p.CPU.GlobalUs)
-	for _, tier := range []string{overhead.TierPod, overhead.TierCell, overhead.TierGlobal} {
+	fmt.Fprintf(w, "process CPU per request at %.0f/s (us): pod path %.1f, cell path %.1f, global path %.1f, probed global path %.1f; cell adds %.1f, global tier %.1f, the probe %.1f\n",
+		p.CPU.Rate, p.CPU.ByTierUs[overhead.TierPod], p.CPU.ByTierUs[overhead.TierCell], p.CPU.ByTierUs[overhead.TierGlobal],
+		p.CPU.ByTierUs[overhead.TierGlobalProbed], p.CPU.CellUs, p.CPU.GlobalUs, p.CPU.ProbeUs)
+	for _, tier := range []string{overhead.TierPod, overhead.TierCell, overhead.TierGlobal, overhead.TierGlobalProbed} {
 		fmt.Fprintf(w, "ramp %-6s max %6.0f/s:", tier, p.MaxRPS[tier])
 		for _, s := range p.Ramp[tier] {
 			mark := ""

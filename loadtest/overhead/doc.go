@@ -22,4 +22,30 @@
 // tier probes it and hands off to it over mutual TLS, and token requests
 // go through the plaintext and the mutual-TLS global tiers, interleaved
 // one by one with the cell alone.
+//
+// # The whole path
+//
+// With Config.Path (the default) the run measures the whole path last:
+// the pod called directly, the cell in front of it, and the global tier in
+// front of the cell (token prompts, summary path: the cell's first pod
+// holds the prefix). At each Config.Concurrency (1, 16, 64) that many
+// clients send requests in a closed loop, each client taking the three
+// tiers in turn, so every tier is measured under the same load, streaming
+// and not; each tier's added p50 and p99 are differences of percentiles
+// (cell minus pod, global minus cell, global minus pod). Report.Global is
+// the headline: both tiers together against the pod at concurrency 1,
+// non-streaming, and the global tier's max_rps.
+//
+// The rate ramp sends each tier open loop (latency counted from each
+// request's scheduled time) at each of Config.RampRates for RampStep,
+// beside a reference stream to the pod at a quarter of the rate, and
+// stops at the first rate the tier does not sustain: under 95% achieved,
+// a request dropped (MaxInFlight pending) or failed, or an added p99 over
+// twice the first step's (floored at 0.1 ms). CPU per request is the
+// process's getrusage time over a fixed-rate run of each tier, twice in
+// turn; the routers' share is the difference from the pod path (the
+// client and the pod cost the same on every path). Everything runs in one
+// process on the same cores, as a cell, its pods and a global tier would
+// share a small machine; --cpuprofile writes a profile whose goroutines
+// carry the label tier=pod|cell|global|client.
 package overhead

@@ -10,31 +10,37 @@ import (
 )
 
 // The tiers of the whole-path measurement: the pod called directly, the
-// cell in front of it, and the global tier in front of the cell.
+// cell in front of it, the global tier in front of the cell, and a second
+// global tier that probes the cell although it is the only candidate
+// (global.Config.ProbeLone), which shows what the probe costs.
 const (
-	TierPod    = "pod"
-	TierCell   = "cell"
-	TierGlobal = "global"
+	TierPod          = "pod"
+	TierCell         = "cell"
+	TierGlobal       = "global"
+	TierGlobalProbed = "global_probed"
 )
 
 // pathTiers lists the tiers in report order.
-var pathTiers = []string{TierPod, TierCell, TierGlobal}
+var pathTiers = []string{TierPod, TierCell, TierGlobal, TierGlobalProbed}
 
 // PathLevel is one concurrency and mode of the whole-path measurement:
 // every tier's latency, measured in the same run with the tiers
 // interleaved request by request on every client, and what each tier adds.
 type PathLevel struct {
-	Concurrency int  `json:"concurrency"`
-	Streaming   bool `json:"streaming"`
-	Pod         Side `json:"pod"`
-	Cell        Side `json:"cell"`
-	Global      Side `json:"global"`
+	Concurrency  int  `json:"concurrency"`
+	Streaming    bool `json:"streaming"`
+	Pod          Side `json:"pod"`
+	Cell         Side `json:"cell"`
+	Global       Side `json:"global"`
+	GlobalProbed Side `json:"global_probed"`
 	// CellAdded is the cell tier's share (cell minus pod), GlobalAdded the
 	// global tier's (global minus cell), BothAdded both tiers together
-	// (global minus pod), at p50 and p99.
+	// (global minus pod), at p50 and p99; ProbeAdded is what probing the
+	// lone cell adds (global_probed minus global).
 	CellAdded   Added `json:"cell_added"`
 	GlobalAdded Added `json:"global_added"`
 	BothAdded   Added `json:"both_added"`
+	ProbeAdded  Added `json:"probe_added"`
 }
 
 // Added is what a tier adds at p50 and p99, in milliseconds.
@@ -105,8 +111,9 @@ func measurePath(ctx context.Context, client *http.Client, cfg Config, p *prompt
 				return nil, fmt.Errorf("overhead: path, concurrency %d, streaming %v: %w", conc, stream, err)
 			}
 			l := PathLevel{Concurrency: conc, Streaming: stream, Pod: summarize(lat[TierPod]), Cell: summarize(lat[TierCell]),
-				Global: summarize(lat[TierGlobal])}
+				Global: summarize(lat[TierGlobal]), GlobalProbed: summarize(lat[TierGlobalProbed])}
 			l.CellAdded, l.GlobalAdded, l.BothAdded = added(l.Cell, l.Pod), added(l.Global, l.Cell), added(l.Global, l.Pod)
+			l.ProbeAdded = added(l.GlobalProbed, l.Global)
 			out = append(out, l)
 		}
 	}

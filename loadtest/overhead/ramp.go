@@ -44,6 +44,9 @@ type CPUCost struct {
 	CellUs   float64            `json:"cell_us"`
 	GlobalUs float64            `json:"global_us"`
 	BothUs   float64            `json:"both_us"`
+	// ProbeUs is what the probe of a lone cell costs (global_probed minus
+	// global).
+	ProbeUs float64 `json:"probe_us"`
 }
 
 // maxInFlight bounds the open-loop sender's pending requests.
@@ -167,6 +170,7 @@ func cpuCost(ctx context.Context, client *http.Client, cfg Config, b pathBodies,
 	c.CellUs = c.ByTierUs[TierCell] - c.ByTierUs[TierPod]
 	c.GlobalUs = c.ByTierUs[TierGlobal] - c.ByTierUs[TierCell]
 	c.BothUs = c.ByTierUs[TierGlobal] - c.ByTierUs[TierPod]
+	c.ProbeUs = c.ByTierUs[TierGlobalProbed] - c.ByTierUs[TierGlobal]
 	return c
 }
 

@@ -240,7 +240,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// The whole path last: its ramp drives the routers past what they
 	// sustain.
 	if cfg.Path {
-		bases := map[string]string{TierPod: "http://" + pods[0].addr(), TierCell: "http://" + c.HTTPAddr(), TierGlobal: "http://" + gs.local.HTTPAddr()}
+		bases := map[string]string{TierPod: "http://" + pods[0].addr(), TierCell: "http://" + c.HTTPAddr(), TierGlobal: "http://" + gs.local.HTTPAddr(),
+			TierGlobalProbed: "http://" + gs.probed.HTTPAddr()}
 		if rep.Path, err = runPath(ctx, client, cfg, prompts, bases); err != nil {
 			return nil, err
 		}

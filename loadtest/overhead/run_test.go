@@ -82,11 +82,11 @@ func checkPath(t *testing.T, rep *Report, cfg Config) {
 		t.Fatalf("got %d levels, want %d", len(p.Levels), 2*len(cfg.Concurrency))
 	}
 	for _, l := range p.Levels {
-		if !consistent(l.Pod) || !consistent(l.Cell) || !consistent(l.Global) {
+		if !consistent(l.Pod) || !consistent(l.Cell) || !consistent(l.Global) || !consistent(l.GlobalProbed) {
 			t.Errorf("level %+v: inconsistent percentiles", l)
 		}
 		if l.BothAdded.P99Ms != l.Global.P99Ms-l.Pod.P99Ms || l.CellAdded.P50Ms != l.Cell.P50Ms-l.Pod.P50Ms ||
-			l.GlobalAdded.P50Ms != l.Global.P50Ms-l.Cell.P50Ms {
+			l.GlobalAdded.P50Ms != l.Global.P50Ms-l.Cell.P50Ms || l.ProbeAdded.P99Ms != l.GlobalProbed.P99Ms-l.Global.P99Ms {
 			t.Errorf("level %+v: added latencies are not the differences", l)
 		}
 		if l.Concurrency == 1 && !l.Streaming && (g.OverheadP50Ms != l.BothAdded.P50Ms || g.OverheadP99Ms != l.BothAdded.P99Ms) {
