@@ -34,13 +34,14 @@ func runOverhead(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	rates := fs.String("ramp-rates", joinFloats(d.RampRates), "comma-separated increasing rates (requests/s) of each tier's ramp")
 	rampStep := fs.Duration("ramp-step", d.RampStep, "how long each ramp rate is sent")
 	cpuRate := fs.Float64("cpu-rate", d.CPURate, "rate (requests/s) at which the CPU per request is measured")
+	cpuStep := fs.Duration("cpu-step", d.CPUStep, "how long each tier is sent in each of the 5 rounds of the CPU measurement")
 	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the whole-path measurement to this file (goroutines labelled tier=pod|cell|global|client)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if help, err := parseFlags("overhead", fs, args); help || err != nil {
 		return err
 	}
 	cfg := overhead.Config{Requests: *requests, Warmup: *warmup, PromptTokens: *prompt, Chunks: *chunks, Pods: *pods,
-		Prompt: *kind, Global: *glob, TLS: *withTLS, Path: *path && *glob, RampStep: *rampStep, CPURate: *cpuRate}
+		Prompt: *kind, Global: *glob, TLS: *withTLS, Path: *path && *glob, RampStep: *rampStep, CPURate: *cpuRate, CPUStep: *cpuStep}
 	var err error
 	if cfg.Concurrency, err = parseList(*conc, strconv.Atoi); err != nil {
 		return fmt.Errorf("--concurrency: %w", err)

@@ -125,7 +125,7 @@ func startGlobals(ctx context.Context, c *cell.Cell, sum *gossip.Summary, tokFil
 		}
 		gctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		go labelled("global", func() { done <- g.Run(gctx) })
+		go labelled(map[string]string{"local": "global", "remote": "global-remote", "probed": "global-probed"}[kind], func() { done <- g.Run(gctx) })
 		stops = append(stops, func() { cancel(); <-done })
 		switch kind {
 		case "local":

@@ -3,6 +3,7 @@ package overhead
 import (
 	"context"
 	"net/http"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -34,7 +35,7 @@ type RampStep struct {
 }
 
 // CPUCost is the process CPU per request, in microseconds, at
-// Config.CPURate, by tier (everything in the process: clients, pods and
+// Config.CPURate, by tier (the median of cpuRounds runs of Config.CPUStep) (everything in the process: clients, pods and
 // routers), and the routers' share: the cell's (cell minus pod), the
 // global tier's (global minus cell) and both (global minus pod). The pod
 // path's figure is the client's and the pod's own cost.
@@ -156,16 +157,27 @@ func ramp(ctx context.Context, client *http.Client, cfg Config, b pathBodies, ba
 	return steps, best
 }
 
-// cpuCost sends cfg.Requests requests to each tier at cfg.CPURate, twice
-// in turn, and reports the process CPU per request.
+// cpuRounds is how many times each tier's CPU is measured, in turn; the
+// report takes each tier's median, as the process's CPU time on a loaded
+// machine swings with the scheduler's spinning from one second to the next.
+const cpuRounds = 5
+
+// cpuCost sends cfg.CPUStep of requests to each tier at cfg.CPURate,
+// cpuRounds times in turn, and reports each tier's median process CPU per
+// request.
 func cpuCost(ctx context.Context, client *http.Client, cfg Config, b pathBodies, bases map[string]string) CPUCost {
 	c := CPUCost{Rate: cfg.CPURate, ByTierUs: map[string]float64{}}
-	const rounds = 2
-	for r := 0; r < rounds; r++ {
+	per := map[string][]float64{}
+	n := max(10, int(cfg.CPURate*cfg.CPUStep.Seconds()))
+	for r := 0; r < cpuRounds; r++ {
 		for _, tier := range pathTiers {
-			st := openLoop(ctx, client, b, bases, tier, cfg.CPURate, cfg.Requests, false)
-			c.ByTierUs[tier] += st.CPUUsPerRequest / rounds
+			st := openLoop(ctx, client, b, bases, tier, cfg.CPURate, n, false)
+			per[tier] = append(per[tier], st.CPUUsPerRequest)
 		}
+	}
+	for tier, xs := range per {
+		sort.Float64s(xs)
+		c.ByTierUs[tier] = xs[len(xs)/2]
 	}
 	c.CellUs = c.ByTierUs[TierCell] - c.ByTierUs[TierPod]
 	c.GlobalUs = c.ByTierUs[TierGlobal] - c.ByTierUs[TierCell]

@@ -48,12 +48,14 @@ type Config struct {
 	// tries, in order, and RampStep how long each is sent.
 	RampRates []float64
 	RampStep  time.Duration
-	// CPURate is the rate at which the CPU per request is measured.
+	// CPURate is the rate at which the CPU per request is measured, for
+	// CPUStep per tier and round.
 	CPURate float64
+	CPUStep time.Duration
 	// CPUProfile, when set, receives a pprof CPU profile of the path
 	// measurement. The process's goroutines carry the label "tier" (pod,
-	// cell, global, client), so `go tool pprof -tagfocus tier=global`
-	// shows the global tier alone.
+	// cell, global, global-probed, global-remote, client), so `go tool
+	// pprof -tagfocus tier=global` shows the global tier alone.
 	CPUProfile io.Writer
 }
 
@@ -62,7 +64,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Requests: 2000, Warmup: 200, PromptTokens: 1024, Chunks: 16, Pods: 16, Prompt: PromptTokens, Global: true,
 		Path: true, Concurrency: []int{1, 16, 64}, RampRates: []float64{500, 1000, 2000, 3000, 4000, 5000, 6000, 8000, 10000, 12000, 16000},
-		RampStep: time.Second, CPURate: 1000}
+		RampStep: time.Second, CPURate: 1000, CPUStep: time.Second}
 }
 
 // Validate names the first bad field.
@@ -84,9 +86,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("overhead: TLS = true: needs Global (the hop measured is the global tier's)")
 	case c.Path && !c.Global:
 		return fmt.Errorf("overhead: Path = true: needs Global (the path ends at the global tier)")
-	case c.Path && (c.CPURate <= 0 || c.RampStep <= 0 || len(c.RampRates) == 0 || len(c.Concurrency) == 0):
-		return fmt.Errorf("overhead: Path needs Concurrency, RampRates, RampStep > 0 and CPURate > 0 (got %v, %v, %v, %v)",
-			c.Concurrency, c.RampRates, c.RampStep, c.CPURate)
+	case c.Path && (c.CPURate <= 0 || c.CPUStep <= 0 || c.RampStep <= 0 || len(c.RampRates) == 0 || len(c.Concurrency) == 0):
+		return fmt.Errorf("overhead: Path needs Concurrency, RampRates, RampStep > 0, CPURate > 0 and CPUStep > 0 (got %v, %v, %v, %v, %v)",
+			c.Concurrency, c.RampRates, c.RampStep, c.CPURate, c.CPUStep)
 	}
 	for _, n := range c.Concurrency {
 		if n < 1 || n > maxInFlight {

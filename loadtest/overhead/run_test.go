@@ -17,7 +17,7 @@ func TestRunSmall(t *testing.T) {
 			cfg.Global = prompt == PromptText
 			cfg.TLS = cfg.Global
 			cfg.Path = cfg.Global
-			cfg.Concurrency, cfg.RampRates, cfg.RampStep, cfg.CPURate = []int{1, 4}, []float64{50, 100}, 200*time.Millisecond, 200
+			cfg.Concurrency, cfg.RampRates, cfg.RampStep, cfg.CPURate, cfg.CPUStep = []int{1, 4}, []float64{50, 100}, 200*time.Millisecond, 200, 100*time.Millisecond
 			rep, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -129,6 +129,7 @@ func TestValidate(t *testing.T) {
 		func(c *Config) { c.RampRates = []float64{200, 100} },
 		func(c *Config) { c.RampStep = 0 },
 		func(c *Config) { c.CPURate = 0 },
+		func(c *Config) { c.CPUStep = 0 },
 	} {
 		c := DefaultConfig()
 		mod(&c)
