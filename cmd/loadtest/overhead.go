@@ -129,7 +129,7 @@ func printPath(w io.Writer, rep *overhead.Report) {
 		p.CPU.Rate, p.CPU.ByTierUs[overhead.TierPod], p.CPU.ByTierUs[overhead.TierCell], p.CPU.ByTierUs[overhead.TierGlobal],
 		p.CPU.ByTierUs[overhead.TierGlobalProbed], p.CPU.CellUs, p.CPU.GlobalUs, p.CPU.ProbeUs)
 	for _, tier := range []string{overhead.TierPod, overhead.TierCell, overhead.TierGlobal, overhead.TierGlobalProbed} {
-		fmt.Fprintf(w, "ramp %-6s max %6.0f/s:", tier, p.MaxRPS[tier])
+		fmt.Fprintf(w, "ramp %-13s max %6.0f/s peak %6.0f/s:", tier, p.MaxRPS[tier], p.PeakRPS[tier])
 		for _, s := range p.Ramp[tier] {
 			mark := ""
 			if !s.Sustained {
@@ -140,8 +140,8 @@ func printPath(w io.Writer, rep *overhead.Report) {
 		fmt.Fprintln(w)
 	}
 	g := rep.Global
-	fmt.Fprintf(w, "global: both tiers add p50 %+.3f ms, p99 %+.3f ms at concurrency 1; max %.0f requests/s; %.1f us CPU per request\n",
-		g.OverheadP50Ms, g.OverheadP99Ms, g.MaxRPS, g.CPUUsPerRequest)
+	fmt.Fprintf(w, "global: both tiers add p50 %+.3f ms, p99 %+.3f ms at concurrency 1; max %.0f requests/s (peak %.0f); %.1f us CPU per request\n",
+		g.OverheadP50Ms, g.OverheadP99Ms, g.MaxRPS, g.PeakRPS, g.CPUUsPerRequest)
 }
 
 // parseList parses a comma-separated list.

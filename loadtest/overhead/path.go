@@ -55,10 +55,12 @@ func added(a, b Side) Added { return Added{P50Ms: a.P50Ms - b.P50Ms, P99Ms: a.P9
 // ramp and the routers' CPU per request.
 type Path struct {
 	Levels []PathLevel `json:"levels"`
-	// Ramp is each tier's rate ramp (non-streaming), and MaxRPS the
-	// highest rate each sustained (see RampStep).
-	Ramp   map[string][]RampStep `json:"ramp"`
-	MaxRPS map[string]float64    `json:"max_rps"`
+	// Ramp is each tier's rate ramp (non-streaming), MaxRPS the highest
+	// rate each sustained before its added p99 doubled, and PeakRPS the
+	// highest rate it achieved (see ramp).
+	Ramp    map[string][]RampStep `json:"ramp"`
+	MaxRPS  map[string]float64    `json:"max_rps"`
+	PeakRPS map[string]float64    `json:"peak_rps"`
 	// CPU is the process CPU per request at a fixed rate, by tier, and
 	// what each router adds (see CPUCost).
 	CPU CPUCost `json:"cpu"`
@@ -71,6 +73,8 @@ type GlobalSummary struct {
 	OverheadP50Ms float64 `json:"overhead_p50_ms"`
 	OverheadP99Ms float64 `json:"overhead_p99_ms"`
 	MaxRPS        float64 `json:"max_rps"`
+	// PeakRPS is the highest rate the global path achieved in its ramp.
+	PeakRPS float64 `json:"peak_rps"`
 	// CPUUsPerRequest is both routers' CPU per request (the global path's
 	// process CPU minus the pod path's), in microseconds.
 	CPUUsPerRequest float64 `json:"cpu_us_per_request"`
@@ -162,7 +166,7 @@ func closedLoop(ctx context.Context, client *http.Client, b pathBodies, bases ma
 
 // globalSummary is the report's headline from the path measurement.
 func globalSummary(p *Path) *GlobalSummary {
-	g := &GlobalSummary{MaxRPS: p.MaxRPS[TierGlobal], CPUUsPerRequest: p.CPU.BothUs}
+	g := &GlobalSummary{MaxRPS: p.MaxRPS[TierGlobal], PeakRPS: p.PeakRPS[TierGlobal], CPUUsPerRequest: p.CPU.BothUs}
 	for _, l := range p.Levels {
 		if l.Concurrency == 1 && !l.Streaming {
 			g.OverheadP50Ms, g.OverheadP99Ms = l.BothAdded.P50Ms, l.BothAdded.P99Ms
@@ -189,7 +193,7 @@ func runPath(ctx context.Context, client *http.Client, cfg Config, p *prompts, b
 		}
 		b := newPathBodies(p, false, 1)
 		out.CPU = cpuCost(ctx, client, cfg, b, bases)
-		out.Ramp, out.MaxRPS = ramp(ctx, client, cfg, b, bases)
+		out.Ramp, out.MaxRPS, out.PeakRPS = ramp(ctx, client, cfg, b, bases)
 	})
 	return out, err
 }

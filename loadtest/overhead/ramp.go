@@ -130,31 +130,40 @@ func openLoop(ctx context.Context, client *http.Client, b pathBodies, bases map[
 	return st
 }
 
-// ramp raises each tier's rate through cfg.RampRates until a step is not
-// sustained: fewer than 95% of the rate achieved, a request dropped or
-// failed, or the added p99 above twice the first step's (floored at
-// 0.1 ms, below which a loaded machine's noise would end every ramp at
-// once). It returns every tier's steps and its highest sustained rate.
-func ramp(ctx context.Context, client *http.Client, cfg Config, b pathBodies, bases map[string]string) (map[string][]RampStep, map[string]float64) {
-	steps := map[string][]RampStep{}
-	best := map[string]float64{}
+// ramp raises each tier's rate through cfg.RampRates. A step is sustained
+// when at least 95% of the rate was achieved, no request was dropped or
+// failed, and the added p99 stayed within twice the first step's (floored
+// at 0.1 ms, below which a loaded machine's noise would end every ramp at
+// once). The ramp goes on while the throughput holds (95%, nothing dropped
+// or failed), so it also finds the peak; it returns every tier's steps,
+// its highest rate sustained with every lower one (max_rps), and the
+// highest rate it achieved (peak_rps).
+func ramp(ctx context.Context, client *http.Client, cfg Config, b pathBodies, bases map[string]string) (steps map[string][]RampStep, best, peak map[string]float64) {
+	steps, best, peak = map[string][]RampStep{}, map[string]float64{}, map[string]float64{}
 	for _, tier := range pathTiers {
 		base := 0.0
+		held := true
 		for k, rate := range cfg.RampRates {
 			n := max(1, int(rate*cfg.RampStep.Seconds()))
 			st := openLoop(ctx, client, b, bases, tier, rate, n, true)
 			if k == 0 {
 				base = max(st.AddedP99Ms, 0.1)
 			}
-			st.Sustained = st.Achieved >= 0.95*rate && st.Dropped == 0 && st.Errors == 0 && st.AddedP99Ms <= 2*base
+			throughput := st.Achieved >= 0.95*rate && st.Dropped == 0 && st.Errors == 0
+			st.Sustained = throughput && st.AddedP99Ms <= 2*base
 			steps[tier] = append(steps[tier], st)
-			if !st.Sustained || ctx.Err() != nil {
+			if held = held && st.Sustained; held {
+				best[tier] = rate
+			}
+			if st.Errors == 0 {
+				peak[tier] = max(peak[tier], st.Achieved)
+			}
+			if !throughput || ctx.Err() != nil {
 				break
 			}
-			best[tier] = rate
 		}
 	}
-	return steps, best
+	return steps, best, peak
 }
 
 // cpuRounds is how many times each tier's CPU is measured, in turn; the

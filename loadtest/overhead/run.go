@@ -175,7 +175,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	ccfg := cell.DefaultConfig()
 	ccfg.HTTPAddr, ccfg.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
-	ccfg.HealthInterval = 0
+	// The pods publish no events, so the cell's health checks are what
+	// keep them alive past events.dead_after (a run with the whole path
+	// lasts longer than that): once a second, 16 tiny requests.
+	ccfg.HealthInterval = time.Second
 	ccfg.Routing.TokenizerJSON, ccfg.Routing.ChatTemplate = tokFile, tokenizer.DemoChatTemplate
 	for i := 0; i < cfg.Pods; i++ {
 		p, err := startPod(cfg.Chunks)

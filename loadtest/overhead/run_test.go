@@ -102,15 +102,18 @@ func checkPath(t *testing.T, rep *Report, cfg Config) {
 			if s.Rate != cfg.RampRates[i] || (s.Errors == 0 && s.Dropped == 0 && !consistent(s.Tier)) {
 				t.Errorf("tier %s step %d: %+v", tier, i, s)
 			}
-			if s.Sustained && p.MaxRPS[tier] < s.Rate {
-				t.Errorf("tier %s sustained %v but max_rps is %v", tier, s.Rate, p.MaxRPS[tier])
+			if s.Sustained && (i == 0 || steps[i-1].Sustained) && p.MaxRPS[tier] < s.Rate {
+				t.Errorf("tier %s sustained %v (and every lower rate) but max_rps is %v", tier, s.Rate, p.MaxRPS[tier])
+			}
+			if s.Errors == 0 && p.PeakRPS[tier] < s.Achieved {
+				t.Errorf("tier %s achieved %v but peak_rps is %v", tier, s.Achieved, p.PeakRPS[tier])
 			}
 		}
 		if p.CPU.ByTierUs[tier] <= 0 {
 			t.Errorf("tier %s: CPU per request %v", tier, p.CPU.ByTierUs[tier])
 		}
 	}
-	if g.MaxRPS != p.MaxRPS[TierGlobal] || g.CPUUsPerRequest != p.CPU.BothUs {
+	if g.MaxRPS != p.MaxRPS[TierGlobal] || g.PeakRPS != p.PeakRPS[TierGlobal] || g.CPUUsPerRequest != p.CPU.BothUs {
 		t.Errorf("global headline %+v does not mirror the path", g)
 	}
 }
