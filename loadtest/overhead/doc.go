@@ -71,7 +71,8 @@
 // one cell, as here): the global tier now hands such a request off at
 // once and the cell reports its pick's match in a response header (see
 // package global). Spans and their attributes are no longer built when
-// no tracer provider is installed, and the cell looks its stage-time
+// no tracer provider is installed (the gRPC tracing handler of the probe
+// included: telemetry.GatedStats), and the cell looks its stage-time
 // series up once per profile. After that the global tier's CPU is HTTP/1.1
 // framing (30%), syscalls (23%), the relay (22%), parsing (17%) and the
 // body read (6%), everything else under 1% each; the cell's is framing
