@@ -81,7 +81,7 @@
 // the cost of one more HTTP/1.1 hop in Go per tier and of parsing the body
 // at both tiers. The probe still runs whenever the search leaves two
 // cells (by default it adds the least loaded other cell), where it costs
-// about 0.2 ms at p50 and 100 to 250 us of CPU per request (the
+// about 0.2 ms at p50 and 110 to 250 us of CPU per request (the
 // global_probed tier). Answering it in the hand-off (the cell executing
 // only when its pick's cost is within a bound the other candidates'
 // summaries cannot beat, and answering with its probe answer otherwise)
@@ -94,9 +94,9 @@
 // One globald did not reach 5,000 requests per second here: the machine's
 // two cores are shared with the cell, 16 simulated pods, the load
 // generator and four other sessions. What bounds it is CPU: the whole
-// global path costs about 460 us of process CPU per request (client and
-// pod about 190, the cell about 190, the global tier about 76; medians of
-// four runs under that load), so even two idle cores would carry about
+// global path costs about 470 us of process CPU per request (client and
+// pod about 190, the cell about 170, the global tier about 105; medians of
+// eight runs under that load), so even two idle cores would carry about
 // 4,300 such requests per second; the global tier's own share would allow
 // far more.
 package overhead
