@@ -70,6 +70,8 @@ type Cell struct {
 
 	tp trace.TracerProvider // nil: the global provider
 	tr *telemetry.Tracer
+	// requestSpan are the cell.request span's options, built once.
+	requestSpan []trace.SpanStartOption
 
 	sec     *security      // keys, TLS, limits
 	models  *podModels     // what the pods serve
@@ -95,6 +97,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Cell, error) {
 	}
 	c := &Cell{cfg: cfg, log: log.With("cell", cfg.CellID), tp: o.tracerProvider}
 	c.tr = telemetry.NewTracer(tracerName, c.tp)
+	c.requestSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(telemetry.CellKey.String(cfg.CellID))}
 	var err error
 	c.promReg = prometheus.NewRegistry()
 	c.rm = newRouteMetrics(cfg.CellID, c.promReg)

@@ -98,8 +98,7 @@ func (c *Cell) serveInference(kind openai.Kind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := c.tr.Get().Start(ctx, "cell.request", trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(telemetry.CellKey.String(c.cfg.CellID)))
+		ctx, span := c.tr.Start(ctx, "cell.request", c.requestSpan...)
 		defer span.End()
 		c.rm.inflight.Inc()
 		defer c.rm.inflight.Dec()
@@ -220,9 +219,11 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 		},
 		OnRequest: func(t proxy.Target, out *http.Request) {
 			var ctx = r.Context()
-			ctx, upstream = c.tr.Get().Start(ctx, "cell.upstream", trace.WithSpanKind(trace.SpanKindClient),
-				trace.WithAttributes(telemetry.CellKey.String(c.cfg.CellID), attribute.String("cellrouter.pod", t.Pod), attribute.String("cellrouter.leg", leg),
-					attribute.Int("cellrouter.matched_blocks", depthOf(t.Pod)), attribute.Int("cellrouter.blocks", blocks)))
+			if c.tr.Enabled() { // the attributes cost allocations; only for a recording span
+				ctx, upstream = c.tr.Get().Start(ctx, "cell.upstream", trace.WithSpanKind(trace.SpanKindClient),
+					trace.WithAttributes(telemetry.CellKey.String(c.cfg.CellID), attribute.String("cellrouter.pod", t.Pod), attribute.String("cellrouter.leg", leg),
+						attribute.Int("cellrouter.matched_blocks", depthOf(t.Pod)), attribute.Int("cellrouter.blocks", blocks)))
+			}
 			telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(out.Header))
 		},
 		OnRetry: func(t proxy.Target, attempt int, err error) {
@@ -253,6 +254,7 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 		OnResponse: func(t proxy.Target, h http.Header) {
 			h.Set(PodHeader, t.Pod)
 			h.Set(CellIDHeader, c.cfg.CellID)
+			h.Set(proxy.MatchedBlocksHeader, strconv.Itoa(depthOf(t.Pod)))
 		},
 		OnFirstByte: func(t proxy.Target) {
 			c.rm.ttft.Observe(time.Since(start).Seconds())

@@ -2,6 +2,8 @@ package cell
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,6 +36,10 @@ type routeMetrics struct {
 	inflight     prometheus.Gauge
 	ttft         prometheus.Histogram
 	matchSource  *prometheus.CounterVec
+
+	// stages caches stageTime's series by profile (stageObserver).
+	stagesMu sync.Mutex
+	stages   atomic.Pointer[map[string]*stageObservers]
 }
 
 func newRouteMetrics(cellID string, reg prometheus.Registerer) *routeMetrics {
@@ -94,11 +100,20 @@ var _ pipeline.Observer = observer{}
 
 func (o observer) Stage(ctx context.Context, profile string, st pipeline.Stage) (context.Context, func(error)) {
 	start := time.Now()
-	ctx, span := o.tr.Get().Start(ctx, "cell.stage."+st.String(), trace.WithAttributes(
-		telemetry.CellKey.String(o.cell), attribute.String("cellrouter.profile", profile)))
+	// Without a tracer provider the stage opens no span: its name and
+	// attributes would be built for nothing on every stage of every
+	// request.
+	var span trace.Span
+	if o.tr.Enabled() {
+		ctx, span = o.tr.Get().Start(ctx, "cell.stage."+st.String(), trace.WithAttributes(
+			telemetry.CellKey.String(o.cell), attribute.String("cellrouter.profile", profile)))
+	}
 	return ctx, func(err error) {
 		if o.m != nil {
-			o.m.stageTime.WithLabelValues(profile, st.String()).Observe(time.Since(start).Seconds())
+			o.m.stageObserver(profile, st).Observe(time.Since(start).Seconds())
+		}
+		if span == nil {
+			return
 		}
 		if err != nil {
 			span.RecordError(err)
@@ -106,4 +121,36 @@ func (o observer) Stage(ctx context.Context, profile string, st pipeline.Stage) 
 		}
 		span.End()
 	}
+}
+
+// stageObservers are the stage-time series of one profile, by stage.
+type stageObservers [pipeline.StageExecute + 1]prometheus.Observer
+
+// stageObserver returns the stage-time series of profile and st, looked up
+// by label values once per profile: a copy-on-write map read with one
+// atomic load, instead of hashing both label values on every stage.
+func (m *routeMetrics) stageObserver(profile string, st pipeline.Stage) prometheus.Observer {
+	if obs := m.stages.Load(); obs != nil {
+		if so, ok := (*obs)[profile]; ok {
+			return so[st]
+		}
+	}
+	m.stagesMu.Lock()
+	defer m.stagesMu.Unlock()
+	next := map[string]*stageObservers{}
+	if obs := m.stages.Load(); obs != nil {
+		for k, v := range *obs {
+			next[k] = v
+		}
+	}
+	so := next[profile]
+	if so == nil {
+		so = new(stageObservers)
+		for i := range so {
+			so[i] = m.stageTime.WithLabelValues(profile, pipeline.Stage(i).String())
+		}
+		next[profile] = so
+	}
+	m.stages.Store(&next)
+	return so[st]
 }

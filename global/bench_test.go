@@ -1,11 +1,16 @@
 package global
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -162,4 +167,56 @@ func BenchmarkTokenize(b *testing.B) {
 			b.ReportMetric(float64(n), "tokens/op")
 		})
 	}
+}
+
+// BenchmarkServeInference times one short non-streaming request through the
+// whole path in one process over loopback: the global data plane (parse,
+// hash, summary search, the probe or none, hand-off), a real cell (parse,
+// decide, proxy) and an instant pod, with keep-alive connections. Its
+// allocations are both routers' (and the client's and the pod's). The
+// sub-benchmarks compare the lone-candidate hand-off with the probed one.
+func BenchmarkServeInference(b *testing.B) {
+	for _, probeLone := range []bool{false, true} {
+		b.Run(fmt.Sprintf("probe_lone=%v", probeLone), func(b *testing.B) {
+			benchServeInference(b, probeLone)
+		})
+	}
+}
+
+func benchServeInference(b *testing.B, probeLone bool) {
+	hits := &sync.Map{}
+	c := startTestCell(b, "cell-a", hits)
+	toks := tokens(51, 64*16)
+	c.hold(b, "cell-a-pod1", toks, 32)
+	g := startGlobalWith(b, StaticDirectory{c.view(b)}, func(cfg *Config) { cfg.ProbeLone = probeLone })
+	body, _ := json.Marshal(map[string]any{"model": "m", "prompt": toks, "max_tokens": 1})
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	defer client.CloseIdleConnections()
+	url := "http://" + g.HTTPAddr() + "/v1/completions"
+	send := func() {
+		resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	for i := 0; i < 100; i++ { // connections and pools warm
+		send()
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		send()
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 }

@@ -26,10 +26,22 @@ type Config struct {
 	// ProbeTimeout bounds each probe; a cell that does not answer in time
 	// is treated as failed for this request.
 	ProbeTimeout time.Duration
+	// ProbeLone probes a candidate even when the summary search found no
+	// other (a fleet of one usable cell, or one cell knowing the prefix
+	// with no other usable cell), which changes no decision; by default
+	// the data plane hands such a request off at once. The dry run always
+	// probes.
+	ProbeLone bool
 	// ConnectTimeout, ResponseHeaderTimeout and RequestTimeout bound the
 	// hand-off; MaxAttempts is the cells tried before the first byte.
 	ConnectTimeout, ResponseHeaderTimeout, RequestTimeout time.Duration
 	MaxAttempts                                           int
+	// MaxIdleConnsPerCell is the keep-alive connections kept open to each
+	// cell for hand-offs. A global tier sends all its concurrency to a few
+	// cells, so this is far above a cell's per-pod figure: with fewer, a
+	// burst of concurrent requests closes and redials connections (and
+	// leaves sockets in TIME_WAIT) at every step. Default 1024.
+	MaxIdleConnsPerCell int
 	// ShutdownTimeout bounds the graceful stop.
 	ShutdownTimeout time.Duration
 	// Limits bound what one client may hold of globald's servers (request
@@ -54,6 +66,7 @@ func DefaultConfig() Config {
 		ResponseHeaderTimeout: p.ResponseHeaderTimeout,
 		RequestTimeout:        p.RequestTimeout,
 		MaxAttempts:           3,
+		MaxIdleConnsPerCell:   1024,
 		ShutdownTimeout:       5 * time.Second,
 		Limits:                edge.DefaultLimits(),
 	}
@@ -84,6 +97,8 @@ func (c Config) Validate() error {
 		return bad("probe_timeout", c.ProbeTimeout, "must be positive")
 	case c.MaxAttempts < 1:
 		return bad("max_attempts", c.MaxAttempts, "want >= 1")
+	case c.MaxIdleConnsPerCell < 0:
+		return bad("max_idle_conns_per_cell", c.MaxIdleConnsPerCell, "must not be negative")
 	case c.ShutdownTimeout <= 0:
 		return bad("shutdown_timeout", c.ShutdownTimeout, "must be positive")
 	}
@@ -102,5 +117,6 @@ func (c Config) Validate() error {
 func (c Config) proxyConfig() proxy.Config {
 	p := proxy.DefaultConfig()
 	p.ConnectTimeout, p.ResponseHeaderTimeout, p.RequestTimeout, p.MaxAttempts = c.ConnectTimeout, c.ResponseHeaderTimeout, c.RequestTimeout, c.MaxAttempts
+	p.MaxIdleConnsPerHost = c.MaxIdleConnsPerCell
 	return p
 }

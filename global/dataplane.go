@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -21,11 +22,14 @@ import (
 // CellHeader tells the client which cell served its request.
 const CellHeader = "X-Cellrouter-Cell"
 
+// serverSpan are the global.request span's options, built once.
+var serverSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+
 // serveInference is the global data plane: parse, decide, hand off.
 func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := g.tr.Get().Start(ctx, "global.request", trace.WithSpanKind(trace.SpanKindServer))
+		ctx, span := g.tr.Start(ctx, "global.request", serverSpan...)
 		defer span.End()
 		body, err := openai.ReadBody(w, r, g.cfg.Limits.MaxBodyBytes)
 		if err != nil {
@@ -53,7 +57,7 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 			r.Header.Set(edge.TenantHeader, p.Tenant.Name)
 		}
 		req := requestOf(kind, oreq)
-		d, err := g.rt.Decide(ctx, req)
+		d, err := g.rt.decideToSend(ctx, req)
 		path := "cold_" + req.Kind().String()
 		if d != nil {
 			path = routePath(d)
@@ -69,14 +73,19 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 		}
 		g.m.decisionTime.Observe(d.Took.Seconds())
 		g.m.probes.Observe(float64(len(d.Answers)))
+		if d.Unprobed {
+			g.m.unprobed.Inc()
+		}
 		g.m.candidates.Observe(float64(len(d.Candidates)))
 		for _, a := range d.Answers {
 			if a.Err != nil {
 				g.m.probeErrors.Inc()
 			}
 		}
-		span.SetAttributes(attribute.String("cellrouter.path", path), attribute.Int("cellrouter.probes", len(d.Answers)),
-			attribute.Int("cellrouter.blocks", d.Blocks))
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("cellrouter.path", path), attribute.Int("cellrouter.probes", len(d.Answers)),
+				attribute.Int("cellrouter.blocks", d.Blocks))
+		}
 		g.handoff(w, r.WithContext(ctx), body, d, path)
 	}
 }
@@ -136,8 +145,10 @@ func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d 
 	hooks := proxy.Hooks{
 		OnRequest: func(t proxy.Target, out *http.Request) {
 			var ctx = r.Context()
-			ctx, span = g.tr.Get().Start(ctx, "global.handoff", trace.WithSpanKind(trace.SpanKindClient),
-				trace.WithAttributes(attribute.String("cellrouter.cell", t.Pod)))
+			if g.tr.Enabled() { // the attributes cost allocations; only for a recording span
+				ctx, span = g.tr.Get().Start(ctx, "global.handoff", trace.WithSpanKind(trace.SpanKindClient),
+					trace.WithAttributes(attribute.String("cellrouter.cell", t.Pod)))
+			}
 			telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(out.Header))
 		},
 		OnRetry: func(t proxy.Target, attempt int, err error) {
@@ -149,6 +160,11 @@ func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d 
 			}
 		},
 		OnResponse: func(t proxy.Target, h http.Header) {
+			if d.Unprobed { // the cell's own answer stands in for the probe's
+				if n, err := strconv.Atoi(h.Get(proxy.MatchedBlocksHeader)); err == nil {
+					predicted[t.Pod] = n
+				}
+			}
 			h.Set(CellHeader, t.Pod)
 		},
 		OnDone: func(t proxy.Target, res proxy.Result) {

@@ -15,7 +15,16 @@
 //     cells within Slack blocks of the best;
 //  3. probes those cells in parallel with a deadline (CellService.Route,
 //     which changes nothing in the cell) for their exact answer: the pod
-//     they would pick, its matched depth and load;
+//     they would pick, its matched depth and load. When the search leaves
+//     a single candidate (one usable cell, or one knowing the prefix with
+//     no other to weigh it against) the data plane skips the probe, which
+//     could change nothing, and hands the request off at once: the cell's
+//     picker decides in the hand-off and reports its pick's match in
+//     X-Cellrouter-Matched-Blocks (Config.ProbeLone, globald --probe-lone,
+//     restores the probe; the dry run always probes). This saves a
+//     loopback round trip, the cell's second decision and the gRPC framing
+//     of the probe: about 0.2 ms at p50 (the global tier's added p50 on
+//     loadtest overhead's path fell from 0.28 to 0.11 ms);
 //  4. chooses by cost (Choose, pure): prefill blocks left, the pick's load,
 //     and the probe's round-trip time, which matters across regions;
 //  5. hands the request to the chosen cell's data plane, whose own picker

@@ -39,7 +39,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 var lastTraceparent sync.Map
 
 // testPod is an instant OpenAI pod that says who answered.
-func testPod(t *testing.T, id string, hits *sync.Map) string {
+func testPod(t testing.TB, id string, hits *sync.Map) string {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -65,14 +65,14 @@ type testCell struct {
 	c  *cell.Cell
 }
 
-func startTestCell(t *testing.T, id string, hits *sync.Map, opts ...cell.Option) *testCell {
+func startTestCell(t testing.TB, id string, hits *sync.Map, opts ...cell.Option) *testCell {
 	t.Helper()
 	return startTestCellWith(t, id, hits, nil, opts...)
 }
 
 // startTestCellWith starts a test cell whose configuration mod changes
 // first (when not nil).
-func startTestCellWith(t *testing.T, id string, hits *sync.Map, mod func(*cell.Config), opts ...cell.Option) *testCell {
+func startTestCellWith(t testing.TB, id string, hits *sync.Map, mod func(*cell.Config), opts ...cell.Option) *testCell {
 	t.Helper()
 	cfg := cell.DefaultConfig()
 	cfg.CellID, cfg.HTTPAddr, cfg.GRPCAddr, cfg.HealthInterval = id, "127.0.0.1:0", "127.0.0.1:0", 0
@@ -107,7 +107,7 @@ func tokens(salt uint32, n int) []uint32 {
 
 // hold makes pod hold the first blocks of toks in its cell, through the
 // cell's event applier.
-func (tc *testCell) hold(t *testing.T, pod string, toks []uint32, blocks int) {
+func (tc *testCell) hold(t testing.TB, pod string, toks []uint32, blocks int) {
 	t.Helper()
 	h := blockhash.DefaultHasher()
 	eng := h.Chain(blockhash.Seed(blockhash.Keys{Model: "m"}), toks, nil)
@@ -122,7 +122,7 @@ func (tc *testCell) hold(t *testing.T, pod string, toks []uint32, blocks int) {
 }
 
 // summary builds the gossip summary the cell would publish.
-func (tc *testCell) summary(t *testing.T) *gossip.Summary {
+func (tc *testCell) summary(t testing.TB) *gossip.Summary {
 	t.Helper()
 	b, err := gossip.NewBuilder(gossip.DefaultSummaryConfig())
 	if err != nil {
@@ -132,19 +132,19 @@ func (tc *testCell) summary(t *testing.T) *gossip.Summary {
 	return b.Build()
 }
 
-func (tc *testCell) view(t *testing.T) CellView {
+func (tc *testCell) view(t testing.TB) CellView {
 	s := tc.summary(t)
 	return CellView{ID: tc.id, HTTPAddr: tc.c.HTTPAddr(), GRPCAddr: tc.c.GRPCAddr(), Alive: true, Summary: s, SummaryBytes: s.SizeBytes()}
 }
 
-func startGlobal(t *testing.T, dir Directory, opts ...Option) *Global {
+func startGlobal(t testing.TB, dir Directory, opts ...Option) *Global {
 	t.Helper()
 	return startGlobalWith(t, dir, nil, opts...)
 }
 
 // startGlobalWith starts a global router whose configuration mod changes
 // first (when not nil).
-func startGlobalWith(t *testing.T, dir Directory, mod func(*Config), opts ...Option) *Global {
+func startGlobalWith(t testing.TB, dir Directory, mod func(*Config), opts ...Option) *Global {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.HTTPAddr, cfg.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
@@ -163,7 +163,7 @@ func startGlobalWith(t *testing.T, dir Directory, mod func(*Config), opts ...Opt
 	return g
 }
 
-func post(t *testing.T, url string, body any) (*http.Response, string) {
+func post(t testing.TB, url string, body any) (*http.Response, string) {
 	t.Helper()
 	b, _ := json.Marshal(body)
 	resp, err := http.Post(url, "application/json", strings.NewReader(string(b)))
@@ -296,7 +296,7 @@ func TestDeadAndDrainingCellsLeaveAndRetries(t *testing.T) {
 	}
 }
 
-func get(t *testing.T, url string) (int, string) {
+func get(t testing.TB, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {

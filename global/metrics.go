@@ -12,6 +12,7 @@ type metrics struct {
 	requests     *prometheus.CounterVec
 	decisionTime prometheus.Histogram
 	probes       prometheus.Histogram
+	unprobed     prometheus.Counter
 	candidates   prometheus.Histogram
 	probeErrors  prometheus.Counter
 	handoffs     *prometheus.CounterVec
@@ -38,6 +39,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Cells probed per request.", Buckets: []float64{0, 1, 2, 3, 4, 6, 8}}),
 		candidates: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cellrouter_global_candidates_per_request",
 			Help: "Cells whose summary suggested the prefix.", Buckets: []float64{0, 1, 2, 3, 4, 8, 16, 32, 64}}),
+		unprobed: prometheus.NewCounter(prometheus.CounterOpts{Name: "cellrouter_global_unprobed_handoffs_total",
+			Help: "Requests routed by summary to their only candidate cell without a probe (see probe_lone)."}),
 		probeErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "cellrouter_global_probe_errors_total",
 			Help: "Probes that failed or timed out."}),
 		handoffs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellrouter_global_handoffs_total",
@@ -70,7 +73,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.tokenizeErrs.WithLabelValues(s)
 	}
 	reg.MustRegister(m.tokenizeTime, m.tokenizeErrs)
-	reg.MustRegister(m.requests, m.decisionTime, m.probes, m.candidates, m.probeErrors, m.handoffs, m.retries,
+	reg.MustRegister(m.requests, m.decisionTime, m.probes, m.unprobed, m.candidates, m.probeErrors, m.handoffs, m.retries,
 		m.predictedTok, m.realisedTok, m.promptTok, m.cells, m.summaryAge, m.summaryBytes)
 	return m
 }

@@ -25,9 +25,12 @@ type Prober interface {
 }
 
 // grpcProber keeps one client connection per cell. Each call is traced
-// (a client span passing the W3C trace context to the cell).
+// (a client span passing the W3C trace context to the cell) while a tracer
+// provider is installed; without one only the caller's trace context goes
+// along (telemetry.GatedStats).
 type grpcProber struct {
 	trace []otelgrpc.Option
+	tp    trace.TracerProvider             // nil: the global one
 	creds credentials.TransportCredentials // mutual TLS to the cells, or plaintext
 
 	mu    sync.Mutex
@@ -44,6 +47,7 @@ func newGRPCProber(tp trace.TracerProvider, tlsCfg *tls.Config) *grpcProber {
 	}
 	if tp != nil {
 		p.trace = append(p.trace, otelgrpc.WithTracerProvider(tp))
+		p.tp = tp
 	}
 	return p
 }
@@ -55,7 +59,7 @@ func (p *grpcProber) conn(addr string) (*grpc.ClientConn, error) {
 		return c, nil
 	}
 	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(p.creds),
-		grpc.WithStatsHandler(otelgrpc.NewClientHandler(p.trace...)))
+		grpc.WithStatsHandler(telemetry.GatedStats(otelgrpc.NewClientHandler(p.trace...), p.tp, true)))
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +102,7 @@ func probeAll(ctx context.Context, tr *telemetry.Tracer, pr Prober, timeout time
 	var wg sync.WaitGroup
 	probe := func(i int, c Candidate) {
 		v := &views[c.Cell]
-		pctx, span := tr.Get().Start(ctx, "global.probe")
+		pctx, span := tr.Start(ctx, "global.probe")
 		defer span.End()
 		start := time.Now()
 		resp, err := pr.Probe(pctx, v, req)

@@ -62,6 +62,10 @@ type Decision struct {
 	Blocks int
 	// Took is the decision time, probes included.
 	Took time.Duration
+	// Unprobed is true when the summary search left one candidate and the
+	// data plane handed the request to it without a probe (see
+	// Config.ProbeLone): there was nothing to choose between.
+	Unprobed bool
 }
 
 // Router decides which cell takes a request. It is safe for concurrent use.
@@ -141,7 +145,10 @@ func (rt *Router) tokenize(ctx context.Context, req *Request, views []CellView, 
 	if d.Prompt == PromptTokens {
 		return req.TokenIDs
 	}
-	ctx, span := rt.tr.Get().Start(ctx, "global.tokenize", trace.WithAttributes(attribute.String("cellrouter.prompt", d.Prompt.String())))
+	span := telemetry.NoopSpan()
+	if rt.tr.Enabled() {
+		ctx, span = rt.tr.Get().Start(ctx, "global.tokenize", trace.WithAttributes(attribute.String("cellrouter.prompt", d.Prompt.String())))
+	}
 	defer span.End()
 	toks, info, err := rt.tok.Tokenize(ctx, req, views, nil)
 	d.Tokenize = info
@@ -174,12 +181,27 @@ func coldKey(req *Request) uint64 {
 // Decide tokenizes a text prompt or chat, searches the summaries, probes
 // the candidates and orders the cells. Nothing in any cell changes.
 func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
+	return rt.decide(ctx, req, true)
+}
+
+// decideToSend is Decide for a request the data plane sends at once: when
+// the search leaves one candidate, the probe could change nothing (Choose
+// has nothing to weigh it against, and a failed probe still leaves it
+// first), so unless Config.ProbeLone the request goes to it without one,
+// and its cell's picker decides in the hand-off itself, which reports the
+// pick's match in MatchedHeader. That saves a round trip, the cell's
+// second decision and the probe's gRPC framing.
+func (rt *Router) decideToSend(ctx context.Context, req *Request) (*Decision, error) {
+	return rt.decide(ctx, req, rt.cfg.ProbeLone)
+}
+
+func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool) (*Decision, error) {
 	start := time.Now()
 	views := rt.views()
 	d := &Decision{Views: views, Prompt: req.Kind()}
 	toks := rt.tokenize(ctx, req, views, d)
 	chain := rt.chain(req, toks)
-	_, span := rt.tr.Get().Start(ctx, "global.summary_lookup")
+	_, span := rt.tr.Start(ctx, "global.summary_lookup")
 	cands, cold := Search(rt.cfg.Search, views, chain, coldKey(req))
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("cellrouter.candidates", len(cands)), attribute.Bool("cellrouter.cold", cold),
@@ -191,10 +213,11 @@ func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
 		d.Took = time.Since(start)
 		return d, ErrNoCell
 	}
-	if cold {
+	if cold || (len(cands) == 1 && !probeLone) {
 		for _, c := range cands {
 			d.Order = append(d.Order, c.Cell)
 		}
+		d.Unprobed = !cold
 	} else {
 		probe := &cellv1.RouteRequest{Model: req.Model, TokenIds: toks, MaxCandidates: 1}
 		if req.CacheSalt != "" {

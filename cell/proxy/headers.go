@@ -97,3 +97,9 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// MatchedBlocksHeader is the response header in which a cell reports how
+// many prompt blocks its chosen pod holds (the pick's matched depth), so a
+// global tier that handed the request off without probing the cell learns
+// what the cell decided.
+const MatchedBlocksHeader = "X-Cellrouter-Matched-Blocks"

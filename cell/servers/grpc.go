@@ -20,7 +20,10 @@ func NewGRPC(tp trace.TracerProvider, opts ...grpc.ServerOption) *grpc.Server {
 	if tp != nil {
 		topts = append(topts, otelgrpc.WithTracerProvider(tp))
 	}
-	s := grpc.NewServer(append([]grpc.ServerOption{grpc.StatsHandler(otelgrpc.NewServerHandler(topts...))}, opts...)...)
+	// The tracing handler runs only while a provider is installed (see
+	// telemetry.GatedStats): otherwise it builds spans that record nothing
+	// for every call.
+	s := grpc.NewServer(append([]grpc.ServerOption{grpc.StatsHandler(telemetry.GatedStats(otelgrpc.NewServerHandler(topts...), tp, false))}, opts...)...)
 	reflection.Register(s)
 	return s
 }

@@ -81,10 +81,12 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	slack := fs.Int("probe-slack", d.Search.Slack, "also probe cells whose estimate is within this many blocks of the best")
 	coldBlocks := fs.Int("cold-blocks", d.Search.ColdBlocks, "leading blocks that name a cold prompt for the two-choice hash")
 	probeTimeout := fs.Duration("probe-timeout", d.ProbeTimeout, "deadline of one probe")
+	probeLone := fs.Bool("probe-lone", d.ProbeLone, "probe a cell even when the summary search found no other candidate (by default such a request is handed off at once)")
 	prefillW := fs.Float64("prefill-weight", d.Choose.PrefillWeight, "cost of a block to prefill against a block of load")
 	rttW := fs.Float64("rtt-weight", d.Choose.RTTWeight, "cost of a millisecond of probe round trip, in blocks")
 	attempts := fs.Int("max-attempts", d.MaxAttempts, "cells tried before the first byte")
 	reqTimeout := fs.Duration("request-timeout", d.RequestTimeout, "bound of a whole hand-off")
+	idlePerCell := fs.Int("max-idle-conns-per-cell", d.MaxIdleConnsPerCell, "keep-alive connections kept open to each cell for hand-offs")
 	gossipBind := fs.String("gossip-bind", p.Bind, "memberlist address")
 	gossipAdv := fs.String("gossip-advertise", "", "address other nodes reach this one at")
 	secret := fs.String("gossip-secret-key", "", "base64 pool encryption key (16, 24 or 32 bytes)")
@@ -136,7 +138,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	cfg.HTTPAddr, cfg.GRPCAddr, cfg.BlockSize = *httpAddr, *grpcAddr, *blockSize
 	cfg.Search.MaxProbes, cfg.Search.Slack, cfg.Search.ColdBlocks = *maxProbes, *slack, *coldBlocks
 	cfg.ProbeTimeout, cfg.Choose.PrefillWeight, cfg.Choose.RTTWeight = *probeTimeout, *prefillW, *rttW
-	cfg.MaxAttempts, cfg.RequestTimeout = *attempts, *reqTimeout
+	cfg.MaxAttempts, cfg.RequestTimeout, cfg.ProbeLone, cfg.MaxIdleConnsPerCell = *attempts, *reqTimeout, *probeLone, *idlePerCell
 	cfg.Tokenize.Models, cfg.Tokenize.Remote, cfg.Tokenize.RemoteTimeout, cfg.Tokenize.CacheBytes = toks, *remoteTok, *tokTimeout, *tokCache<<20
 	pool := p
 	pool.Bind, pool.Advertise, pool.SecretKey, pool.Seeds = *gossipBind, *gossipAdv, *secret, seedList

@@ -22,7 +22,7 @@ type command struct {
 // commands is the subcommand table. Add a subcommand by adding a line here
 // and a file with its run function.
 var commands = map[string]command{
-	"overhead": {summary: "the cell's added latency against calling the pod directly, side by side (streaming and not)", run: runOverhead},
+	"overhead": {summary: "what the cell and the global tier add to a request against calling the pod directly, side by side: latency by concurrency, max rate, CPU", run: runOverhead},
 	"index":    {summary: "replay a Mooncake trace against cell/index and a naive baseline (threshold throughput, latency, memory)", run: runIndex},
 
 	"enginesim": {summary: "run a fleet of simulated vLLM pods (OpenAI API, /tokenize, /metrics, ZMQ KV events) until Ctrl-C", run: runEnginesim},

@@ -6,7 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 
 	"github.com/cellrouter/cellrouter/loadtest/overhead"
 )
@@ -26,12 +29,35 @@ func runOverhead(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	withTLS := fs.Bool("tls", false, "also measure the global tier's hop to the cell over mutual TLS against plaintext, side by side (needs --global)")
 	chunks := fs.Int("chunks", d.Chunks, "stream chunks per response")
 	pods := fs.Int("pods", d.Pods, "pods behind the cell")
+	path := fs.Bool("path", d.Path, "also measure the whole path (pod, cell, global tier) at each --concurrency, the rate ramp and the CPU per request (needs --global)")
+	conc := fs.String("concurrency", joinInts(d.Concurrency), "comma-separated client counts of the whole-path measurement")
+	rates := fs.String("ramp-rates", joinFloats(d.RampRates), "comma-separated increasing rates (requests/s) of each tier's ramp")
+	rampStep := fs.Duration("ramp-step", d.RampStep, "how long each ramp rate is sent")
+	cpuRate := fs.Float64("cpu-rate", d.CPURate, "rate (requests/s) at which the CPU per request is measured")
+	cpuStep := fs.Duration("cpu-step", d.CPUStep, "how long each tier is sent in each of the 5 rounds of the CPU measurement")
+	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the whole-path measurement to this file (goroutines labelled tier=pod|cell|global|client)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if help, err := parseFlags("overhead", fs, args); help || err != nil {
 		return err
 	}
-	rep, err := overhead.Run(ctx, overhead.Config{Requests: *requests, Warmup: *warmup, PromptTokens: *prompt, Chunks: *chunks, Pods: *pods,
-		Prompt: *kind, Global: *glob, TLS: *withTLS})
+	cfg := overhead.Config{Requests: *requests, Warmup: *warmup, PromptTokens: *prompt, Chunks: *chunks, Pods: *pods,
+		Prompt: *kind, Global: *glob, TLS: *withTLS, Path: *path && *glob, RampStep: *rampStep, CPURate: *cpuRate, CPUStep: *cpuStep}
+	var err error
+	if cfg.Concurrency, err = parseList(*conc, strconv.Atoi); err != nil {
+		return fmt.Errorf("--concurrency: %w", err)
+	}
+	if cfg.RampRates, err = parseList(*rates, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) }); err != nil {
+		return fmt.Errorf("--ramp-rates: %w", err)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		cfg.CPUProfile = f
+	}
+	rep, err := overhead.Run(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -81,5 +107,60 @@ func runOverhead(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		fmt.Fprintf(stdout, "mutual TLS adds: p50 %+.3f ms, p99 %+.3f ms\n", h.AddedP50Ms, h.AddedP99Ms)
 	}
+	printPath(stdout, rep)
 	return nil
+}
+
+// printPath prints the whole-path measurement.
+func printPath(w io.Writer, rep *overhead.Report) {
+	p := rep.Path
+	if p == nil {
+		return
+	}
+	fmt.Fprintf(w, "\nthe whole path, token prompts, tiers interleaved on every client (ms)\n")
+	fmt.Fprintf(w, "%-5s %-6s %8s %8s %8s %8s %9s %9s %9s %9s %9s %9s %9s\n", "conc", "stream", "pod p50", "pod p99", "cell p99", "glob p99",
+		"+cell p50", "+cell p99", "+glob p50", "+glob p99", "+both p50", "+both p99", "+probe p50")
+	for _, l := range p.Levels {
+		fmt.Fprintf(w, "%-5d %-6v %8.3f %8.3f %8.3f %8.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f\n", l.Concurrency, l.Streaming, l.Pod.P50Ms, l.Pod.P99Ms,
+			l.Cell.P99Ms, l.Global.P99Ms, l.CellAdded.P50Ms, l.CellAdded.P99Ms, l.GlobalAdded.P50Ms, l.GlobalAdded.P99Ms, l.BothAdded.P50Ms, l.BothAdded.P99Ms,
+			l.ProbeAdded.P50Ms)
+	}
+	fmt.Fprintf(w, "process CPU per request at %.0f/s (us): pod path %.1f, cell path %.1f, global path %.1f, probed global path %.1f; cell adds %.1f, global tier %.1f, the probe %.1f\n",
+		p.CPU.Rate, p.CPU.ByTierUs[overhead.TierPod], p.CPU.ByTierUs[overhead.TierCell], p.CPU.ByTierUs[overhead.TierGlobal],
+		p.CPU.ByTierUs[overhead.TierGlobalProbed], p.CPU.CellUs, p.CPU.GlobalUs, p.CPU.ProbeUs)
+	for _, tier := range []string{overhead.TierPod, overhead.TierCell, overhead.TierGlobal, overhead.TierGlobalProbed} {
+		fmt.Fprintf(w, "ramp %-13s max %6.0f/s peak %6.0f/s:", tier, p.MaxRPS[tier], p.PeakRPS[tier])
+		for _, s := range p.Ramp[tier] {
+			mark := ""
+			if !s.Sustained {
+				mark = "!"
+			}
+			fmt.Fprintf(w, " %.0f->%.0f +p99 %.2f%s", s.Rate, s.Achieved, s.AddedP99Ms, mark)
+		}
+		fmt.Fprintln(w)
+	}
+	g := rep.Global
+	fmt.Fprintf(w, "global: both tiers add p50 %+.3f ms, p99 %+.3f ms at concurrency 1; max %.0f requests/s (peak %.0f); %.1f us CPU per request\n",
+		g.OverheadP50Ms, g.OverheadP99Ms, g.MaxRPS, g.PeakRPS, g.CPUUsPerRequest)
+}
+
+// parseList parses a comma-separated list.
+func parseList[T any](s string, parse func(string) (T, error)) ([]T, error) {
+	var out []T
+	for _, f := range strings.Split(s, ",") {
+		v, err := parse(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func joinFloats(xs []float64) string {
+	var s []string
+	for _, x := range xs {
+		s = append(s, strconv.FormatFloat(x, 'f', -1, 64))
+	}
+	return strings.Join(s, ",")
 }

@@ -62,8 +62,11 @@ type GlobalTier struct {
 // globalSetup is the global tier in front of the measured cell.
 type globalSetup struct {
 	local, remote *global.Global
-	view          global.CellView
-	stop          func()
+	// probed is local's twin that probes the cell although it is the only
+	// candidate (global.Config.ProbeLone).
+	probed *global.Global
+	view   global.CellView
+	stop   func()
 }
 
 // holdPrefixes makes pod-00 hold every kind's shared prefix, through the
@@ -105,11 +108,13 @@ func startGlobals(ctx context.Context, c *cell.Cell, sum *gossip.Summary, tokFil
 			f()
 		}
 	}
-	for _, local := range []bool{true, false} {
+	for _, kind := range []string{"local", "remote", "probed"} {
+		local := kind != "remote"
 		cfg := global.DefaultConfig()
 		cfg.HTTPAddr, cfg.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
 		cfg.ProbeTimeout = 5 * time.Second
 		cfg.Tokenize.RemoteTimeout = 5 * time.Second
+		cfg.ProbeLone = kind == "probed"
 		if local {
 			cfg.Tokenize.Models = []global.ModelTokenizer{{Model: model, File: tokFile, ChatTemplate: tokenizer.DemoChatTemplate}}
 		}
@@ -120,21 +125,24 @@ func startGlobals(ctx context.Context, c *cell.Cell, sum *gossip.Summary, tokFil
 		}
 		gctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		go func() { done <- g.Run(gctx) }()
+		go labelled(map[string]string{"local": "global", "remote": "global-remote", "probed": "global-probed"}[kind], func() { done <- g.Run(gctx) })
 		stops = append(stops, func() { cancel(); <-done })
-		if local {
+		switch kind {
+		case "local":
 			s.local = g
-		} else {
+		case "remote":
 			s.remote = g
+		default:
+			s.probed = g
 		}
 	}
 	return s, nil
 }
 
-// checkSummaryPath makes sure every kind takes the summary path at both
-// global tiers, or the measurement would time the cold path.
+// checkSummaryPath makes sure every kind takes the summary path at every
+// global tier, or the measurement would time the cold path.
 func (s *globalSetup) checkSummaryPath(ctx context.Context, p *prompts) error {
-	for _, g := range []*global.Global{s.local, s.remote} {
+	for _, g := range []*global.Global{s.local, s.remote, s.probed} {
 		for _, kind := range promptKinds {
 			d, err := g.Router().Decide(ctx, p.request(kind, 0))
 			if err != nil || d.Cold {

@@ -22,7 +22,7 @@ func startPod(chunks int) (*pod, error) {
 	}
 	p := &pod{lis: l, chunks: chunks}
 	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve)}
-	go p.srv.Serve(l)
+	go labelled("pod", func() { _ = p.srv.Serve(l) })
 	return p, nil
 }
 

@@ -3,7 +3,6 @@ package overhead
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -39,12 +38,33 @@ type Config struct {
 	// TLS also measures what mutual TLS costs on the global tier's hop to
 	// the cell (TLSHop); it needs Global.
 	TLS bool
+	// Path also measures the whole path (Report.Path and Report.Global):
+	// pod, cell and global tier side by side at each Concurrency, the rate
+	// ramp and the CPU per request; it needs Global.
+	Path bool
+	// Concurrency lists the path's client counts (1 gives the headline).
+	Concurrency []int
+	// RampRates are the rates (requests per second) each tier's ramp
+	// tries, in order, and RampStep how long each is sent.
+	RampRates []float64
+	RampStep  time.Duration
+	// CPURate is the rate at which the CPU per request is measured, for
+	// CPUStep per tier and round.
+	CPURate float64
+	CPUStep time.Duration
+	// CPUProfile, when set, receives a pprof CPU profile of the path
+	// measurement. The process's goroutines carry the label "tier" (pod,
+	// cell, global, global-probed, global-remote, client), so `go tool
+	// pprof -tagfocus tier=global` shows the global tier alone.
+	CPUProfile io.Writer
 }
 
 // DefaultConfig measures 2000 requests per side and mode, with token
 // prompts, and the global tier.
 func DefaultConfig() Config {
-	return Config{Requests: 2000, Warmup: 200, PromptTokens: 1024, Chunks: 16, Pods: 16, Prompt: PromptTokens, Global: true}
+	return Config{Requests: 2000, Warmup: 200, PromptTokens: 1024, Chunks: 16, Pods: 16, Prompt: PromptTokens, Global: true,
+		Path: true, Concurrency: []int{1, 16, 64}, RampRates: []float64{500, 1000, 2000, 3000, 4000, 5000, 6000, 8000, 10000, 12000, 16000},
+		RampStep: time.Second, CPURate: 1000, CPUStep: time.Second}
 }
 
 // Validate names the first bad field.
@@ -64,6 +84,21 @@ func (c Config) Validate() error {
 		return fmt.Errorf("overhead: Pods = %d, want 1..256", c.Pods)
 	case c.TLS && !c.Global:
 		return fmt.Errorf("overhead: TLS = true: needs Global (the hop measured is the global tier's)")
+	case c.Path && !c.Global:
+		return fmt.Errorf("overhead: Path = true: needs Global (the path ends at the global tier)")
+	case c.Path && (c.CPURate <= 0 || c.CPUStep <= 0 || c.RampStep <= 0 || len(c.RampRates) == 0 || len(c.Concurrency) == 0):
+		return fmt.Errorf("overhead: Path needs Concurrency, RampRates, RampStep > 0, CPURate > 0 and CPUStep > 0 (got %v, %v, %v, %v, %v)",
+			c.Concurrency, c.RampRates, c.RampStep, c.CPURate, c.CPUStep)
+	}
+	for _, n := range c.Concurrency {
+		if n < 1 || n > maxInFlight {
+			return fmt.Errorf("overhead: Concurrency %d, want 1..%d", n, maxInFlight)
+		}
+	}
+	for i, r := range c.RampRates {
+		if r <= 0 || (i > 0 && r <= c.RampRates[i-1]) {
+			return fmt.Errorf("overhead: RampRates %v, want positive and increasing", c.RampRates)
+		}
 	}
 	return nil
 }
@@ -104,6 +139,10 @@ type Report struct {
 	// TLSHop is what mutual TLS adds to the global tier's hop (nil unless
 	// Config.TLS).
 	TLSHop *TLSHop `json:"tls_hop,omitempty"`
+	// Global is the whole path's headline and Path its details (nil
+	// unless Config.Path).
+	Global *GlobalSummary `json:"global,omitempty"`
+	Path   *Path          `json:"path,omitempty"`
 }
 
 // Run starts the pods and a cell, measures, and stops everything.
@@ -136,7 +175,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	ccfg := cell.DefaultConfig()
 	ccfg.HTTPAddr, ccfg.GRPCAddr = "127.0.0.1:0", "127.0.0.1:0"
-	ccfg.HealthInterval = 0
+	// The pods publish no events, so the cell's health checks are what
+	// keep them alive past events.dead_after (a run with the whole path
+	// lasts longer than that): once a second, 16 tiny requests.
+	ccfg.HealthInterval = time.Second
 	ccfg.Routing.TokenizerJSON, ccfg.Routing.ChatTemplate = tokFile, tokenizer.DemoChatTemplate
 	for i := 0; i < cfg.Pods; i++ {
 		p, err := startPod(cfg.Chunks)
@@ -152,10 +194,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- c.Run(cctx) }()
+	go labelled("cell", func() { done <- c.Run(cctx) })
 	defer func() { cancel(); <-done }()
 
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}}
+	// Enough idle connections for every concurrent client: a client that
+	// closes connections would measure the dialing, not the routers.
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * maxInFlight, DisableCompression: true}}
+	defer client.CloseIdleConnections()
 	rep := &Report{Requests: cfg.Requests, Pods: cfg.Pods, PromptTokens: cfg.PromptTokens, Prompt: cfg.Prompt}
 	for _, stream := range []bool{false, true} {
 		m, err := measure(ctx, client, cfg, prompts, "http://"+pods[0].addr(), "http://"+c.HTTPAddr(), stream)
@@ -187,16 +232,25 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if rep.GlobalTier, err = gs.measureGlobal(ctx, client, cfg, prompts, "http://"+c.HTTPAddr()); err != nil {
 		return nil, err
 	}
-	if !cfg.TLS {
-		return rep, nil
+	if cfg.TLS {
+		tg, stop, err := startTLSTier(ctx, ccfg, prompts, dir, tokFile)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		if rep.TLSHop, err = gs.measureTLS(ctx, client, cfg, prompts, "http://"+c.HTTPAddr(), tg); err != nil {
+			return nil, err
+		}
 	}
-	tg, stop, err := startTLSTier(ctx, ccfg, prompts, dir, tokFile)
-	if err != nil {
-		return nil, err
-	}
-	defer stop()
-	if rep.TLSHop, err = gs.measureTLS(ctx, client, cfg, prompts, "http://"+c.HTTPAddr(), tg); err != nil {
-		return nil, err
+	// The whole path last: its ramp drives the routers past what they
+	// sustain.
+	if cfg.Path {
+		bases := map[string]string{TierPod: "http://" + pods[0].addr(), TierCell: "http://" + c.HTTPAddr(), TierGlobal: "http://" + gs.local.HTTPAddr(),
+			TierGlobalProbed: "http://" + gs.probed.HTTPAddr()}
+		if rep.Path, err = runPath(ctx, client, cfg, prompts, bases); err != nil {
+			return nil, err
+		}
+		rep.Global = globalSummary(rep.Path)
 	}
 	return rep, nil
 }
@@ -239,14 +293,16 @@ func call(ctx context.Context, client *http.Client, url string, body []byte) (ti
 	if err != nil {
 		return 0, err
 	}
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		resp.Body.Close()
+		return 0, fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(msg))
+	}
 	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	d := time.Since(start)
 	if err != nil {
 		return 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, errors.New(resp.Status)
 	}
 	return d, nil
 }

@@ -3,6 +3,7 @@ package overhead
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // consistent reports whether a side's percentiles are positive and ordered.
@@ -15,6 +16,8 @@ func TestRunSmall(t *testing.T) {
 			cfg.Requests, cfg.Warmup, cfg.Pods, cfg.Prompt = 20, 2, 3, prompt
 			cfg.Global = prompt == PromptText
 			cfg.TLS = cfg.Global
+			cfg.Path = cfg.Global
+			cfg.Concurrency, cfg.RampRates, cfg.RampStep, cfg.CPURate, cfg.CPUStep = []int{1, 4}, []float64{50, 100}, 200*time.Millisecond, 200, 100*time.Millisecond
 			rep, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -31,7 +34,7 @@ func TestRunSmall(t *testing.T) {
 				t.Fatalf("report prompt %q, want %q", rep.Prompt, prompt)
 			}
 			if !cfg.Global {
-				if rep.GlobalTier != nil {
+				if rep.GlobalTier != nil || rep.Path != nil || rep.Global != nil {
 					t.Fatalf("global tier measured without Config.Global")
 				}
 				return
@@ -54,6 +57,7 @@ func TestRunSmall(t *testing.T) {
 			if g.CacheHitRatio <= 0 || g.PromptTokens < cfg.PromptTokens {
 				t.Errorf("cache hit ratio %v, prompt tokens %d", g.CacheHitRatio, g.PromptTokens)
 			}
+			checkPath(t, rep, cfg)
 			h := rep.TLSHop
 			if h == nil {
 				t.Fatal("no TLS hop report with Config.TLS")
@@ -66,6 +70,54 @@ func TestRunSmall(t *testing.T) {
 	}
 }
 
+// checkPath checks the whole-path report: every level and tier, the
+// headline taken from concurrency 1, the ramp and the CPU cost.
+func checkPath(t *testing.T, rep *Report, cfg Config) {
+	t.Helper()
+	p, g := rep.Path, rep.Global
+	if p == nil || g == nil {
+		t.Fatal("no path report with Config.Path")
+	}
+	if len(p.Levels) != 2*len(cfg.Concurrency) {
+		t.Fatalf("got %d levels, want %d", len(p.Levels), 2*len(cfg.Concurrency))
+	}
+	for _, l := range p.Levels {
+		if !consistent(l.Pod) || !consistent(l.Cell) || !consistent(l.Global) || !consistent(l.GlobalProbed) {
+			t.Errorf("level %+v: inconsistent percentiles", l)
+		}
+		if l.BothAdded.P99Ms != l.Global.P99Ms-l.Pod.P99Ms || l.CellAdded.P50Ms != l.Cell.P50Ms-l.Pod.P50Ms ||
+			l.GlobalAdded.P50Ms != l.Global.P50Ms-l.Cell.P50Ms || l.ProbeAdded.P99Ms != l.GlobalProbed.P99Ms-l.Global.P99Ms {
+			t.Errorf("level %+v: added latencies are not the differences", l)
+		}
+		if l.Concurrency == 1 && !l.Streaming && (g.OverheadP50Ms != l.BothAdded.P50Ms || g.OverheadP99Ms != l.BothAdded.P99Ms) {
+			t.Errorf("global headline %+v does not mirror concurrency 1, non-streaming %+v", g, l.BothAdded)
+		}
+	}
+	for _, tier := range pathTiers {
+		steps := p.Ramp[tier]
+		if len(steps) == 0 || len(steps) > len(cfg.RampRates) {
+			t.Fatalf("tier %s: %d ramp steps, want 1..%d", tier, len(steps), len(cfg.RampRates))
+		}
+		for i, s := range steps {
+			if s.Rate != cfg.RampRates[i] || (s.Errors == 0 && s.Dropped == 0 && !consistent(s.Tier)) {
+				t.Errorf("tier %s step %d: %+v", tier, i, s)
+			}
+			if s.Sustained && (i == 0 || steps[i-1].Sustained) && p.MaxRPS[tier] < s.Rate {
+				t.Errorf("tier %s sustained %v (and every lower rate) but max_rps is %v", tier, s.Rate, p.MaxRPS[tier])
+			}
+			if s.Errors == 0 && p.PeakRPS[tier] < s.Achieved {
+				t.Errorf("tier %s achieved %v but peak_rps is %v", tier, s.Achieved, p.PeakRPS[tier])
+			}
+		}
+		if p.CPU.ByTierUs[tier] <= 0 {
+			t.Errorf("tier %s: CPU per request %v", tier, p.CPU.ByTierUs[tier])
+		}
+	}
+	if g.MaxRPS != p.MaxRPS[TierGlobal] || g.PeakRPS != p.PeakRPS[TierGlobal] || g.CPUUsPerRequest != p.CPU.BothUs {
+		t.Errorf("global headline %+v does not mirror the path", g)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	for _, mod := range []func(*Config){
 		func(c *Config) { c.Requests = 1 },
@@ -75,6 +127,12 @@ func TestValidate(t *testing.T) {
 		func(c *Config) { c.Warmup = -1 },
 		func(c *Config) { c.Prompt = "image" },
 		func(c *Config) { c.Global, c.TLS = false, true },
+		func(c *Config) { c.Global, c.TLS, c.Path = false, false, true },
+		func(c *Config) { c.Concurrency = []int{0} },
+		func(c *Config) { c.RampRates = []float64{200, 100} },
+		func(c *Config) { c.RampStep = 0 },
+		func(c *Config) { c.CPURate = 0 },
+		func(c *Config) { c.CPUStep = 0 },
 	} {
 		c := DefaultConfig()
 		mod(&c)
