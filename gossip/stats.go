@@ -25,7 +25,7 @@ type Stats struct {
 // stats holds the live counters behind Stats.
 type stats struct {
 	headers, snapshots, deltas, gaps, fetchesSent, fetchesServed, dropped atomic.Uint64
-	peerSent, peerReceived                                               atomic.Uint64
+	peerSent, peerReceived                                                atomic.Uint64
 }
 
 // Stats returns the node's counters.
