@@ -29,6 +29,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 	"github.com/cellrouter/cellrouter/cell/proxy"
+	"github.com/cellrouter/cellrouter/cell/replica"
 	"github.com/cellrouter/cellrouter/cell/servers"
 	"github.com/cellrouter/cellrouter/cell/telemetry"
 )
@@ -62,6 +63,7 @@ type Cell struct {
 	metrics          []func(chan<- prometheus.Metric) // transports' exporters
 
 	gossipAddr atomic.Value // string
+	sharer     *replica.Sharer // shares load and drains with peer replicas
 
 	router  *router
 	tok     *cellTokenizer
@@ -136,6 +138,11 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Cell, error) {
 		return nil, err
 	}
 	c.state.router = c.router
+	if c.sharer, err = replica.New(cfg.sharerConfig(), c.router.tracker, c.onPeerDrain); err != nil {
+		c.ix.Close()
+		return nil, fmt.Errorf("%w: replica: %v", ErrConfig, err)
+	}
+	c.state.share = c.shareDrain
 	pc := cfg.Routing.proxyConfig()
 	pc.TLS = c.sec.podTLS()
 	if c.proxy, err = proxy.New(pc); err != nil {

@@ -78,7 +78,7 @@ func (c Config) gossipConfig(httpAddr, grpcAddr string) (gossip.Config, error) {
 	if err := g.SetAddrs(c.Gossip.Bind, c.Gossip.Advertise, c.Gossip.SecretKey); err != nil {
 		return g, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	g.NodeName = "cell/" + c.CellID
+	g.NodeName = c.nodeName()
 	g.Role, g.CellID = gossip.RoleCell, c.CellID
 	g.HTTPAddr, g.GRPCAddr = c.advertisedAPI(httpAddr), c.advertisedAPI(grpcAddr)
 	g.Seeds = c.Gossip.Seeds
@@ -224,10 +224,11 @@ func (c *Cell) runGossip(ctx context.Context) error {
 	if c.keyring != nil {
 		gcfg.SecretKey, gcfg.ExtraKeys = c.keyring.keys[0], c.keyring.keys[1:]
 	}
-	node, err := gossip.Start(gcfg, nil)
+	node, err := gossip.Start(gcfg, c.sharer)
 	if err != nil {
 		return fmt.Errorf("cell: gossip: %w", err)
 	}
+	stopSharer := c.runSharer(ctx, node)
 	if c.keyring != nil {
 		c.keyring.node.Store(node)
 		kctx, cancel := context.WithCancel(ctx)
@@ -240,6 +241,7 @@ func (c *Cell) runGossip(ctx context.Context) error {
 	edge.WarnIfExposed(c.log, len(gcfg.SecretKey) > 0, edge.Listener{Name: "gossip", Addr: c.cfg.Gossip.Bind})
 	c.gossipAddr.Store(node.Addr())
 	defer func() {
+		stopSharer()
 		node.Leave(time.Second)
 		node.Shutdown()
 	}()
