@@ -32,6 +32,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/replica"
 	"github.com/cellrouter/cellrouter/cell/servers"
 	"github.com/cellrouter/cellrouter/cell/telemetry"
+	"github.com/cellrouter/cellrouter/gossip"
 )
 
 // transport is an event source the cell runs: one of the plug-ins behind
@@ -62,8 +63,9 @@ type Cell struct {
 	transports       []transport
 	metrics          []func(chan<- prometheus.Metric) // transports' exporters
 
-	gossipAddr atomic.Value // string
+	gossipAddr atomic.Value    // string
 	sharer     *replica.Sharer // shares load and drains with peer replicas
+	node       atomic.Pointer[gossip.Node]
 
 	router  *router
 	tok     *cellTokenizer

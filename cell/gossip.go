@@ -229,6 +229,7 @@ func (c *Cell) runGossip(ctx context.Context) error {
 		return fmt.Errorf("cell: gossip: %w", err)
 	}
 	stopSharer := c.runSharer(ctx, node)
+	c.node.Store(node)
 	if c.keyring != nil {
 		c.keyring.node.Store(node)
 		kctx, cancel := context.WithCancel(ctx)
@@ -241,6 +242,7 @@ func (c *Cell) runGossip(ctx context.Context) error {
 	edge.WarnIfExposed(c.log, len(gcfg.SecretKey) > 0, edge.Listener{Name: "gossip", Addr: c.cfg.Gossip.Bind})
 	c.gossipAddr.Store(node.Addr())
 	defer func() {
+		c.node.Store(nil)
 		stopSharer()
 		node.Leave(time.Second)
 		node.Shutdown()

@@ -133,3 +133,17 @@ func (c *Cell) runSharer(ctx context.Context, node *gossip.Node) func() {
 	go func() { defer close(done); c.sharer.Run(sctx, node) }()
 	return func() { cancel(); <-done }
 }
+
+// ReplicaPeers returns the names of the live peer replicas of this cell
+// (none before the cell joined its pool, or without one).
+func (c *Cell) ReplicaPeers() []string {
+	n := c.node.Load()
+	if n == nil {
+		return nil
+	}
+	var out []string
+	for _, m := range n.Peers() {
+		out = append(out, m.Name)
+	}
+	return out
+}

@@ -1,0 +1,88 @@
+package cell
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
+)
+
+// startReplicas starts two replicas of one cell over the given pods, joined
+// in one gossip pool on loopback.
+func startReplicas(t *testing.T, pods []*fakePod) (*Cell, *Cell) {
+	t.Helper()
+	mk := func(id string, seeds []string) *Cell {
+		return cellWithPods(t, pods, func(cfg *Config) {
+			cfg.CellID = "cell-r"
+			cfg.Replica.ID = id
+			cfg.Gossip.Bind, cfg.Gossip.Seeds = "127.0.0.1:0", seeds
+			cfg.Gossip.ProbeInterval, cfg.Gossip.ProbeTimeout = 200e6, 100e6
+		})
+	}
+	r1 := mk("r1", nil)
+	waitFor(t, "r1's gossip address", func() bool { return r1.GossipAddr() != "" })
+	r2 := mk("r2", []string{r1.GossipAddr()})
+	waitFor(t, "r2's gossip address", func() bool { return r2.GossipAddr() != "" })
+	return r1, r2
+}
+
+// TestReplicasShareLoad routes a held streaming request through one
+// replica and checks that the other counts it in its load within a bounded
+// poll, and drops it when the request ends.
+func TestReplicasShareLoad(t *testing.T) {
+	p := newFakePod(t, "p1")
+	p.hold = true
+	r1, r2 := startReplicas(t, []*fakePod{p})
+	if got, want := r1.cfg.nodeName(), "cell/cell-r/r1"; got != want {
+		t.Fatalf("node name = %q, want %q", got, want)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	body, _ := json.Marshal(map[string]any{"model": "m", "prompt": promptTokens(3), "stream": true})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+r1.HTTPAddr()+"/v1/completions", strings.NewReader(string(body)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.Contains(line, "p1-0") {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	local := r1.router.tracker.Usage("p1")
+	if local.Requests != 1 || local.Blocks == 0 {
+		t.Fatalf("r1's own load = %+v, want one request with blocks", local)
+	}
+	waitFor(t, "r1's request in r2's load", func() bool {
+		u := r2.router.tracker.Usage("p1")
+		// The first token has been relayed, so r1 counts no prefill.
+		return u.Requests == 1 && u.Blocks == local.Blocks && u.PrefillBlocks == local.PrefillBlocks
+	})
+	cancel()
+	resp.Body.Close()
+	waitFor(t, "the ended request gone from r2's load", func() bool { return r2.router.tracker.Usage("p1").Requests == 0 })
+	if st := r2.sharer.Stats(); st.Received < 3 || st.Malformed != 0 {
+		t.Fatalf("r2's sharer stats %+v, want start, first token and done received", st)
+	}
+}
+
+// TestReplicasShareDrain drains a pod at one replica and undrains it at the
+// other: both see both.
+func TestReplicasShareDrain(t *testing.T) {
+	p := newFakePod(t, "p1")
+	r1, r2 := startReplicas(t, []*fakePod{p})
+	waitFor(t, "the replicas to see each other", func() bool {
+		return len(r1.ReplicaPeers()) == 1 && len(r2.ReplicaPeers()) == 1
+	})
+	if _, err := r1.state.DrainPod(context.Background(), &cellv1.DrainPodRequest{Id: "p1"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the drain at r2", func() bool { return r2.state.Draining("p1") })
+	if _, err := r2.state.DrainPod(context.Background(), &cellv1.DrainPodRequest{Id: "p1", Cancel: true}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the undrain at r1", func() bool { return !r1.state.Draining("p1") })
+}
