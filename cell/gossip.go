@@ -53,6 +53,9 @@ type GossipConfig struct {
 	// and 500ms; the timeout must be below the interval).
 	ProbeInterval time.Duration `yaml:"probe_interval"`
 	ProbeTimeout  time.Duration `yaml:"probe_timeout"`
+	// SuspicionMult scales how long a suspect member has to refute before
+	// it is declared dead (default 4; see gossip.Config.SuspicionMult).
+	SuspicionMult int `yaml:"suspicion_mult"`
 }
 
 // DefaultGossipConfig returns a standalone cell's settings with the
@@ -61,7 +64,7 @@ func DefaultGossipConfig() GossipConfig {
 	d := gossip.DefaultConfig()
 	s := gossip.DefaultSummaryConfig()
 	return GossipConfig{SummaryInterval: 2 * time.Second, Stride: s.Stride, FalsePositiveRate: s.FalsePositiveRate,
-		ProbeInterval: d.ProbeInterval, ProbeTimeout: d.ProbeTimeout}
+		ProbeInterval: d.ProbeInterval, ProbeTimeout: d.ProbeTimeout, SuspicionMult: d.SuspicionMult}
 }
 
 func (c Config) summaryConfig() gossip.SummaryConfig {
@@ -82,7 +85,7 @@ func (c Config) gossipConfig(httpAddr, grpcAddr string) (gossip.Config, error) {
 	g.Role, g.CellID = gossip.RoleCell, c.CellID
 	g.HTTPAddr, g.GRPCAddr = c.advertisedAPI(httpAddr), c.advertisedAPI(grpcAddr)
 	g.Seeds = c.Gossip.Seeds
-	g.ProbeInterval, g.ProbeTimeout = c.Gossip.ProbeInterval, c.Gossip.ProbeTimeout
+	g.ProbeInterval, g.ProbeTimeout, g.SuspicionMult = c.Gossip.ProbeInterval, c.Gossip.ProbeTimeout, c.Gossip.SuspicionMult
 	return g, g.Validate()
 }
 
