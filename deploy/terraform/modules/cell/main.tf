@@ -123,6 +123,16 @@ resource "kubernetes_deployment_v1" "celld" {
               }
             }
           }
+          # The replica id (celld replica.id defaults to $POD_NAME): its
+          # gossip node name and NATS durable consumer.
+          env {
+            name = "POD_NAME"
+            value_from {
+              field_ref {
+                field_path = "metadata.name"
+              }
+            }
+          }
           dynamic "env" {
             for_each = local.has_secret ? [1] : []
             content {

@@ -241,8 +241,8 @@ run "event_sources_and_routing" {
     error_message = "zmq.bind_port binds every interface; an empty topic prefix is kept"
   }
   assert {
-    condition     = yamldecode(kubernetes_config_map_v1.celld.data["celld.yaml"]).nats == { url = "nats://nats.nats.svc:4222", replay = true, durable = "celld-cell-a" }
-    error_message = "NATS gets a durable consumer of its own per cell"
+    condition     = yamldecode(kubernetes_config_map_v1.celld.data["celld.yaml"]).nats == { url = "nats://nats.nats.svc:4222", replay = true }
+    error_message = "NATS leaves the durable to celld, which derives one per replica"
   }
   assert {
     condition = yamldecode(kubernetes_config_map_v1.celld.data["celld.yaml"]).routing == {
