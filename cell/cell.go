@@ -181,6 +181,7 @@ func (c *Cell) buildServers() error {
 	coll.learner = c.learner
 	coll.extra = append(append(coll.extra, grpcpubMetrics(c.cfg.CellID, pub)), c.metrics...)
 	promReg.MustRegister(coll, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	c.registerReplicaMetrics(promReg)
 
 	// Health, readiness and the OpenAPI document are public; the control
 	// plane and metrics need admin, the data plane inference.

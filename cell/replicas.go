@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cellrouter/cellrouter/cell/replica"
 	"github.com/cellrouter/cellrouter/gossip"
 )
@@ -146,4 +148,28 @@ func (c *Cell) ReplicaPeers() []string {
 		out = append(out, m.Name)
 	}
 	return out
+}
+
+// registerReplicaMetrics exports the load sharing's counters.
+func (c *Cell) registerReplicaMetrics(reg prometheus.Registerer) {
+	labels := prometheus.Labels{"cell": c.cfg.CellID}
+	for _, m := range []struct {
+		name, help string
+		get        func(replica.Stats) uint64
+	}{
+		{"cellrouter_replica_load_changes_sent_total", "Load changes (route, first token, done) sent to the peer replicas.", func(s replica.Stats) uint64 { return s.Sent }},
+		{"cellrouter_replica_load_changes_received_total", "Load changes received from peer replicas.", func(s replica.Stats) uint64 { return s.Received }},
+		{"cellrouter_replica_load_changes_dropped_total", "Load changes dropped because the send queue was full.", func(s replica.Stats) uint64 { return s.Dropped }},
+		{"cellrouter_replica_messages_malformed_total", "Peer messages that did not decode.", func(s replica.Stats) uint64 { return s.Malformed }},
+		{"cellrouter_replica_requests_expired_total", "Peer requests freed by replica.load_ttl (their done never came).", func(s replica.Stats) uint64 { return s.Expired }},
+		{"cellrouter_replica_requests_orphaned_total", "Peer requests freed because their replica died, left or restarted.", func(s replica.Stats) uint64 { return s.Orphaned }},
+		{"cellrouter_replica_drains_received_total", "Pod drains received from peer replicas.", func(s replica.Stats) uint64 { return s.Drains }},
+	} {
+		get := m.get
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: m.name, Help: m.help, ConstLabels: labels},
+			func() float64 { return float64(get(c.sharer.Stats())) }))
+	}
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cellrouter_replica_peer_requests", ConstLabels: labels,
+		Help: "Peer replicas' in-flight requests counted in this replica's load."},
+		func() float64 { return float64(c.router.tracker.RemoteTickets()) }))
 }

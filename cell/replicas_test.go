@@ -67,6 +67,9 @@ func TestReplicasShareLoad(t *testing.T) {
 	if st := r2.sharer.Stats(); st.Received < 3 || st.Malformed != 0 {
 		t.Fatalf("r2's sharer stats %+v, want start, first token and done received", st)
 	}
+	if _, metrics := get(t, "http://"+r2.HTTPAddr()+"/metrics"); !strings.Contains(metrics, `cellrouter_replica_load_changes_received_total{cell="cell-r"}`) {
+		t.Fatalf("r2's metrics lack the replica counters")
+	}
 }
 
 // TestReplicasShareDrain drains a pod at one replica and undrains it at the

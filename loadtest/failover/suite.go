@@ -138,10 +138,11 @@ func runOnce(ctx context.Context, cfg Config, bin, dir string, recs []trace.Reco
 	var inflight atomic.Int64
 	r.start = time.Now()
 	c.start = r.start
+	var injDone sync.WaitGroup
 	if faults {
-		bg.Add(1)
+		injDone.Add(1)
 		go func() {
-			defer bg.Done()
+			defer injDone.Done()
 			r.faults = injectAll(rctx, cfg, f, lb, r.start, &inflight)
 		}()
 	}
@@ -183,10 +184,11 @@ func runOnce(ctx context.Context, cfg Config, bin, dir string, recs []trace.Reco
 	}
 	reqs.Wait()
 	if faults {
-		// The injector ends by itself (every wait is bounded); wait for it
-		// before reading r.faults.
-		cancel()
+		// The injector ends by itself once the last fault recovered or its
+		// bounds passed; wait for it before reading r.faults.
+		injDone.Wait()
 	}
+	cancel() // stops the balancer's checks
 	bg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
