@@ -89,3 +89,39 @@ func TestReplicasShareDrain(t *testing.T) {
 	}
 	waitFor(t, "the undrain at r1", func() bool { return !r1.state.Draining("p1") })
 }
+
+// TestReplicaConfig checks the replica identity: the gossip node name, the
+// JetStream durable derived per replica (unless set), and the validation.
+func TestReplicaConfig(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.CellID, cfg.Replica.ID = "eu.west", "pod/7"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "replica.id") {
+		t.Fatalf("Validate with replica.id %q = %v, want a replica.id error", cfg.Replica.ID, err)
+	}
+	cfg.Replica.ID = sanitizeReplicaID("pod/7")
+	if cfg.Replica.ID != "pod-7" {
+		t.Fatalf("sanitizeReplicaID = %q, want pod-7", cfg.Replica.ID)
+	}
+	if got, want := cfg.nodeName(), "cell/eu.west/pod-7"; got != want {
+		t.Fatalf("nodeName = %q, want %q", got, want)
+	}
+	if got, want := cfg.durableName(), "celld-eu_west-pod-7"; got != want {
+		t.Fatalf("derived durable = %q, want %q", got, want)
+	}
+	cfg.NATS.URL = "nats://127.0.0.1:4222"
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("Validate with a derived durable: %v", err)
+	}
+	cfg.NATS.Durable = "shared durable"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "unique per replica") {
+		t.Fatalf("Validate with a bad durable = %v, want an error that says durables are per replica", err)
+	}
+	cfg.NATS.Durable = "mine"
+	if got := cfg.durableName(); got != "mine" {
+		t.Fatalf("explicit durable = %q, want mine", got)
+	}
+	cfg.Replica.LoadTTL = 0
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "replica.load_ttl") {
+		t.Fatalf("Validate with load_ttl 0 = %v", err)
+	}
+}

@@ -185,8 +185,8 @@ func summary(cfg cell.Config) string {
 	if cfg.Gossip.Bind != "" {
 		pool = fmt.Sprintf("gossip %s seeds %v", cfg.Gossip.Bind, cfg.Gossip.Seeds)
 	}
-	return fmt.Sprintf("cell %s, http %s, grpc %s, %d pods, events from %s, profile %q, %s",
-		cfg.CellID, cfg.HTTPAddr, cfg.GRPCAddr, len(cfg.Pods), strings.Join(sources, ", "), profileName(cfg.Routing), pool)
+	return fmt.Sprintf("cell %s, http %s, grpc %s, %d pods, events from %s, profile %q, %s, replica %s",
+		cfg.CellID, cfg.HTTPAddr, cfg.GRPCAddr, len(cfg.Pods), strings.Join(sources, ", "), profileName(cfg.Routing), pool, cfg.Replica.ID)
 }
 
 func profileName(r cell.RoutingConfig) string {
