@@ -51,6 +51,60 @@ type fleet struct {
 	replicas []*replicaProc
 	globals  []*globalProc
 	client   *http.Client
+	used     map[int]bool // ports handed out: a released port may come back
+}
+
+// port returns a free loopback port not handed out before (TCP and UDP
+// when udp is set).
+func (f *fleet) port(udp bool) (int, error) {
+	for range 100 {
+		p, err := freePort(udp)
+		if err != nil {
+			return 0, err
+		}
+		if !f.used[p] {
+			f.used[p] = true
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("failover: no fresh free port")
+}
+
+// portRange returns the first of n consecutive free ports none of which
+// was handed out before.
+func (f *fleet) portRange(n int) (int, error) {
+	for range 100 {
+		base, err := freeRange(n)
+		if err != nil {
+			return 0, err
+		}
+		fresh := true
+		for i := range n {
+			fresh = fresh && !f.used[base+i]
+		}
+		if fresh {
+			for i := range n {
+				f.used[base+i] = true
+			}
+			return base, nil
+		}
+	}
+	return 0, fmt.Errorf("failover: no fresh range of %d free ports", n)
+}
+
+// exited names a started process that is no longer running ("" if none).
+func (f *fleet) exited() string {
+	f.procs.mu.Lock()
+	defer f.procs.mu.Unlock()
+	for _, p := range f.procs.list {
+		p.mu.Lock()
+		started := p.cmd != nil
+		p.mu.Unlock()
+		if started && !p.running() {
+			return p.name
+		}
+	}
+	return ""
 }
 
 // freePort returns a loopback port free for both TCP and UDP (memberlist
@@ -106,18 +160,18 @@ func addr(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p
 // every process, then waits until the fleet serves: every globald ready
 // and listing every cell with all its replicas and a summary.
 func startFleet(ctx context.Context, cfg Config, bin, dir string) (f *fleet, err error) {
-	f = &fleet{cfg: cfg, dir: dir, client: &http.Client{Timeout: 2 * time.Second}}
+	f = &fleet{cfg: cfg, dir: dir, client: &http.Client{Timeout: 2 * time.Second}, used: map[int]bool{}}
 	defer func() {
 		if err != nil {
 			f.stop()
 		}
 	}()
 	for g := range cfg.Globals {
-		hp, err := freePort(false)
+		hp, err := f.port(false)
 		if err != nil {
 			return f, err
 		}
-		gp, err := freePort(true)
+		gp, err := f.port(true)
 		if err != nil {
 			return f, err
 		}
@@ -125,18 +179,18 @@ func startFleet(ctx context.Context, cfg Config, bin, dir string) (f *fleet, err
 	}
 	for c := range cfg.Cells {
 		for r := range cfg.ReplicasPerCell {
-			hp, err := freePort(false)
+			hp, err := f.port(false)
 			if err != nil {
 				return f, err
 			}
-			gp, err := freePort(true)
+			gp, err := f.port(true)
 			if err != nil {
 				return f, err
 			}
 			f.replicas = append(f.replicas, &replicaProc{cell: c, id: fmt.Sprintf("r%d", r), http: addr(hp), gossip: addr(gp)})
 		}
 		for i := range cfg.PodsPerCell {
-			base, err := freeRange(3)
+			base, err := f.portRange(3)
 			if err != nil {
 				return f, err
 			}
@@ -153,7 +207,7 @@ func startFleet(ctx context.Context, cfg Config, bin, dir string) (f *fleet, err
 		gossipSeeds = append(gossipSeeds, g.gossip)
 	}
 	for _, g := range f.globals {
-		grpcPort, err := freePort(false)
+		grpcPort, err := f.port(false)
 		if err != nil {
 			return f, err
 		}
@@ -169,7 +223,7 @@ func startFleet(ctx context.Context, cfg Config, bin, dir string) (f *fleet, err
 		g.p = f.procs.add(&proc{name: strings.ReplaceAll(g.name, "/", "-"), bin: filepath.Join(bin, "globald"), logs: dir, args: args})
 	}
 	for _, r := range f.replicas {
-		grpcPort, err := freePort(false)
+		grpcPort, err := f.port(false)
 		if err != nil {
 			return f, err
 		}
@@ -250,6 +304,9 @@ func (f *fleet) ok(url string) bool {
 func (f *fleet) waitFor(ctx context.Context, what string, cond func() bool) error {
 	deadline := time.Now().Add(f.cfg.StartTimeout)
 	for !cond() {
+		if name := f.exited(); name != "" {
+			return fmt.Errorf("failover: %s exited while waiting for %s (see %s/%s.log)", name, what, f.dir, name)
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("failover: timed out after %v waiting for %s (logs in %s)", f.cfg.StartTimeout, what, f.dir)
 		}
