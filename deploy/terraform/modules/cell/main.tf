@@ -123,16 +123,6 @@ resource "kubernetes_deployment_v1" "celld" {
               }
             }
           }
-          # The replica id (celld replica.id defaults to $POD_NAME): its
-          # gossip node name and NATS durable consumer.
-          env {
-            name = "POD_NAME"
-            value_from {
-              field_ref {
-                field_path = "metadata.name"
-              }
-            }
-          }
           dynamic "env" {
             for_each = local.has_secret ? [1] : []
             content {
@@ -150,6 +140,16 @@ resource "kubernetes_deployment_v1" "celld" {
             content {
               name  = "OTEL_EXPORTER_OTLP_ENDPOINT"
               value = env.value
+            }
+          }
+          # The replica id (celld replica.id defaults to $POD_NAME): its
+          # gossip node name and NATS durable consumer.
+          env {
+            name = "POD_NAME"
+            value_from {
+              field_ref {
+                field_path = "metadata.name"
+              }
             }
           }
 

@@ -279,6 +279,12 @@ run "standalone_replicas" {
     condition     = kubernetes_deployment_v1.celld.spec[0].replicas == "3" && kubernetes_service_v1.celld.spec[0].type == "LoadBalancer"
     error_message = "a standalone cell that dials its pods may run several replicas"
   }
+
+  assert {
+    condition = anytrue([for e in kubernetes_deployment_v1.celld.spec[0].template[0].spec[0].container[0].env :
+    e.name == "POD_NAME" && e.value_from[0].field_ref[0].field_path == "metadata.name"])
+    error_message = "each replica's id (celld replica.id) is its pod name"
+  }
 }
 
 run "default_topic_prefix" {
