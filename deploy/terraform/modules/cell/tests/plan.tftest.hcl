@@ -26,7 +26,7 @@ run "standalone_cell_with_one_pod" {
   }
   assert {
     condition     = kubernetes_deployment_v1.celld.spec[0].replicas == "1" && kubernetes_deployment_v1.celld.spec[0].strategy[0].type == "Recreate"
-    error_message = "one celld, replaced by Recreate (one node per cell id in the pool)"
+    error_message = "one celld, replaced by Recreate"
   }
   assert {
     condition = (kubernetes_deployment_v1.celld.spec[0].template[0].metadata[0].labels["app.kubernetes.io/name"] == "celld"
@@ -276,8 +276,8 @@ run "standalone_replicas" {
   }
 
   assert {
-    condition     = kubernetes_deployment_v1.celld.spec[0].replicas == "3" && kubernetes_service_v1.celld.spec[0].type == "LoadBalancer"
-    error_message = "a standalone cell that dials its pods may run several replicas"
+    condition     = kubernetes_deployment_v1.celld.spec[0].replicas == "3" && kubernetes_service_v1.celld.spec[0].type == "LoadBalancer" && kubernetes_deployment_v1.celld.spec[0].strategy[0].type == "RollingUpdate"
+    error_message = "a cell that dials its pods may run several replicas, updated one at a time"
   }
 
   assert {
