@@ -87,3 +87,20 @@ func FuzzDecodeDrain(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkEncodeDecodeChanges measures one flush of 64 changes (a busy
+// replica's 20ms) into bodies and back.
+func BenchmarkEncodeDecodeChanges(b *testing.B) {
+	var cs []load.Change
+	for i := range 64 {
+		cs = append(cs, load.Change{Op: load.Op(i%3 + 1), ID: uint64(1000 + i), Pod: "pod-017", Blocks: 800, PrefillBlocks: 300, Template: "chat"})
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		for _, body := range EncodeChanges(42, cs, 1100) {
+			if _, _, err := DecodeChanges(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
