@@ -227,6 +227,9 @@ func (c *Cell) runGossip(ctx context.Context) error {
 	if c.keyring != nil {
 		gcfg.SecretKey, gcfg.ExtraKeys = c.keyring.keys[0], c.keyring.keys[1:]
 	}
+	// Joined below, with retries: a seed that is not up yet (globald
+	// starting or restarting beside this cell) must not stop the cell.
+	gcfg.Seeds = nil
 	node, err := gossip.Start(gcfg, c.sharer)
 	if err != nil {
 		return fmt.Errorf("cell: gossip: %w", err)

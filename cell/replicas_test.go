@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
+	"github.com/cellrouter/cellrouter/cell/servers/servertest"
 )
 
 // startReplicas starts two replicas of one cell over the given pods, joined
@@ -123,5 +124,20 @@ func TestReplicaConfig(t *testing.T) {
 	cfg.Replica.LoadTTL = 0
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "replica.load_ttl") {
 		t.Fatalf("Validate with load_ttl 0 = %v", err)
+	}
+}
+
+// TestGossipSeedDownAtStart checks that a cell whose seeds do not answer
+// yet (globald starting beside it) keeps running and keeps trying, rather
+// than stopping: a restarted replica must not depend on start order.
+func TestGossipSeedDownAtStart(t *testing.T) {
+	p := newFakePod(t, "p1")
+	c := cellWithPods(t, []*fakePod{p}, func(cfg *Config) {
+		cfg.Gossip.Bind, cfg.Gossip.Seeds = "127.0.0.1:0", []string{servertest.RefusedAddr(t)}
+		cfg.Gossip.SummaryInterval = 50e6
+	})
+	waitFor(t, "the cell's gossip node", func() bool { return c.GossipAddr() != "" })
+	if code, _ := get(t, "http://"+c.HTTPAddr()+"/healthz"); code != 200 {
+		t.Fatalf("/healthz = %d with its seed down, want 200", code)
 	}
 }
