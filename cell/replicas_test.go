@@ -27,7 +27,10 @@ func startReplicas(t *testing.T, pods []*fakePod) (*Cell, *Cell) {
 	r1 := mk("r1", nil)
 	waitFor(t, "r1's gossip address", func() bool { return r1.GossipAddr() != "" })
 	r2 := mk("r2", []string{r1.GossipAddr()})
-	waitFor(t, "r2's gossip address", func() bool { return r2.GossipAddr() != "" })
+	// Load changes go to the peers known when they are flushed.
+	waitFor(t, "the replicas to see each other", func() bool {
+		return len(r1.ReplicaPeers()) == 1 && len(r2.ReplicaPeers()) == 1
+	})
 	return r1, r2
 }
 
@@ -78,9 +81,6 @@ func TestReplicasShareLoad(t *testing.T) {
 func TestReplicasShareDrain(t *testing.T) {
 	p := newFakePod(t, "p1")
 	r1, r2 := startReplicas(t, []*fakePod{p})
-	waitFor(t, "the replicas to see each other", func() bool {
-		return len(r1.ReplicaPeers()) == 1 && len(r2.ReplicaPeers()) == 1
-	})
 	if _, err := r1.state.DrainPod(context.Background(), &cellv1.DrainPodRequest{Id: "p1"}); err != nil {
 		t.Fatal(err)
 	}
