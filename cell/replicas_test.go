@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -140,4 +142,50 @@ func TestGossipSeedDownAtStart(t *testing.T) {
 	if code, _ := get(t, "http://"+c.HTTPAddr()+"/healthz"); code != 200 {
 		t.Fatalf("/healthz = %d with its seed down, want 200", code)
 	}
+}
+
+// TestDeadReplicaLoadDropped stops a replica while its request is in
+// flight: its peer drops the request from its load (through the request's
+// done if it got out, else through the replica's leaving the pool) well
+// before the 5-minute TTL. TestSharerBookkeeping checks the leave path
+// alone.
+func TestDeadReplicaLoadDropped(t *testing.T) {
+	p := newFakePod(t, "p1")
+	p.hold = true
+	mk := func(id string, seeds []string) *Config {
+		cfg := testConfig()
+		cfg.Pods = []PodConfig{{ID: p.id, Address: p.addr(), KVBlocks: 10000}}
+		cfg.CellID, cfg.Replica.ID = "cell-d", id
+		cfg.Gossip.Bind, cfg.Gossip.Seeds = "127.0.0.1:0", seeds
+		cfg.Gossip.ProbeInterval, cfg.Gossip.ProbeTimeout = 200e6, 100e6
+		cfg.ShutdownTimeout = 100e6 // the held stream is cut at once
+		return &cfg
+	}
+	r1, err := New(*mk("r1", nil), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx1, stop1 := context.WithCancel(context.Background())
+	done1 := make(chan error, 1)
+	go func() { done1 <- r1.Run(ctx1) }()
+	defer func() { stop1(); <-done1 }()
+	waitFor(t, "r1's gossip address", func() bool { return r1.GossipAddr() != "" })
+	r2 := startCell(t, *mk("r2", []string{r1.GossipAddr()}))
+	waitFor(t, "the replicas to see each other", func() bool {
+		return len(r1.ReplicaPeers()) == 1 && len(r2.ReplicaPeers()) == 1
+	})
+	body, _ := json.Marshal(map[string]any{"model": "m", "prompt": promptTokens(3), "stream": true})
+	resp, err := http.Post("http://"+r1.HTTPAddr()+"/v1/completions", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "r1's request in r2's load", func() bool { return r2.router.tracker.Usage("p1").Requests == 1 })
+	stop1()
+	waitFor(t, "r1's request dropped from r2's load", func() bool {
+		return r2.router.tracker.Usage("p1").Requests == 0 && r2.router.tracker.RemoteTickets() == 0
+	})
 }
