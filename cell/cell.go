@@ -28,8 +28,10 @@ import (
 	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 	"github.com/cellrouter/cellrouter/cell/proxy"
+	"github.com/cellrouter/cellrouter/cell/replica"
 	"github.com/cellrouter/cellrouter/cell/servers"
 	"github.com/cellrouter/cellrouter/cell/telemetry"
+	"github.com/cellrouter/cellrouter/gossip"
 )
 
 // transport is an event source the cell runs: one of the plug-ins behind
@@ -60,7 +62,9 @@ type Cell struct {
 	transports       []transport
 	metrics          []func(chan<- prometheus.Metric) // transports' exporters
 
-	gossipAddr atomic.Value // string
+	gossipAddr atomic.Value    // string
+	sharer     *replica.Sharer // shares load and drains with peer replicas
+	node       atomic.Pointer[gossip.Node]
 
 	router  *router
 	tok     *cellTokenizer
@@ -132,6 +136,11 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Cell, error) {
 		return nil, err
 	}
 	c.state.router = c.router
+	if c.sharer, err = replica.New(cfg.sharerConfig(), c.router.tracker, c.onPeerDrain); err != nil {
+		c.ix.Close()
+		return nil, fmt.Errorf("%w: replica: %v", ErrConfig, err)
+	}
+	c.state.share = c.shareDrain
 	pc := cfg.Routing.proxyConfig()
 	pc.TLS = c.sec.podTLS()
 	if c.proxy, err = proxy.New(pc); err != nil {
@@ -168,6 +177,7 @@ func (c *Cell) buildServers() error {
 	coll.learner = c.learner
 	coll.extra = append(append(coll.extra, grpcpubMetrics(c.cfg.CellID, pub)), c.metrics...)
 	promReg.MustRegister(coll, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	c.registerReplicaMetrics(promReg)
 
 	// Health, readiness and the OpenAPI document are public; the control
 	// plane and metrics need admin, the data plane inference.

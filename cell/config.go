@@ -52,6 +52,8 @@ type Config struct {
 
 	// Gossip joins the cell to the global tier's pool.
 	Gossip GossipConfig `yaml:"gossip"`
+	// Replica says which replica of the cell this celld is (replicas.go).
+	Replica ReplicaConfig `yaml:"replica"`
 	// Routing configures the routing pipeline and the data plane.
 	Routing RoutingConfig `yaml:"routing"`
 
@@ -170,7 +172,9 @@ type NATSConfig struct {
 	// SubjectPrefix is the subject prefix events are published under
 	// (<prefix>.<pod>).
 	SubjectPrefix string `yaml:"subject_prefix"`
-	// Durable is the durable consumer name; each cell needs its own.
+	// Durable is the durable consumer name. Every replica of every cell
+	// needs its own (two sharing one split the events, each indexing half);
+	// empty, the default, derives "celld-<cell_id>-<replica.id>".
 	Durable string `yaml:"durable"`
 	// CreateStream creates (or updates) the stream when it is missing;
 	// false requires it to exist.
@@ -206,6 +210,7 @@ func DefaultConfig() Config {
 		Snapshot:        defaultSnapshot(),
 		Routing:         DefaultRoutingConfig(),
 		Gossip:          DefaultGossipConfig(),
+		Replica:         DefaultReplicaConfig(),
 		Limits:          defaultLimits(),
 		TickInterval:    time.Second,
 		HealthInterval:  5 * time.Second,
@@ -254,6 +259,9 @@ func (c Config) Validate() error {
 		if _, _, err := net.SplitHostPort(a.v); err != nil {
 			return bad(a.field, fmt.Sprintf("%q", a.v), "want host:port")
 		}
+	}
+	if err := c.validateReplica(); err != nil {
+		return err
 	}
 	if c.Index.ExpectedBlocks < -1 {
 		return bad("index.expected_blocks", c.Index.ExpectedBlocks, "must be -1 (none), 0 (the pods' kv_blocks) or positive")
@@ -307,7 +315,7 @@ func (c Config) Validate() error {
 	}
 	if c.NATS.URL != "" {
 		if err := c.natsConfig().Validate(); err != nil {
-			return fmt.Errorf("%w: nats: %v", ErrConfig, err)
+			return fmt.Errorf("%w: nats: %v (nats.durable must be unique per replica of each cell; leave it empty to derive celld-<cell_id>-<replica.id>)", ErrConfig, err)
 		}
 	}
 	for _, d := range []struct {
@@ -360,7 +368,7 @@ func defaultNATS() NATSConfig {
 	return NATSConfig{
 		Stream:        d.Stream,
 		SubjectPrefix: d.SubjectPrefix,
-		Durable:       d.Durable,
+		Durable:       "",
 		CreateStream:  d.CreateStream,
 		Replay:        d.Replay,
 		StreamMaxAge:  d.StreamMaxAge,
@@ -375,7 +383,7 @@ func (c Config) natsConfig() natsjs.Config {
 	n.Name = "celld-" + c.CellID
 	n.Stream = c.NATS.Stream
 	n.SubjectPrefix = c.NATS.SubjectPrefix
-	n.Durable = c.NATS.Durable
+	n.Durable = c.durableName()
 	n.CreateStream = c.NATS.CreateStream
 	n.Replay = c.NATS.Replay
 	n.StreamMaxAge = c.NATS.StreamMaxAge

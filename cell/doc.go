@@ -68,4 +68,19 @@
 // chats), else through a healthy pod's /tokenize. POST /tokenize serves the
 // same tokenizer in vLLM's shape, so that the global tier, for a model it
 // has no tokenizer file for, hashes exactly what the cell hashes.
+//
+// Replicas (replicas.go, package cell/replica): several celld with the same
+// cell_id and distinct replica.id (--replica-id; default $NODE_NAME,
+// $POD_NAME or the host name) serve one cell with no single point of
+// failure. Each consumes every event itself: each dials every pod's ZMQ
+// PUB socket (a PUB socket fans out to every subscriber), each has its own
+// JetStream durable consumer (nats.durable empty derives
+// celld-<cell_id>-<replica.id>; a shared durable would split the events),
+// and a gRPC publisher sidecar must stream to every replica. So each holds
+// the full index. Their gossip nodes are cell/<cell_id>/<replica.id>, peers
+// of each other; over memberlist user messages they share the changes of
+// their active-request load (route, first token, done: load.Tracker's
+// observer, applied at the peers with the replica as origin, bounded by
+// replica.load_ttl and dropped when the replica dies) and their pod drains.
+// The global tier sees one cell with one endpoint per live replica.
 package cell

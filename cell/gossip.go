@@ -53,6 +53,9 @@ type GossipConfig struct {
 	// and 500ms; the timeout must be below the interval).
 	ProbeInterval time.Duration `yaml:"probe_interval"`
 	ProbeTimeout  time.Duration `yaml:"probe_timeout"`
+	// SuspicionMult scales how long a suspect member has to refute before
+	// it is declared dead (default 4; see gossip.Config.SuspicionMult).
+	SuspicionMult int `yaml:"suspicion_mult"`
 }
 
 // DefaultGossipConfig returns a standalone cell's settings with the
@@ -61,7 +64,7 @@ func DefaultGossipConfig() GossipConfig {
 	d := gossip.DefaultConfig()
 	s := gossip.DefaultSummaryConfig()
 	return GossipConfig{SummaryInterval: 2 * time.Second, Stride: s.Stride, FalsePositiveRate: s.FalsePositiveRate,
-		ProbeInterval: d.ProbeInterval, ProbeTimeout: d.ProbeTimeout}
+		ProbeInterval: d.ProbeInterval, ProbeTimeout: d.ProbeTimeout, SuspicionMult: d.SuspicionMult}
 }
 
 func (c Config) summaryConfig() gossip.SummaryConfig {
@@ -78,11 +81,11 @@ func (c Config) gossipConfig(httpAddr, grpcAddr string) (gossip.Config, error) {
 	if err := g.SetAddrs(c.Gossip.Bind, c.Gossip.Advertise, c.Gossip.SecretKey); err != nil {
 		return g, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	g.NodeName = "cell/" + c.CellID
+	g.NodeName = c.nodeName()
 	g.Role, g.CellID = gossip.RoleCell, c.CellID
 	g.HTTPAddr, g.GRPCAddr = c.advertisedAPI(httpAddr), c.advertisedAPI(grpcAddr)
 	g.Seeds = c.Gossip.Seeds
-	g.ProbeInterval, g.ProbeTimeout = c.Gossip.ProbeInterval, c.Gossip.ProbeTimeout
+	g.ProbeInterval, g.ProbeTimeout, g.SuspicionMult = c.Gossip.ProbeInterval, c.Gossip.ProbeTimeout, c.Gossip.SuspicionMult
 	return g, g.Validate()
 }
 
@@ -224,10 +227,15 @@ func (c *Cell) runGossip(ctx context.Context) error {
 	if c.keyring != nil {
 		gcfg.SecretKey, gcfg.ExtraKeys = c.keyring.keys[0], c.keyring.keys[1:]
 	}
-	node, err := gossip.Start(gcfg, nil)
+	// Joined below, with retries: a seed that is not up yet (globald
+	// starting or restarting beside this cell) must not stop the cell.
+	gcfg.Seeds = nil
+	node, err := gossip.Start(gcfg, c.sharer)
 	if err != nil {
 		return fmt.Errorf("cell: gossip: %w", err)
 	}
+	stopSharer := c.runSharer(ctx, node)
+	c.node.Store(node)
 	if c.keyring != nil {
 		c.keyring.node.Store(node)
 		kctx, cancel := context.WithCancel(ctx)
@@ -240,6 +248,8 @@ func (c *Cell) runGossip(ctx context.Context) error {
 	edge.WarnIfExposed(c.log, len(gcfg.SecretKey) > 0, edge.Listener{Name: "gossip", Addr: c.cfg.Gossip.Bind})
 	c.gossipAddr.Store(node.Addr())
 	defer func() {
+		c.node.Store(nil)
+		stopSharer()
 		node.Leave(time.Second)
 		node.Shutdown()
 	}()

@@ -31,6 +31,9 @@ type stateServer struct {
 	// "<transport>/<reason>"; nil in state-only tests.
 	transportDrops func() map[string]uint64
 
+	// share sends a drain on to the peer replicas; nil without replicas.
+	share func(ctx context.Context, pod string, cancel bool)
+
 	mu       sync.Mutex
 	draining map[string]bool
 
@@ -149,7 +152,7 @@ func (s *stateServer) GetCellState(context.Context, *cellv1.GetCellStateRequest)
 
 // DrainPod marks a pod draining (or undraining with cancel). Routing skips
 // draining pods; their cache stays indexed until they stop.
-func (s *stateServer) DrainPod(_ context.Context, req *cellv1.DrainPodRequest) (*cellv1.DrainPodResponse, error) {
+func (s *stateServer) DrainPod(ctx context.Context, req *cellv1.DrainPodRequest) (*cellv1.DrainPodResponse, error) {
 	if req.GetId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "cell: DrainPod needs a pod id")
 	}
@@ -163,18 +166,28 @@ func (s *stateServer) DrainPod(_ context.Context, req *cellv1.DrainPodRequest) (
 	if info == nil {
 		return nil, status.Errorf(codes.NotFound, "cell: no pod %q", req.GetId())
 	}
+	changed := s.setDraining(req.GetId(), !req.GetCancel())
+	if s.share != nil {
+		// Sent even when nothing changed here: a peer may have missed it.
+		s.share(ctx, req.GetId(), req.GetCancel())
+	}
+	return &cellv1.DrainPodResponse{Pod: s.podProto(*info), Changed: changed}, nil
+}
+
+// setDraining marks a pod draining or not and reports whether that changed.
+func (s *stateServer) setDraining(pod string, on bool) bool {
 	s.mu.Lock()
-	was := s.draining[req.GetId()]
-	if req.GetCancel() {
-		delete(s.draining, req.GetId())
+	was := s.draining[pod]
+	if on {
+		s.draining[pod] = true
 	} else {
-		s.draining[req.GetId()] = true
+		delete(s.draining, pod)
 	}
 	s.mu.Unlock()
-	if s.router != nil {
+	if was != on && s.router != nil {
 		s.router.invalidate()
 	}
-	return &cellv1.DrainPodResponse{Pod: s.podProto(*info), Changed: was == req.GetCancel()}, nil
+	return was != on
 }
 
 // Draining reports whether a pod is draining.

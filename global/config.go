@@ -116,7 +116,7 @@ func (c Config) Validate() error {
 
 func (c Config) proxyConfig() proxy.Config {
 	p := proxy.DefaultConfig()
-	p.ConnectTimeout, p.ResponseHeaderTimeout, p.RequestTimeout, p.MaxAttempts = c.ConnectTimeout, c.ResponseHeaderTimeout, c.RequestTimeout, c.MaxAttempts
+	p.ConnectTimeout, p.ResponseHeaderTimeout, p.RequestTimeout, p.MaxAttempts = c.ConnectTimeout, c.ResponseHeaderTimeout, c.RequestTimeout, c.MaxAttempts*ReplicaAttempts
 	p.MaxIdleConnsPerHost = c.MaxIdleConnsPerCell
 	return p
 }

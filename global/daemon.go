@@ -36,6 +36,9 @@ type PoolConfig struct {
 	// ProbeInterval and ProbeTimeout tune failure detection of cells.
 	ProbeInterval time.Duration `yaml:"probe_interval"`
 	ProbeTimeout  time.Duration `yaml:"probe_timeout"`
+	// SuspicionMult scales how long a suspect member has to refute before
+	// it is declared dead (see gossip.Config; 0: its default).
+	SuspicionMult int `yaml:"suspicion_mult"`
 }
 
 // DefaultPoolConfig binds memberlist's usual port on loopback.
@@ -55,6 +58,9 @@ func (p PoolConfig) gossipConfig(httpAddr, grpcAddr string) (gossip.Config, erro
 	}
 	g.Role, g.HTTPAddr, g.GRPCAddr, g.Seeds = gossip.RoleGlobal, httpAddr, grpcAddr, p.Seeds
 	g.ProbeInterval, g.ProbeTimeout = p.ProbeInterval, p.ProbeTimeout
+	if p.SuspicionMult > 0 {
+		g.SuspicionMult = p.SuspicionMult
+	}
 	return g, g.Validate()
 }
 
@@ -105,7 +111,7 @@ func NewDaemon(cfg Config, pool PoolConfig, log *slog.Logger, opts ...Option) (*
 			return nil, fmt.Errorf("%w: pool: keyring_file: %v", ErrInvalidConfig, err)
 		}
 	}
-	if d.node, err = gossip.Start(gcfg, nil); err != nil {
+	if d.node, err = gossip.Start(gcfg, &peerDrains{rt: g.rt, log: log}); err != nil {
 		g.closeListeners()
 		return nil, fmt.Errorf("global: gossip: %w", err)
 	}
@@ -114,6 +120,7 @@ func NewDaemon(cfg Config, pool PoolConfig, log *slog.Logger, opts ...Option) (*
 	// announce a cell (which mutual TLS would then refuse to use).
 	edge.WarnIfExposed(log, len(gcfg.SecretKey) > 0, edge.Listener{Name: "gossip", Addr: pool.Bind})
 	d.Global = g
+	g.shareDrain = d.shareDrain
 	return d, nil
 }
 

@@ -135,11 +135,7 @@ func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d 
 			predicted[d.Views[a.Cell].ID] = a.Matched
 		}
 	}
-	targets := make([]proxy.Target, 0, len(d.Order))
-	for _, i := range d.Order {
-		v := &d.Views[i]
-		targets = append(targets, proxy.Target{Pod: v.ID, Address: v.HTTPAddr, Header: http.Header{CellHeader: {v.ID}}})
-	}
+	targets := handoffTargets(d, g.turn.Add(1))
 	var span trace.Span
 	start := time.Now()
 	hooks := proxy.Hooks{
@@ -194,13 +190,38 @@ func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d 
 	}
 }
 
+// ReplicaAttempts is how many replicas of one cell a hand-off tries before
+// it moves on to the next cell (while no byte reached the client).
+const ReplicaAttempts = 2
+
+// handoffTargets lists where a decision's request may go, in order: for
+// each cell of d.Order, up to ReplicaAttempts of its live replicas, taken
+// in turn (round robin by turn), so that a replica that died before gossip
+// noticed costs one refused connection and the request goes to its sibling,
+// keeping the cell's cache affinity, before another cell is tried.
+func handoffTargets(d *Decision, turn uint64) []proxy.Target {
+	targets := make([]proxy.Target, 0, len(d.Order)*ReplicaAttempts)
+	for _, i := range d.Order {
+		v := &d.Views[i]
+		eps := v.rotated(turn)
+		for _, ep := range eps[:min(len(eps), ReplicaAttempts)] {
+			targets = append(targets, proxy.Target{Pod: v.ID, Address: ep.HTTPAddr, Header: http.Header{CellHeader: {v.ID}}})
+		}
+	}
+	return targets
+}
+
 // modelTargets are the cells that may answer for the fleet's models: the
-// usable ones.
+// usable ones, one replica each (in turn) and its sibling.
 func (g *Global) modelTargets() []proxy.Target {
 	var targets []proxy.Target
+	turn := g.turn.Add(1)
 	for _, v := range g.rt.views() {
 		if v.usable() {
-			targets = append(targets, proxy.Target{Pod: v.ID, Address: v.HTTPAddr})
+			eps := v.rotated(turn)
+			for _, ep := range eps[:min(len(eps), ReplicaAttempts)] {
+				targets = append(targets, proxy.Target{Pod: v.ID, Address: ep.HTTPAddr})
+			}
 		}
 	}
 	return targets

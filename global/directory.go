@@ -62,6 +62,11 @@ func (d *GossipDirectory) convert(entries []gossip.Entry, now time.Time) []CellV
 			Load: CellLoad{ActiveRequests: e.Load.ActiveRequests, ActiveBlocks: e.Load.ActiveBlocks,
 				FreeBlocks: e.Load.FreeBlocks, Pods: e.Load.Pods},
 		}
+		for _, ep := range e.Endpoints {
+			if ep.Member.State == gossip.StateAlive && ep.Member.HTTPAddr != "" {
+				v.Endpoints = append(v.Endpoints, Endpoint{Name: ep.Member.Name, HTTPAddr: ep.Member.HTTPAddr, GRPCAddr: ep.Member.GRPCAddr})
+			}
+		}
 		if e.Member.ModelsKnown {
 			v.Models = e.Member.Models
 		}

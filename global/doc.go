@@ -97,6 +97,31 @@
 // receives traffic as soon as its first summary arrives: nothing is
 // reconfigured.
 //
+// # Replicas
+//
+// A cell may run as several celld replicas (same cell id; see package
+// cell/replica): the gossip table holds, per cell, the set of its live
+// endpoints (CellView.Endpoints), one summary (any replica's: they hold
+// the same index) and one load (they share it). A probe asks one live
+// replica, taking them in turn, and the next one when a replica cannot be
+// reached (it died before failure detection said so). The hand-off lists,
+// for each cell of the decision's order, up to ReplicaAttempts of its
+// replicas in turn (round robin) before the next cell, so a dead replica
+// costs one refused connection and the request still meets its cache in
+// the sibling; the relay's attempts are MaxAttempts x ReplicaAttempts, all
+// before the first byte. A replica's death (memberlist leave or dead) only
+// shrinks the set, reported in cellrouter_global_cell_endpoints{cell}; the
+// cell leaves with its last replica. Round robin rather than least loaded:
+// the replicas share their load, so "least loaded replica" carries no
+// information, and turns spread the proxying work evenly.
+//
+// globald itself runs as several replicas side by side with nothing shared
+// but the gossip pool: each learns every cell from gossip, so any one can
+// answer any request, and a load balancer or DNS spreads the clients (see
+// the README's "Replicas" section). A DrainCell issued at one replica is
+// sent to the others (a reliable gossip user message) and applied there;
+// a replica that starts later does not learn earlier drains.
+//
 // The decision code (Search, Choose) is pure: a snapshot of cell views in,
 // an order out; probing and hand-off live at the edges. Every request is one
 // OpenTelemetry trace: global.request, global.summary_lookup, one

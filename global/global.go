@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -33,6 +34,10 @@ type Global struct {
 	m      *metrics
 	prober *grpcProber
 	tr     *telemetry.Tracer
+	turn   atomic.Uint64 // round robin over each cell's replicas
+	// shareDrain sends a cell drain to the peer replicas (nil without a
+	// pool).
+	shareDrain func(cell string, cancel bool)
 
 	grpcLis, httpLis net.Listener
 	grpcSrv          *grpc.Server

@@ -23,6 +23,7 @@ type metrics struct {
 	cells        *prometheus.GaugeVec
 	summaryAge   *prometheus.GaugeVec
 	summaryBytes *prometheus.GaugeVec
+	endpoints    *prometheus.GaugeVec
 	tokenizeTime *prometheus.HistogramVec
 	tokenizeErrs *prometheus.CounterVec
 }
@@ -59,6 +60,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Age of each cell's summary."}, []string{"cell"}),
 		summaryBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cellrouter_global_summary_bytes",
 			Help: "Size of each cell's summary."}, []string{"cell"}),
+		endpoints: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cellrouter_global_cell_endpoints",
+			Help: "Live replicas (endpoints) of each cell as gossip sees them."}, []string{"cell"}),
 	}
 	m.tokenizeTime = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "cellrouter_global_tokenize_seconds",
 		Help:    "Time to tokenize a text prompt or chat, by source: local (in process), remote (a cell's /tokenize), cache (a remote answer kept).",
@@ -74,7 +77,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	reg.MustRegister(m.tokenizeTime, m.tokenizeErrs)
 	reg.MustRegister(m.requests, m.decisionTime, m.probes, m.unprobed, m.candidates, m.probeErrors, m.handoffs, m.retries,
-		m.predictedTok, m.realisedTok, m.promptTok, m.cells, m.summaryAge, m.summaryBytes)
+		m.predictedTok, m.realisedTok, m.promptTok, m.cells, m.summaryAge, m.summaryBytes, m.endpoints)
 	return m
 }
 
@@ -112,6 +115,7 @@ func registerCache(reg prometheus.Registerer, tok *Tokenizer) {
 func (m *metrics) observeCells(views []CellView) {
 	m.summaryAge.Reset()
 	m.summaryBytes.Reset()
+	m.endpoints.Reset()
 	counts := map[string]int{"alive": 0, "dead": 0, "draining": 0}
 	for _, v := range views {
 		switch {
@@ -121,6 +125,9 @@ func (m *metrics) observeCells(views []CellView) {
 			counts["draining"]++
 		default:
 			counts["alive"]++
+		}
+		if v.Alive {
+			m.endpoints.WithLabelValues(v.ID).Set(float64(len(v.endpoints())))
 		}
 		if v.Summary != nil {
 			m.summaryAge.WithLabelValues(v.ID).Set(v.SummaryAge.Seconds())

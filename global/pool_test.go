@@ -21,8 +21,17 @@ type poolCell struct {
 
 func startPoolCell(t *testing.T, id, seed string, hits *sync.Map) *poolCell {
 	t.Helper()
+	return startPoolReplica(t, id, "r0", seed, hits)
+}
+
+// startPoolReplica starts replica rid of cell id (its own simulated pods:
+// the test pods answer with their id, so replicas of a cell need not share
+// them for routing tests).
+func startPoolReplica(t *testing.T, id, rid, seed string, hits *sync.Map) *poolCell {
+	t.Helper()
 	cfg := cell.DefaultConfig()
 	cfg.CellID, cfg.HTTPAddr, cfg.GRPCAddr, cfg.HealthInterval = id, "127.0.0.1:0", "127.0.0.1:0", 0
+	cfg.Replica.ID = rid
 	for i := 0; i < 2; i++ {
 		pid := fmt.Sprintf("%s-pod%d", id, i)
 		cfg.Pods = append(cfg.Pods, cell.PodConfig{ID: pid, Address: testPod(t, pid, hits)})
@@ -49,13 +58,14 @@ func (pc *poolCell) stop() {
 	}
 }
 
-func startDaemon(t *testing.T) *Daemon {
+func startDaemon(t *testing.T, seeds ...string) *Daemon {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.HTTPAddr, cfg.GRPCAddr, cfg.ProbeTimeout = "127.0.0.1:0", "127.0.0.1:0", 5*time.Second
 	pool := DefaultPoolConfig()
 	pool.Bind = "127.0.0.1:0"
 	pool.ProbeInterval, pool.ProbeTimeout = 100*time.Millisecond, 50*time.Millisecond
+	pool.Seeds = seeds
 	d, err := NewDaemon(cfg, pool, quiet)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
@@ -11,8 +12,10 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
+	grpccodes "google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
 	"github.com/cellrouter/cellrouter/cell/telemetry"
@@ -24,11 +27,13 @@ type Prober interface {
 	Probe(ctx context.Context, cell *CellView, req *cellv1.RouteRequest) (*cellv1.RouteResponse, error)
 }
 
-// grpcProber keeps one client connection per cell. Each call is traced
-// (a client span passing the W3C trace context to the cell) while a tracer
-// provider is installed; without one only the caller's trace context goes
-// along (telemetry.GatedStats).
+// grpcProber keeps one client connection per cell replica. Each call is
+// traced (a client span passing the W3C trace context to the cell) while a
+// tracer provider is installed; without one only the caller's trace context
+// goes along (telemetry.GatedStats).
 type grpcProber struct {
+	turn atomic.Uint64 // round robin over each cell's replicas
+
 	trace []otelgrpc.Option
 	tp    trace.TracerProvider             // nil: the global one
 	creds credentials.TransportCredentials // mutual TLS to the cells, or plaintext
@@ -67,13 +72,24 @@ func (p *grpcProber) conn(addr string) (*grpc.ClientConn, error) {
 	return c, nil
 }
 
-// Probe implements Prober.
+// Probe implements Prober: it asks one live replica of the cell, taking
+// them in turn, and the next replica when one cannot be reached (a replica
+// that died before gossip said so), within ctx's deadline. Replicas hold
+// the same index, so any one's answer is the cell's.
 func (p *grpcProber) Probe(ctx context.Context, cell *CellView, req *cellv1.RouteRequest) (*cellv1.RouteResponse, error) {
-	c, err := p.conn(cell.GRPCAddr)
-	if err != nil {
-		return nil, err
+	var lastErr error
+	for _, ep := range cell.rotated(p.turn.Add(1)) {
+		c, err := p.conn(ep.GRPCAddr)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := cellv1.NewCellServiceClient(c).Route(ctx, req)
+		if err == nil || status.Code(err) != grpccodes.Unavailable || ctx.Err() != nil {
+			return resp, err
+		}
+		lastErr = err
 	}
-	return cellv1.NewCellServiceClient(c).Route(ctx, req)
+	return nil, lastErr
 }
 
 // forget closes connections to cells that are gone.

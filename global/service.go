@@ -107,7 +107,8 @@ func (s *service) ListCells(context.Context, *globalv1.ListCellsRequest) (*globa
 	return resp, nil
 }
 
-// DrainCell stops (or, with cancel, resumes) sending new requests to a cell.
+// DrainCell stops (or, with cancel, resumes) sending new requests to a cell,
+// at this replica and, through the pool, at its peer replicas.
 func (s *service) DrainCell(_ context.Context, req *globalv1.DrainCellRequest) (*globalv1.DrainCellResponse, error) {
 	if req.GetId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "global: DrainCell needs a cell id")
@@ -117,6 +118,10 @@ func (s *service) DrainCell(_ context.Context, req *globalv1.DrainCellRequest) (
 		if views[i].ID == req.GetId() {
 			changed := s.rt.SetDraining(req.GetId(), !req.GetCancel())
 			views[i].Draining = !req.GetCancel()
+			if s.g != nil && s.g.shareDrain != nil {
+				// Sent even when nothing changed here: a peer may have missed it.
+				s.g.shareDrain(req.GetId(), req.GetCancel())
+			}
 			return &globalv1.DrainCellResponse{Cell: cellInfo(&views[i]), Changed: changed}, nil
 		}
 	}

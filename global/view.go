@@ -17,10 +17,21 @@ type CellLoad struct {
 	ActiveRequests, ActiveBlocks, FreeBlocks, Pods int
 }
 
+// Endpoint is one live replica of a cell: a celld serving its id.
+type Endpoint struct {
+	// Name is the replica's gossip node name; HTTPAddr takes requests;
+	// GRPCAddr takes probes.
+	Name, HTTPAddr, GRPCAddr string
+}
+
 // CellView is what the global router knows of one cell when it decides.
 type CellView struct {
-	// ID names the cell; HTTPAddr takes requests; GRPCAddr takes probes.
+	// ID names the cell; HTTPAddr takes requests; GRPCAddr takes probes
+	// (those of one replica, the one whose summary is held).
 	ID, HTTPAddr, GRPCAddr string
+	// Endpoints are the cell's live replicas sorted by name; empty means
+	// the one at HTTPAddr and GRPCAddr (a static directory).
+	Endpoints []Endpoint
 	// Alive is memberlist's view; Draining is the operator's.
 	Alive, Draining bool
 	// Summary is the cell's latest summary (nil until one arrived).
@@ -53,3 +64,25 @@ type StaticDirectory []CellView
 
 // Cells implements Directory.
 func (d StaticDirectory) Cells() []CellView { return d }
+
+// endpoints returns the cell's replicas: its Endpoints, or the one its
+// addresses name.
+func (v *CellView) endpoints() []Endpoint {
+	if len(v.Endpoints) > 0 {
+		return v.Endpoints
+	}
+	return []Endpoint{{Name: v.ID, HTTPAddr: v.HTTPAddr, GRPCAddr: v.GRPCAddr}}
+}
+
+// rotated returns v's endpoints starting at the k-th (mod their count):
+// round robin over the replicas when k counts requests.
+func (v *CellView) rotated(k uint64) []Endpoint {
+	eps := v.endpoints()
+	if len(eps) == 1 {
+		return eps
+	}
+	i := int(k % uint64(len(eps)))
+	out := make([]Endpoint, 0, len(eps))
+	out = append(out, eps[i:]...)
+	return append(out, eps[:i]...)
+}

@@ -17,8 +17,9 @@ const (
 
 // EncodeHeader returns the wire form of h.
 func EncodeHeader(h *Header) []byte {
-	e := newEncoder(typeHeader, 64+len(h.Cell))
+	e := newEncoder(typeHeader, 64+len(h.Cell)+len(h.Node))
 	e.str(h.Cell)
+	e.str(h.Node)
 	e.uv(h.Epoch)
 	e.uv(h.Gen)
 	e.uv(h.Seq)
@@ -32,7 +33,7 @@ func EncodeHeader(h *Header) []byte {
 // any input that EncodeHeader could not have produced from a valid Header.
 func DecodeHeader(b []byte) (*Header, error) {
 	d := newDecoder(b, typeHeader, "header")
-	h := &Header{Cell: d.cell()}
+	h := &Header{Cell: d.cell(), Node: d.str("node", MaxNodeNameLen)}
 	h.Epoch = d.uv("epoch", math.MaxUint64)
 	h.Gen = d.uv("gen", math.MaxUint64)
 	h.Seq = d.uv("seq", math.MaxUint64)
@@ -55,8 +56,9 @@ func DecodeHeader(b []byte) (*Header, error) {
 // EncodeSnapshot returns the wire form of s; the bits travel raw (a Bloom
 // filter near its design fill does not compress).
 func EncodeSnapshot(s *Snapshot) []byte {
-	e := newEncoder(typeSnapshot, 64+len(s.Cell)+8*len(s.Bits))
+	e := newEncoder(typeSnapshot, 64+len(s.Cell)+len(s.Node)+8*len(s.Bits))
 	e.str(s.Cell)
+	e.str(s.Node)
 	e.uv(s.Epoch)
 	e.uv(s.Gen)
 	e.params(s.Params)
@@ -71,7 +73,7 @@ func EncodeSnapshot(s *Snapshot) []byte {
 // against both MaxFilterBits and the bytes actually present first.
 func DecodeSnapshot(b []byte) (*Snapshot, error) {
 	d := newDecoder(b, typeSnapshot, "snapshot")
-	s := &Snapshot{Cell: d.cell()}
+	s := &Snapshot{Cell: d.cell(), Node: d.str("node", MaxNodeNameLen)}
 	s.Epoch = d.uv("epoch", math.MaxUint64)
 	s.Gen = d.uv("gen", math.MaxUint64)
 	if d.err == nil && s.Gen == 0 {
@@ -105,8 +107,9 @@ func EncodeDelta(d *Delta) ([]byte, error) {
 	if rb == nil {
 		rb = roaring.New()
 	}
-	e := newEncoder(typeDelta, 64+len(d.Cell)+int(rb.GetSerializedSizeInBytes()))
+	e := newEncoder(typeDelta, 64+len(d.Cell)+len(d.Node)+int(rb.GetSerializedSizeInBytes()))
 	e.str(d.Cell)
+	e.str(d.Node)
 	e.uv(d.Epoch)
 	e.uv(d.FromGen)
 	e.uv(d.ToGen)
@@ -125,7 +128,7 @@ func EncodeDelta(d *Delta) ([]byte, error) {
 // validated, and every position must lie below Params.M.
 func DecodeDelta(b []byte) (*Delta, error) {
 	d := newDecoder(b, typeDelta, "delta")
-	x := &Delta{Cell: d.cell()}
+	x := &Delta{Cell: d.cell(), Node: d.str("node", MaxNodeNameLen)}
 	x.Epoch = d.uv("epoch", math.MaxUint64)
 	x.FromGen = d.uv("from gen", math.MaxUint64)
 	x.ToGen = d.uv("to gen", math.MaxUint64)
@@ -247,7 +250,7 @@ func DecodeCellState(b []byte) (*CellState, error) {
 		if err != nil {
 			return nil, err
 		}
-		if s.Cell != h.Cell || s.Epoch != h.Epoch || s.Gen != h.Gen || s.Params != h.Params {
+		if s.Cell != h.Cell || s.Node != h.Node || s.Epoch != h.Epoch || s.Gen != h.Gen || s.Params != h.Params {
 			return nil, fmt.Errorf("%w: state: snapshot %s/%d/%d does not match header %s/%d/%d",
 				ErrMalformed, s.Cell, s.Epoch, s.Gen, h.Cell, h.Epoch, h.Gen)
 		}

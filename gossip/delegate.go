@@ -81,10 +81,18 @@ func (d *delegate) NotifyMsg(buf []byte) {
 		if err != nil {
 			if errors.Is(err, ErrNeedSnapshot) {
 				n.stats.gaps.Add(1)
-				n.requestFetch(x.Cell, true)
+				n.requestFetch(x.Cell, x.Node, true)
 			}
 			n.logger.Printf("[DEBUG] gossip: delta of %s not applied: %v", x.Cell, err)
 		}
+	case typePeer:
+		m, err := DecodePeer(buf)
+		if err != nil {
+			n.stats.dropped.Add(1)
+			n.logger.Printf("[WARN] gossip: dropped peer message: %v", err)
+			return
+		}
+		n.onPeer(m)
 	default:
 		n.logger.Printf("[WARN] gossip: dropped message of unknown type %d", typ)
 	}
@@ -105,6 +113,9 @@ func (d *delegate) LocalState(join bool) []byte {
 	n.pubMu.Lock()
 	st := &CellState{Header: *n.currentHeaderLocked(), Snapshot: n.pub.Snapshot()}
 	n.pubMu.Unlock()
+	if st.Snapshot != nil {
+		st.Snapshot.Node = n.cfg.NodeName
+	}
 	// The snapshot's bits belong to an immutable Summary, so encoding
 	// outside the lock is safe.
 	return EncodeCellState(st)
@@ -148,7 +159,7 @@ func (n *Node) onHeader(h *Header) {
 	}
 	n.stats.headers.Add(1)
 	if behind {
-		n.requestFetch(h.Cell, false)
+		n.requestFetch(h.Cell, h.Node, false)
 	}
 }
 
@@ -184,8 +195,9 @@ func (e *eventDelegate) NotifyJoin(node *memberlist.Node) {
 	m.State = StateAlive
 	e.record(m)
 	if m.Name != e.n.cfg.NodeName && m.Role == RoleCell {
-		e.n.table.SetMember(m)
-		e.n.requestFetch(m.CellID, false)
+		if e.n.table.SetMember(m) {
+			e.n.requestFetch(m.CellID, m.Name, false)
+		}
 	}
 	e.n.events.push(Event{Kind: EventJoin, Member: m})
 }

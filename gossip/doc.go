@@ -108,4 +108,28 @@
 // generation, announced generation, load, update times). Writers serialise
 // on a mutex and publish an immutable sorted slice; Table.Snapshot is one
 // atomic load, for candidate search on the hot path.
+//
+// # Replicas
+//
+// Several nodes may serve one cell id (cell replicas, each named
+// "cell/<id>/<replica>"). Each consumes every event and holds the same
+// index, and each publishes its own summary generations under its own epoch,
+// so headers, snapshots and deltas name the publishing node (Header.Node,
+// since wire version 3) and a Table keeps, per cell, a set of Endpoints:
+// one per live replica, each with its own Replica state, announced
+// generation and load, fetched from that replica. The Entry merges them:
+// Endpoints lists every live replica, the summary is that of the replica
+// whose summary changed last (any replica's describes the cell; the most
+// recently refreshed is the least stale), and the load is the one heard
+// last (replicas share their load, so they agree). A replica's death
+// (memberlist leave or dead, which look alike) removes its endpoint only;
+// the cell leaves the Table with its last endpoint. A cell's own Table
+// leaves out its sibling replicas: they are peers, not another cell.
+//
+// Peers (the other live replicas of the same cell, or the other global
+// replicas) exchange opaque PeerMessages through memberlist user messages:
+// SendPeers sends one UDP packet to each (best effort, fire and forget, up
+// to MaxPeerBody bytes) or one TCP message each (reliable); an Observer
+// that implements PeerReceiver gets them. The cell uses it for its shared
+// active-request load and for drains (see package cell).
 package gossip

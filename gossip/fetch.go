@@ -9,11 +9,16 @@ import (
 	"github.com/hashicorp/memberlist"
 )
 
-// requestFetch queues a fetch of cell's summary; force asks for a snapshot
+// endpointKey names one replica (node) of a cell.
+type endpointKey struct{ cell, node string }
+
+// requestFetch queues a fetch of the summary that replica node of cell
+// publishes ("" for the cell's first endpoint); force asks for a snapshot
 // whatever this node holds. It never blocks.
-func (n *Node) requestFetch(cell string, force bool) {
+func (n *Node) requestFetch(cell, node string, force bool) {
+	k := endpointKey{cell, node}
 	n.fetchMu.Lock()
-	n.fetchPending[cell] = n.fetchPending[cell] || force
+	n.fetchPending[k] = n.fetchPending[k] || force
 	n.fetchMu.Unlock()
 	select {
 	case n.fetchSig <- struct{}{}:
@@ -22,7 +27,7 @@ func (n *Node) requestFetch(cell string, force bool) {
 }
 
 // fetchLoop sends the queued fetch requests, one reliable (TCP) message to
-// each cell's node saying which generation this node holds.
+// each replica saying which of its generations this node holds.
 func (n *Node) fetchLoop() {
 	for {
 		select {
@@ -32,19 +37,19 @@ func (n *Node) fetchLoop() {
 		}
 		n.fetchMu.Lock()
 		pending := n.fetchPending
-		n.fetchPending = make(map[string]bool)
+		n.fetchPending = make(map[endpointKey]bool)
 		n.fetchMu.Unlock()
-		for cell, force := range pending {
-			e, ok := n.table.Get(cell)
+		for k, force := range pending {
+			ep, ok := n.table.endpoint(k.cell, k.node)
 			if !ok {
 				continue
 			}
-			req := &FetchRequest{From: n.cfg.NodeName, Cell: cell}
+			req := &FetchRequest{From: n.cfg.NodeName, Cell: k.cell}
 			if !force {
-				req.Epoch, req.Gen = e.Epoch, e.Gen
+				req.Epoch, req.Gen = ep.Epoch, ep.Gen
 			}
-			if err := n.sendTo(e.Member.Name, EncodeFetch(req)); err != nil {
-				n.logger.Printf("[DEBUG] gossip: fetch of %s: %v", cell, err)
+			if err := n.sendTo(ep.Member.Name, EncodeFetch(req)); err != nil {
+				n.logger.Printf("[DEBUG] gossip: fetch of %s from %s: %v", k.cell, ep.Member.Name, err)
 				continue
 			}
 			n.stats.fetchesSent.Add(1)
@@ -71,6 +76,7 @@ func (n *Node) serveLoop() {
 		var msg []byte
 		switch {
 		case c.Delta != nil:
+			c.Delta.Node = n.cfg.NodeName
 			b, err := EncodeDelta(c.Delta)
 			if err != nil {
 				n.logger.Printf("[ERR] gossip: %v", err)
@@ -78,6 +84,7 @@ func (n *Node) serveLoop() {
 			}
 			msg = b
 		case c.Snapshot != nil:
+			c.Snapshot.Node = n.cfg.NodeName
 			msg = EncodeSnapshot(c.Snapshot)
 		default:
 			continue // up to date, or nothing published yet
@@ -102,8 +109,10 @@ func (n *Node) resyncLoop() {
 		case <-t.C:
 		}
 		for _, e := range n.table.Snapshot() {
-			if e.Behind() {
-				n.requestFetch(e.Cell, false)
+			for _, ep := range e.Endpoints {
+				if ep.Behind() {
+					n.requestFetch(e.Cell, ep.Member.Name, false)
+				}
 			}
 		}
 	}

@@ -140,9 +140,32 @@ func FuzzDecodeCellState(f *testing.F) {
 			t.Fatalf("re-decode: %v", err)
 		}
 		tab := NewTable(nil)
-		tab.SetMember(Member{Name: "n", Role: RoleCell, CellID: st.Header.Cell})
+		name := "n"
+		if st.Header.Node != "" {
+			name = st.Header.Node
+		}
+		tab.SetMember(Member{Name: name, Role: RoleCell, CellID: st.Header.Cell})
 		if err := tab.ApplyCellState(st); err != nil {
 			t.Fatalf("ApplyCellState of a decoded state: %v", err)
+		}
+	})
+}
+
+func FuzzDecodePeer(f *testing.F) {
+	f.Add(EncodePeer(&PeerMessage{From: "cell/a/r1", Cell: "a", Kind: 1, Body: []byte{1, 2, 3}}))
+	f.Add(EncodePeer(&PeerMessage{From: "global-1", Kind: 2}))
+	f.Add([]byte{WireVersion, typePeer, 1, 'x', 0, 1, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := DecodePeer(b)
+		if err != nil {
+			return
+		}
+		if m.From == "" || len(m.From) > MaxNodeNameLen || len(m.Cell) > MaxCellIDLen || len(m.Body) > MaxPeerReliableBody {
+			t.Fatalf("decoded an out-of-bounds message: %+v", m)
+		}
+		m2, err := DecodePeer(EncodePeer(m))
+		if err != nil || !reflect.DeepEqual(m, m2) {
+			t.Fatalf("re-decode: %+v, %v; want %+v", m2, err, m)
 		}
 	})
 }

@@ -8,6 +8,10 @@ import "github.com/RoaringBitmap/roaring/v2"
 type Header struct {
 	// Cell is the publishing cell's id.
 	Cell string
+	// Node is the memberlist name of the replica that published it (the
+	// cell's replicas each publish their own generations; see Table). ""
+	// stands for the cell's first endpoint.
+	Node string
 	// Epoch identifies one run of the cell's publisher; it grows across
 	// restarts (the publisher's start time in nanoseconds), so (Epoch, Gen)
 	// orders generations even when a restarted cell counts again from 1.
@@ -29,6 +33,10 @@ type Header struct {
 type Snapshot struct {
 	// Cell is the publishing cell's id.
 	Cell string
+	// Node is the memberlist name of the replica that published it (the
+	// cell's replicas each publish their own generations; see Table). ""
+	// stands for the cell's first endpoint.
+	Node string
 	// Epoch is the publisher's epoch (see Header.Epoch).
 	Epoch uint64
 	// Gen is the generation, at least 1.
@@ -54,6 +62,10 @@ func (s *Snapshot) Summary() *Summary {
 type Delta struct {
 	// Cell is the publishing cell's id.
 	Cell string
+	// Node is the memberlist name of the replica that published it (the
+	// cell's replicas each publish their own generations; see Table). ""
+	// stands for the cell's first endpoint.
+	Node string
 	// Epoch is the publisher's epoch (see Header.Epoch).
 	Epoch uint64
 	// FromGen is the generation the delta applies to.

@@ -37,6 +37,7 @@ type Node struct {
 	bq     *memberlist.TransmitLimitedQueue
 	table  *Table
 	events *eventQueue
+	peers  PeerReceiver // obs's, when it implements it
 
 	mu      sync.Mutex
 	members map[string]*memberRecord
@@ -49,7 +50,7 @@ type Node struct {
 	seq   uint64
 
 	fetchMu      sync.Mutex
-	fetchPending map[string]bool // cell id -> force a snapshot
+	fetchPending map[endpointKey]bool // replica -> force a snapshot
 	fetchSig     chan struct{}
 	serveCh      chan *FetchRequest
 
@@ -79,7 +80,7 @@ func Start(cfg Config, obs Observer) (*Node, error) {
 		table:        NewTable(nil),
 		events:       newEventQueue(),
 		members:      make(map[string]*memberRecord),
-		fetchPending: make(map[string]bool),
+		fetchPending: make(map[endpointKey]bool),
 		fetchSig:     make(chan struct{}, 1),
 		serveCh:      make(chan *FetchRequest, 64),
 		stop:         make(chan struct{}),
@@ -87,6 +88,8 @@ func Start(cfg Config, obs Observer) (*Node, error) {
 	if n.logger == nil {
 		n.logger = log.New(io.Discard, "", 0)
 	}
+	n.peers, _ = obs.(PeerReceiver)
+	n.table.self = cfg.CellID
 	meta := cfg.meta()
 	n.meta.Store(&meta)
 	if cfg.Role == RoleCell {
@@ -270,7 +273,7 @@ func (n *Node) SetLoad(load Load) error {
 
 // currentHeaderLocked returns the latest header; n.pubMu must be held.
 func (n *Node) currentHeaderLocked() *Header {
-	h := &Header{Cell: n.pub.Cell(), Epoch: n.pub.Epoch(), Gen: n.pub.Gen(), Seq: n.seq, Load: n.load}
+	h := &Header{Cell: n.pub.Cell(), Node: n.cfg.NodeName, Epoch: n.pub.Epoch(), Gen: n.pub.Gen(), Seq: n.seq, Load: n.load}
 	if s := n.pub.Current(); s != nil {
 		h.Params, h.Elements = s.Params(), s.Elements()
 	}

@@ -18,11 +18,14 @@ type Stats struct {
 	FetchesServed uint64
 	// Dropped counts messages that did not decode.
 	Dropped uint64
+	// PeerSent and PeerReceived count peer messages (see SendPeers).
+	PeerSent, PeerReceived uint64
 }
 
 // stats holds the live counters behind Stats.
 type stats struct {
 	headers, snapshots, deltas, gaps, fetchesSent, fetchesServed, dropped atomic.Uint64
+	peerSent, peerReceived                                                atomic.Uint64
 }
 
 // Stats returns the node's counters.
@@ -31,5 +34,6 @@ func (n *Node) Stats() Stats {
 	return Stats{
 		HeadersApplied: s.headers.Load(), SnapshotsApplied: s.snapshots.Load(), DeltasApplied: s.deltas.Load(),
 		Gaps: s.gaps.Load(), FetchesSent: s.fetchesSent.Load(), FetchesServed: s.fetchesServed.Load(), Dropped: s.dropped.Load(),
+		PeerSent: s.peerSent.Load(), PeerReceived: s.peerReceived.Load(),
 	}
 }

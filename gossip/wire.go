@@ -10,8 +10,9 @@ import (
 // also pins the Bloom position scheme (a 512-bit block chosen from the
 // chained hash, nine-bit positions in it from its splitmix64 finaliser; see
 // Summary.MayContain): a change to either bumps it. Version 2 introduced the
-// blocked layout.
-const WireVersion = 2
+// blocked layout; version 3 the publishing replica's node name in headers,
+// snapshots and deltas, and peer messages between replicas.
+const WireVersion = 3
 
 // Message types, the second byte of every message.
 const (
@@ -21,6 +22,7 @@ const (
 	typeDelta    = 4
 	typeFetch    = 5
 	typeState    = 6
+	typePeer     = 7
 )
 
 // Limits on strings inside messages.

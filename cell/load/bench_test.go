@@ -3,6 +3,7 @@ package load
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // BenchmarkTrackerLifecycle measures one request's bookkeeping on the
@@ -44,4 +45,24 @@ func BenchmarkTrackerParallel(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// BenchmarkRemoteLifecycle measures a peer replica's request applied here:
+// its start, first token and done, as a Sharer applies them.
+func BenchmarkRemoteLifecycle(b *testing.B) {
+	t := NewTracker()
+	pods := make([]string, 256)
+	for i := range pods {
+		pods[i] = fmt.Sprintf("pod-%03d", i)
+		t.Start(pods[i], 10, 0, "")
+	}
+	now := time.Unix(0, 0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		id := uint64(i + 1)
+		t.ApplyRemote("cell/a/r2#1", Change{Op: OpStart, ID: id, Pod: pods[i&255], Blocks: 64, PrefillBlocks: 48, Template: "chat"}, now, time.Minute)
+		t.ApplyRemote("cell/a/r2#1", Change{Op: OpFirstToken, ID: id}, now, time.Minute)
+		t.ApplyRemote("cell/a/r2#1", Change{Op: OpDone, ID: id}, now, time.Minute)
+	}
 }

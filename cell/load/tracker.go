@@ -18,6 +18,7 @@ type Usage struct {
 
 // Ticket is one routed request's entry in the tracker.
 type Ticket struct {
+	id            uint64 // numbers the local tickets, for peers; 0 for remote ones
 	pod           string
 	blocks        int
 	prefillBlocks int
@@ -26,22 +27,47 @@ type Ticket struct {
 	done          bool
 }
 
-// Tracker is the active-request accounting of a cell. It is safe for
-// concurrent use.
+// Tracker is the active-request accounting of a cell: its own requests
+// and, with replicas, those its peers reported (see remote.go). It is safe
+// for concurrent use.
 type Tracker struct {
-	mu   sync.Mutex
-	pods map[string]*Usage
+	mu     sync.Mutex
+	pods   map[string]*Usage
+	nextID uint64
+	// observe receives every change to a local ticket (SetObserver), after
+	// the lock is released; nil when nobody listens.
+	observe func(Change)
+	// remote holds the peers' tickets by origin and id.
+	remote map[string]map[uint64]*remoteTicket
 }
 
 // NewTracker returns an empty tracker.
-func NewTracker() *Tracker { return &Tracker{pods: map[string]*Usage{}} }
+func NewTracker() *Tracker {
+	return &Tracker{pods: map[string]*Usage{}, remote: map[string]map[uint64]*remoteTicket{}}
+}
+
+// SetObserver makes f receive every change to a local ticket (start, first
+// token, done), called after the tracker's lock is released, from the
+// goroutine that made the change: f must be quick and must not call the
+// tracker. Set it before the tracker is used.
+func (t *Tracker) SetObserver(f func(Change)) { t.observe = f }
 
 // Start records a request routed to pod: blocks in all, of which
 // prefillBlocks are not cached and will be prefilled; template is its
 // route template ("" for none).
 func (t *Tracker) Start(pod string, blocks, prefillBlocks int, template string) *Ticket {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.nextID++
+	tk := t.startLocked(pod, blocks, prefillBlocks, template)
+	tk.id = t.nextID
+	t.mu.Unlock()
+	if t.observe != nil {
+		t.observe(Change{Op: OpStart, ID: tk.id, Pod: pod, Blocks: blocks, PrefillBlocks: prefillBlocks, Template: template})
+	}
+	return tk
+}
+
+func (t *Tracker) startLocked(pod string, blocks, prefillBlocks int, template string) *Ticket {
 	u := t.pods[pod]
 	if u == nil {
 		u = &Usage{Templates: map[string]int{}}
@@ -59,28 +85,43 @@ func (t *Tracker) Start(pod string, blocks, prefillBlocks int, template string) 
 // FirstToken marks the request's prefill done. It is idempotent.
 func (t *Tracker) FirstToken(tk *Ticket) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	changed := t.firstTokenLocked(tk)
+	t.mu.Unlock()
+	if changed && t.observe != nil {
+		t.observe(Change{Op: OpFirstToken, ID: tk.id, Pod: tk.pod})
+	}
+}
+
+func (t *Tracker) firstTokenLocked(tk *Ticket) bool {
 	if tk.prefillDone || tk.done {
-		return
+		return false
 	}
 	tk.prefillDone = true
 	if u := t.pods[tk.pod]; u != nil {
 		u.PrefillBlocks -= tk.prefillBlocks
 	}
+	return true
 }
 
 // Done frees the request's blocks, at its end or on cancellation. It is
 // idempotent.
 func (t *Tracker) Done(tk *Ticket) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	changed := t.doneLocked(tk)
+	t.mu.Unlock()
+	if changed && t.observe != nil {
+		t.observe(Change{Op: OpDone, ID: tk.id, Pod: tk.pod})
+	}
+}
+
+func (t *Tracker) doneLocked(tk *Ticket) bool {
 	if tk.done {
-		return
+		return false
 	}
 	tk.done = true
 	u := t.pods[tk.pod]
 	if u == nil {
-		return
+		return true
 	}
 	if !tk.prefillDone {
 		u.PrefillBlocks -= tk.prefillBlocks
@@ -95,6 +136,7 @@ func (t *Tracker) Done(tk *Ticket) {
 	if u.Requests == 0 {
 		delete(t.pods, tk.pod)
 	}
+	return true
 }
 
 // Usage returns a pod's load.

@@ -3,7 +3,7 @@
 // metrics. See package cell for what it runs, and
 // cell/testdata/celld.example.yaml for a documented configuration.
 //
-//	celld --config celld.yaml [--http-addr HOST:PORT] [--grpc-addr HOST:PORT] [--log-level info]
+//	celld --config celld.yaml [--http-addr HOST:PORT] [--grpc-addr HOST:PORT] [--cell-id ID] [--replica-id ID] [--log-level info]
 //	      [--gossip-advertise IP:PORT] [--gossip-secret-key KEY]
 //	      [--kv-overlap-score-weight 1] [--router-temperature 0] [--busy-threshold 0.95]
 //	      [--api-keys keys.yaml] [--tls-cert C --tls-key K --tls-ca CA] [--max-body-bytes N ...]
@@ -52,6 +52,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	httpAddr := fs.String("http-addr", "", "override http_addr")
 	grpcAddr := fs.String("grpc-addr", "", "override grpc_addr")
 	cellID := fs.String("cell-id", "", "override cell_id")
+	replicaID := fs.String("replica-id", "", "override replica.id: this replica's name within its cell (default $NODE_NAME, $POD_NAME or the host name)")
 	gossipAdv := fs.String("gossip-advertise", "", "override gossip.advertise: the IP:port other members reach this cell at (its API addresses take the same host)")
 	secret := fs.String("gossip-secret-key", "", "override gossip.secret_key: the pool's base64 encryption key")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
@@ -100,6 +101,9 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	}
 	if *cellID != "" {
 		cfg.CellID = *cellID
+	}
+	if *replicaID != "" {
+		cfg.Replica.ID = *replicaID
 	}
 	if *gossipAdv != "" {
 		cfg.Gossip.Advertise = *gossipAdv
@@ -185,8 +189,8 @@ func summary(cfg cell.Config) string {
 	if cfg.Gossip.Bind != "" {
 		pool = fmt.Sprintf("gossip %s seeds %v", cfg.Gossip.Bind, cfg.Gossip.Seeds)
 	}
-	return fmt.Sprintf("cell %s, http %s, grpc %s, %d pods, events from %s, profile %q, %s",
-		cfg.CellID, cfg.HTTPAddr, cfg.GRPCAddr, len(cfg.Pods), strings.Join(sources, ", "), profileName(cfg.Routing), pool)
+	return fmt.Sprintf("cell %s, http %s, grpc %s, %d pods, events from %s, profile %q, %s, replica %s",
+		cfg.CellID, cfg.HTTPAddr, cfg.GRPCAddr, len(cfg.Pods), strings.Join(sources, ", "), profileName(cfg.Routing), pool, cfg.Replica.ID)
 }
 
 func profileName(r cell.RoutingConfig) string {

@@ -65,6 +65,7 @@ func TestCheckConfig(t *testing.T) {
 		{"example", []string{"--check-config", example}, "ok: cell cell-a, http 127.0.0.1:8080", ""},
 		{"same file as --config", []string{"--config", example, "--check-config", example}, "ok: cell cell-a", ""},
 		{"flags apply", []string{"--check-config", example, "--cell-id", "cell-9"}, "ok: cell cell-9", ""},
+		{"replica id flag", []string{"--check-config", example, "--replica-id", "r7"}, "replica r7", ""},
 		{"advertise flag", []string{"--check-config", wildcard, "--gossip-advertise", "10.1.2.3:7947"}, "gossip :7947", ""},
 		{"bad advertise flag", []string{"--check-config", wildcard, "--gossip-advertise", "10.1.2.3"}, "", "advertise"},
 		{"bad secret flag", []string{"--check-config", wildcard, "--gossip-secret-key", "not base64!"}, "", "secret key"},

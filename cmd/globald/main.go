@@ -28,6 +28,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/telemetry"
 	"github.com/cellrouter/cellrouter/cell/tlsconf"
 	"github.com/cellrouter/cellrouter/global"
+	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/loadtest/fleet"
 )
 
@@ -91,6 +92,9 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	gossipAdv := fs.String("gossip-advertise", "", "address other nodes reach this one at")
 	secret := fs.String("gossip-secret-key", "", "base64 pool encryption key (16, 24 or 32 bytes)")
 	gossipName := fs.String("gossip-name", "", "this replica's name in the pool, unique per replica (default global/<http address>)")
+	probeEvery := fs.Duration("gossip-probe-interval", p.ProbeInterval, "memberlist failure detection: how often a member is probed")
+	probeWait := fs.Duration("gossip-probe-timeout", p.ProbeTimeout, "memberlist failure detection: how long a probe waits (below the interval)")
+	suspicion := fs.Int("gossip-suspicion-mult", gossip.DefaultConfig().SuspicionMult, "memberlist failure detection: a suspect has this many probe intervals to refute")
 	version := fs.Bool("version", false, "print the version and exit")
 	var seedList seeds
 	fs.Var(&seedList, "seed", "gossip pool member to join (repeatable)")
@@ -143,6 +147,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	pool := p
 	pool.Bind, pool.Advertise, pool.SecretKey, pool.Seeds = *gossipBind, *gossipAdv, *secret, seedList
 	pool.Name = *gossipName
+	pool.ProbeInterval, pool.ProbeTimeout, pool.SuspicionMult = *probeEvery, *probeWait, *suspicion
 	pool.KeyringFile, pool.ReloadInterval = *keyring, *reloadEvery
 	dmn, err := global.NewDaemon(cfg, pool, log)
 	if err != nil {

@@ -24,6 +24,7 @@ func runEnginesim(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.SetOutput(stderr)
 	d := enginesim.DefaultConfig()
 	pods := fs.Int("pods", 4, "number of simulated vLLM pods, 1..256")
+	id := fs.String("id", "", "pod id prefix: pod i is <id>-<i> (empty: the default ids)")
 	host := fs.String("host", "127.0.0.1", "address the pods' HTTP and ZMQ sockets bind")
 	basePort := fs.Int("base-port", 0, "0: free ports; else pod i listens on HTTP base+3i, ZMQ PUB base+3i+1, replay base+3i+2")
 	model := fs.String("model", d.Model, "served model name (also in the KV-event topic and the hash seed)")
@@ -48,6 +49,7 @@ func runEnginesim(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	pc := d
+	pc.ID = *id
 	pc.Model, pc.BlockSize, pc.Blocks, pc.MaxModelLen = *model, *blockSize, *blocks, *maxModelLen
 	pc.MaxRunning, pc.DefaultMaxTokens, pc.TokensPerChunk = *maxRunning, *maxTokens, *perChunk
 	pc.PrefillPerToken, pc.DecodePerToken, pc.TimeScale = *prefill, *decode, *scale

@@ -31,10 +31,9 @@ locals {
     }],
   )
 
-  nats = var.nats == null ? null : merge(
-    { durable = "celld-${replace(local.cell_id, ".", "-")}" },
-    { for k, v in var.nats : k => v if v != null },
-  )
+  # nats.durable left unset: celld derives celld-<cell_id>-<replica id>,
+  # one durable consumer per replica.
+  nats = var.nats == null ? null : { for k, v in var.nats : k => v if v != null }
 
   zmq = merge(
     var.zmq.bind_port == null ? {} : { bind = "tcp://0.0.0.0:${var.zmq.bind_port}" },

@@ -77,10 +77,19 @@ resource "kubernetes_deployment_v1" "celld" {
     selector {
       match_labels = local.selector
     }
-    # One node per cell id in the gossip pool: the old pod leaves before
-    # the new one joins, rather than two pods claiming the cell at once.
+    # With replicas, a rolling update replaces them one at a time, so the
+    # cell keeps an endpoint (each replica is its own gossip node). A single
+    # celld is recreated: the old pod leaves before the new one starts, so
+    # engines that connect to the cell never feed a pod about to go.
     strategy {
-      type = "Recreate"
+      type = var.replicas > 1 ? "RollingUpdate" : "Recreate"
+      dynamic "rolling_update" {
+        for_each = var.replicas > 1 ? [1] : []
+        content {
+          max_unavailable = "1"
+          max_surge       = "0"
+        }
+      }
     }
 
     template {
@@ -140,6 +149,16 @@ resource "kubernetes_deployment_v1" "celld" {
             content {
               name  = "OTEL_EXPORTER_OTLP_ENDPOINT"
               value = env.value
+            }
+          }
+          # The replica id (celld replica.id defaults to $POD_NAME): its
+          # gossip node name and NATS durable consumer.
+          env {
+            name = "POD_NAME"
+            value_from {
+              field_ref {
+                field_path = "metadata.name"
+              }
             }
           }
 

@@ -49,7 +49,7 @@ variable "image_pull_policy" {
 }
 
 variable "replicas" {
-  description = "celld replicas. A cell is one celld by design (the gossip pool holds one node per cell id, and engines that connect or a NATS durable consumer feed one subscriber), so more than 1 is only accepted for a standalone cell that dials its pods; add capacity by adding cells. 0 scales the cell down."
+  description = "celld replicas of the cell (no single point of failure): each consumes every event (it dials every pod's ZMQ socket, or has its own NATS durable consumer celld-<cell_id>-<pod name>), they share their load and drains over gossip, and the global tier sees one endpoint per replica (gossip node cell/<cell_id>/<pod name>). Replicas need pods the cell dials (no zmq.bind_port: an engine connects to one replica only), a derived NATS durable (no nats.durable) and their own advertised addresses (no gossip.advertise_address). Add capacity by adding cells. 0 scales the cell down."
   type        = number
   default     = 1
   validation {
@@ -57,8 +57,8 @@ variable "replicas" {
     error_message = "replicas must be a whole number from 0 to 16."
   }
   validation {
-    condition     = var.replicas <= 1 || (var.gossip == null && var.zmq.bind_port == null && var.nats == null)
-    error_message = "replicas above 1 need a standalone cell (gossip = null) whose pods are all dialed (no zmq.bind_port, no nats): the pool holds one node per cell id, and engines connecting to the cell or a NATS durable consumer would feed only one replica."
+    condition     = var.replicas <= 1 || (var.zmq.bind_port == null && try(var.nats.durable, null) == null && try(var.gossip.advertise_address, null) == null)
+    error_message = "replicas above 1 need pods the cell dials (no zmq.bind_port: an engine connecting to the cell would feed one replica), the per-replica NATS durable celld derives (no nats.durable: a shared durable splits the events) and each replica's own pod IP advertised (no gossip.advertise_address)."
   }
 }
 
@@ -218,7 +218,7 @@ variable "zmq" {
 }
 
 variable "nats" {
-  description = "KV events through NATS JetStream (celld nats); null turns it off. durable defaults to celld-<cell_id> (each cell needs its own consumer). replay rebuilds the index from the stream when celld starts."
+  description = "KV events through NATS JetStream (celld nats); null turns it off. durable defaults to celld-<cell_id>-<replica> (celld derives it; each replica of each cell needs its own consumer). replay rebuilds the index from the stream when celld starts."
   type = object({
     url             = string
     stream          = optional(string)

@@ -26,7 +26,7 @@ run "standalone_cell_with_one_pod" {
   }
   assert {
     condition     = kubernetes_deployment_v1.celld.spec[0].replicas == "1" && kubernetes_deployment_v1.celld.spec[0].strategy[0].type == "Recreate"
-    error_message = "one celld, replaced by Recreate (one node per cell id in the pool)"
+    error_message = "one celld, replaced by Recreate"
   }
   assert {
     condition = (kubernetes_deployment_v1.celld.spec[0].template[0].metadata[0].labels["app.kubernetes.io/name"] == "celld"
@@ -241,8 +241,8 @@ run "event_sources_and_routing" {
     error_message = "zmq.bind_port binds every interface; an empty topic prefix is kept"
   }
   assert {
-    condition     = yamldecode(kubernetes_config_map_v1.celld.data["celld.yaml"]).nats == { url = "nats://nats.nats.svc:4222", replay = true, durable = "celld-cell-a" }
-    error_message = "NATS gets a durable consumer of its own per cell"
+    condition     = yamldecode(kubernetes_config_map_v1.celld.data["celld.yaml"]).nats == { url = "nats://nats.nats.svc:4222", replay = true }
+    error_message = "NATS leaves the durable to celld, which derives one per replica"
   }
   assert {
     condition = yamldecode(kubernetes_config_map_v1.celld.data["celld.yaml"]).routing == {
@@ -276,8 +276,14 @@ run "standalone_replicas" {
   }
 
   assert {
-    condition     = kubernetes_deployment_v1.celld.spec[0].replicas == "3" && kubernetes_service_v1.celld.spec[0].type == "LoadBalancer"
-    error_message = "a standalone cell that dials its pods may run several replicas"
+    condition     = kubernetes_deployment_v1.celld.spec[0].replicas == "3" && kubernetes_service_v1.celld.spec[0].type == "LoadBalancer" && kubernetes_deployment_v1.celld.spec[0].strategy[0].type == "RollingUpdate"
+    error_message = "a cell that dials its pods may run several replicas, updated one at a time"
+  }
+
+  assert {
+    condition = anytrue([for e in kubernetes_deployment_v1.celld.spec[0].template[0].spec[0].container[0].env :
+    e.name == "POD_NAME" && e.value_from[0].field_ref[0].field_path == "metadata.name"])
+    error_message = "each replica's id (celld replica.id) is its pod name"
   }
 }
 

@@ -8,20 +8,29 @@ variables {
   image = "registry.example.com/cellrouter:v1.2.0"
 }
 
-run "replicas_with_gossip" {
+run "replicas_with_gossip_and_nats" {
   command = plan
   variables {
     replicas = 2
     gossip   = { seeds = ["10.8.0.10:7946"] }
+    nats     = { url = "nats://nats:4222" }
+  }
+}
+
+run "replicas_with_shared_durable" {
+  command = plan
+  variables {
+    replicas = 2
+    nats     = { url = "nats://nats:4222", durable = "celld-a" }
   }
   expect_failures = [var.replicas]
 }
 
-run "replicas_with_nats" {
+run "replicas_with_zmq_bind" {
   command = plan
   variables {
     replicas = 2
-    nats     = { url = "nats://nats:4222" }
+    zmq      = { bind_port = 5557 }
   }
   expect_failures = [var.replicas]
 }

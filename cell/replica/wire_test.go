@@ -1,0 +1,106 @@
+package replica
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/cellrouter/cellrouter/cell/load"
+)
+
+func TestChangesRoundTripAndSplit(t *testing.T) {
+	var cs []load.Change
+	for i := range 200 {
+		cs = append(cs, load.Change{Op: load.OpStart, ID: uint64(i + 1), Pod: "pod-12", Blocks: 40, PrefillBlocks: 12, Template: "t"},
+			load.Change{Op: load.OpFirstToken, ID: uint64(i + 1), Pod: "pod-12"}, load.Change{Op: load.OpDone, ID: uint64(i + 1), Pod: "pod-12"})
+	}
+	bodies := EncodeChanges(42, cs, 1100)
+	if len(bodies) < 2 {
+		t.Fatalf("%d bodies for %d changes, want them split", len(bodies), len(cs))
+	}
+	var got []load.Change
+	for _, b := range bodies {
+		if len(b) > 1100 {
+			t.Fatalf("body of %d bytes, limit 1100", len(b))
+		}
+		run, part, err := DecodeChanges(b)
+		if err != nil || run != 42 {
+			t.Fatalf("DecodeChanges = run %d, %v; want 42, nil", run, err)
+		}
+		got = append(got, part...)
+	}
+	if !reflect.DeepEqual(got, cs) {
+		t.Fatalf("round trip lost changes: got %d, want %d", len(got), len(cs))
+	}
+	if bodies := EncodeChanges(1, nil, 1100); len(bodies) != 0 {
+		t.Fatalf("no changes gave %d bodies", len(bodies))
+	}
+}
+
+func TestDrainRoundTrip(t *testing.T) {
+	for _, d := range []Drain{{Cell: "c", Pod: "p"}, {Cell: "c", Cancel: true}, {Pod: "p"}} {
+		got, err := DecodeDrain(EncodeDrain(d))
+		if err != nil || got != d {
+			t.Fatalf("DecodeDrain(EncodeDrain(%+v)) = %+v, %v", d, got, err)
+		}
+	}
+	if _, err := DecodeDrain(EncodeDrain(Drain{})); err == nil {
+		t.Fatalf("a drain of nothing decoded")
+	}
+}
+
+func FuzzDecodeChanges(f *testing.F) {
+	for _, b := range EncodeChanges(7, []load.Change{{Op: load.OpStart, ID: 1, Pod: "p", Blocks: 3, PrefillBlocks: 1}, {Op: load.OpDone, ID: 1, Pod: "p"}}, 1100) {
+		f.Add(b)
+	}
+	f.Add([]byte{wireVersion, 1, 9})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		run, cs, err := DecodeChanges(b)
+		if err != nil {
+			return
+		}
+		for _, c := range cs {
+			if c.Op < load.OpStart || c.Op > load.OpDone || c.PrefillBlocks > c.Blocks || len(c.Pod) > MaxName {
+				t.Fatalf("decoded an invalid change %+v", c)
+			}
+		}
+		bodies := EncodeChanges(run, cs, 1<<30)
+		if len(bodies) != 1 {
+			t.Fatalf("re-encode gave %d bodies", len(bodies))
+		}
+		run2, cs2, err := DecodeChanges(bodies[0])
+		if err != nil || run2 != run || !reflect.DeepEqual(cs, cs2) {
+			t.Fatalf("re-decode: %v", err)
+		}
+	})
+}
+
+func FuzzDecodeDrain(f *testing.F) {
+	f.Add(EncodeDrain(Drain{Cell: "c", Pod: "p", Cancel: true}))
+	f.Add([]byte{wireVersion, 0, 0, 2})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := DecodeDrain(b)
+		if err != nil {
+			return
+		}
+		if d2, err := DecodeDrain(EncodeDrain(d)); err != nil || d2 != d {
+			t.Fatalf("re-decode: %+v, %v; want %+v", d2, err, d)
+		}
+	})
+}
+
+// BenchmarkEncodeDecodeChanges measures one flush of 64 changes (a busy
+// replica's 20ms) into bodies and back.
+func BenchmarkEncodeDecodeChanges(b *testing.B) {
+	var cs []load.Change
+	for i := range 64 {
+		cs = append(cs, load.Change{Op: load.Op(i%3 + 1), ID: uint64(1000 + i), Pod: "pod-017", Blocks: 800, PrefillBlocks: 300, Template: "chat"})
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		for _, body := range EncodeChanges(42, cs, 1100) {
+			if _, _, err := DecodeChanges(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
