@@ -14,8 +14,13 @@ type ProbeAnswer struct {
 	Matched int
 	Load    float64
 	Cost    float64
-	// RTT is the probe's round-trip time.
-	RTT time.Duration
+	// RTT is the probe's round-trip time; Opened says the probe had to
+	// open its connection first, so RTT includes the handshake.
+	RTT    time.Duration
+	Opened bool
+	// Distance is what the choice charges for the hop to the cell: the
+	// cell's network distance (see distances), not this probe's RTT.
+	Distance time.Duration
 }
 
 // ChooseConfig weighs the parts of a cell's cost.
@@ -32,8 +37,8 @@ type ChooseConfig struct {
 func DefaultChooseConfig() ChooseConfig { return ChooseConfig{PrefillWeight: 1, RTTWeight: 1} }
 
 // Choose orders the answered cells by cost, lowest first: for each,
-// PrefillWeight*(total-matched) + load of its pick + RTTWeight*rtt_ms. Cells
-// whose probe failed come last, in their search order. It is pure.
+// PrefillWeight*(total-matched) + load of its pick + RTTWeight*distance_ms.
+// Cells whose probe failed come last, in their search order. It is pure.
 func Choose(cfg ChooseConfig, answers []ProbeAnswer, total int) []int {
 	type scored struct {
 		cell int
@@ -44,7 +49,7 @@ func Choose(cfg ChooseConfig, answers []ProbeAnswer, total int) []int {
 	for i, a := range answers {
 		s[i] = scored{cell: a.Cell, ok: a.Err == nil}
 		if a.Err == nil {
-			s[i].cost = cfg.PrefillWeight*float64(total-a.Matched) + a.Load + cfg.RTTWeight*float64(a.RTT)/float64(time.Millisecond)
+			s[i].cost = cfg.PrefillWeight*float64(total-a.Matched) + a.Load + cfg.RTTWeight*float64(a.Distance)/float64(time.Millisecond)
 		}
 	}
 	// Stable insertion sort: answers are few.

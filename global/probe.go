@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	grpccodes "google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
@@ -68,6 +69,7 @@ func (p *grpcProber) conn(addr string) (*grpc.ClientConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.Connect() // start the handshake now; the first call waits for less of it
 	p.conns[addr] = c
 	return c, nil
 }
@@ -77,19 +79,36 @@ func (p *grpcProber) conn(addr string) (*grpc.ClientConn, error) {
 // that died before gossip said so), within ctx's deadline. Replicas hold
 // the same index, so any one's answer is the cell's.
 func (p *grpcProber) Probe(ctx context.Context, cell *CellView, req *cellv1.RouteRequest) (*cellv1.RouteResponse, error) {
+	resp, _, err := p.ProbeOpening(ctx, cell, req)
+	return resp, err
+}
+
+// ProbeOpening implements openingProber: Probe, also saying whether the
+// answer had to wait for a connection to open (its round trip then
+// measures the handshake too, not only the distance).
+func (p *grpcProber) ProbeOpening(ctx context.Context, cell *CellView, req *cellv1.RouteRequest) (*cellv1.RouteResponse, bool, error) {
 	var lastErr error
+	opened := false
 	for _, ep := range cell.rotated(p.turn.Add(1)) {
 		c, err := p.conn(ep.GRPCAddr)
 		if err != nil {
-			return nil, err
+			return nil, opened, err
 		}
+		opened = opened || c.GetState() != connectivity.Ready
 		resp, err := cellv1.NewCellServiceClient(c).Route(ctx, req)
 		if err == nil || status.Code(err) != grpccodes.Unavailable || ctx.Err() != nil {
-			return resp, err
+			return resp, opened, err
 		}
 		lastErr = err
 	}
-	return nil, lastErr
+	return nil, opened, lastErr
+}
+
+// openingProber is a Prober that says whether a probe opened its
+// connection; probeAll marks such answers so they are not taken for the
+// cell's distance.
+type openingProber interface {
+	ProbeOpening(ctx context.Context, cell *CellView, req *cellv1.RouteRequest) (*cellv1.RouteResponse, bool, error)
 }
 
 // forget closes connections to cells that are gone.
@@ -121,8 +140,15 @@ func probeAll(ctx context.Context, tr *telemetry.Tracer, pr Prober, timeout time
 		pctx, span := tr.Start(ctx, "global.probe")
 		defer span.End()
 		start := time.Now()
-		resp, err := pr.Probe(pctx, v, req)
-		a := ProbeAnswer{Cell: c.Cell, Err: err, RTT: time.Since(start)}
+		var resp *cellv1.RouteResponse
+		var err error
+		opened := false
+		if op, ok := pr.(openingProber); ok {
+			resp, opened, err = op.ProbeOpening(pctx, v, req)
+		} else {
+			resp, err = pr.Probe(pctx, v, req)
+		}
+		a := ProbeAnswer{Cell: c.Cell, Err: err, RTT: time.Since(start), Opened: opened}
 		if err == nil && resp.GetPick() != nil {
 			a.Pod, a.Matched, a.Load, a.Cost = resp.GetPick().GetPod(), int(resp.GetPick().GetMatchedBlocks()), resp.GetPick().GetLoad(), resp.GetPick().GetCost()
 		} else if err == nil {

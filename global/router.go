@@ -76,6 +76,7 @@ type Router struct {
 	hasher blockhash.Hasher
 	tr     *telemetry.Tracer
 	tok    *Tokenizer
+	dist   *distances
 
 	mu       sync.Mutex
 	draining map[string]bool
@@ -94,7 +95,7 @@ func NewRouter(cfg Config, dir Directory, pr Prober) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Router{cfg: cfg, dir: dir, prober: pr, hasher: h, tr: telemetry.NewTracer(tracerName, nil), tok: tok, draining: map[string]bool{}}, nil
+	return &Router{cfg: cfg, dir: dir, prober: pr, hasher: h, tr: telemetry.NewTracer(tracerName, nil), tok: tok, dist: newDistances(), draining: map[string]bool{}}, nil
 }
 
 // views returns the directory's cells with the router's draining marks.
@@ -224,10 +225,14 @@ func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool) (*De
 			probe.ExtraKeys = []string{req.CacheSalt}
 		}
 		d.Answers = probeAll(ctx, rt.tr, rt.prober, rt.cfg.ProbeTimeout, views, cands, probe)
-		for _, a := range d.Answers {
-			if a.Err == nil {
-				rt.tok.observeRTT(views[a.Cell].ID, a.RTT)
+		for i := range d.Answers {
+			a := &d.Answers[i]
+			id := views[a.Cell].ID
+			if a.Err == nil && !a.Opened {
+				rt.tok.observeRTT(id, a.RTT)
+				rt.dist.observe(id, a.RTT)
 			}
+			a.Distance = rt.dist.of(id)
 		}
 		d.Order = Choose(rt.cfg.Choose, d.Answers, len(chain))
 	}

@@ -1,0 +1,134 @@
+package global
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
+	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/gossip"
+)
+
+// TestDistanceIsTheLeastRecentRoundTrip checks distances against a naive
+// model: the least of each cell's last distanceWindow samples.
+func TestDistanceIsTheLeastRecentRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	d := newDistances()
+	model := map[string][]time.Duration{}
+	cells := []string{"a", "b", "c"}
+	for i := 0; i < 2000; i++ {
+		c := cells[rng.IntN(len(cells))]
+		if rng.IntN(4) > 0 {
+			rtt := time.Duration(rng.IntN(50_000)) * time.Microsecond
+			d.observe(c, rtt)
+			model[c] = append(model[c], rtt)
+		}
+		want := time.Duration(0)
+		if s := model[c]; len(s) > 0 {
+			s = s[max(0, len(s)-distanceWindow):]
+			want = s[0]
+			for _, x := range s {
+				want = min(want, x)
+			}
+		}
+		if got := d.of(c); got != want {
+			t.Fatalf("step %d: distance of %s = %v, the least of its last %d samples is %v", i, c, got, distanceWindow, want)
+		}
+	}
+	if got := d.of("never"); got != 0 {
+		t.Fatalf("a cell never measured is at %v, want 0", got)
+	}
+}
+
+func TestChooseChargesDistance(t *testing.T) {
+	cfg := DefaultChooseConfig()
+	answers := []ProbeAnswer{
+		{Cell: 0, Matched: 40, Distance: 30 * time.Millisecond, RTT: 30 * time.Millisecond},
+		{Cell: 1, Matched: 20, Distance: time.Millisecond, RTT: 90 * time.Millisecond},
+	}
+	// Cell 0 saves 20 more blocks but is 29 ms farther: 29 > 20.
+	if got := Choose(cfg, answers, 64); got[0] != 1 {
+		t.Fatalf("order %v: the nearer cell should win when the distance outweighs the prefix", got)
+	}
+	// The probe's own RTT is not charged: only the distance is.
+	answers[0].Distance = 5 * time.Millisecond
+	if got := Choose(cfg, answers, 64); got[0] != 0 {
+		t.Fatalf("order %v: the deeper cell should win at 5 ms", got)
+	}
+}
+
+// slowOpeningProber answers every probe from a table of matched depths;
+// probes of slow cells take delay and report whether they opened their
+// connection.
+type slowOpeningProber struct {
+	matched map[string]int
+	slow    map[string]bool
+	delay   time.Duration
+	opened  bool
+}
+
+func (p *slowOpeningProber) Probe(ctx context.Context, c *CellView, req *cellv1.RouteRequest) (*cellv1.RouteResponse, error) {
+	resp, _, err := p.ProbeOpening(ctx, c, req)
+	return resp, err
+}
+
+func (p *slowOpeningProber) ProbeOpening(ctx context.Context, c *CellView, _ *cellv1.RouteRequest) (*cellv1.RouteResponse, bool, error) {
+	opened := false
+	if p.slow[c.ID] {
+		time.Sleep(p.delay)
+		opened = p.opened
+	}
+	return &cellv1.RouteResponse{Pick: &cellv1.Candidate{Pod: c.ID + "-p0", MatchedBlocks: uint32(p.matched[c.ID])}}, opened, nil
+}
+
+// TestOpeningProbeIsNoDistance: the first probe to the cell holding a
+// prompt's prefix opens its connection and takes long; the choice must not
+// charge that to the cell (a chat's second turn went elsewhere), while the
+// same delay on an open connection is the cell's distance.
+func TestOpeningProbeIsNoDistance(t *testing.T) {
+	toks := make([]uint32, 12*16)
+	for i := range toks {
+		toks[i] = uint32(1000 + i)
+	}
+	h := blockhash.DefaultHasher()
+	chain := h.Chain(blockhash.Seed(blockhash.Keys{Model: "m"}), toks, nil)
+	views := make([]CellView, 2)
+	for i := range views {
+		bld, err := gossip.NewBuilder(gossip.DefaultSummaryConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for d, x := range chain { // both summaries know the prefix: both are probed
+			bld.Add(x, d+1)
+		}
+		s := bld.Build()
+		views[i] = CellView{ID: fmt.Sprintf("cell-%d", i), HTTPAddr: "127.0.0.1:1", GRPCAddr: "127.0.0.1:2", Alive: true, Summary: s}
+	}
+	for _, tc := range []struct {
+		opened bool
+		want   string
+	}{{true, "cell-0"}, {false, "cell-1"}} {
+		// cell-0 holds all 12 blocks; cell-1 none. The slow probe takes
+		// 200 ms, far more than 12 blocks' worth at 1 block per ms.
+		pr := &slowOpeningProber{matched: map[string]int{"cell-0": 12}, slow: map[string]bool{"cell-0": true}, delay: 200 * time.Millisecond, opened: tc.opened}
+		cfg := DefaultConfig()
+		cfg.ProbeTimeout = 5 * time.Second
+		rt, err := NewRouter(cfg, StaticDirectory(views), pr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := rt.Decide(context.Background(), &Request{Model: "m", TokenIDs: toks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Answers) != 2 {
+			t.Fatalf("opened=%v: %d probes, want both cells probed", tc.opened, len(d.Answers))
+		}
+		if got := views[d.Order[0]].ID; got != tc.want {
+			t.Fatalf("opened=%v: chose %s, want %s (answers %+v)", tc.opened, got, tc.want, d.Answers)
+		}
+	}
+}
