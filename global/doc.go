@@ -26,7 +26,11 @@
 //     of the probe: about 0.2 ms at p50 (the global tier's added p50 on
 //     loadtest overhead's path fell from 0.28 to 0.11 ms);
 //  4. chooses by cost (Choose, pure): prefill blocks left, the pick's load,
-//     and the probe's round-trip time, which matters across regions;
+//     and the cell's network distance, which matters across regions. The
+//     distance is the least of the cell's last 16 probe round trips on an
+//     open connection (distances), not this probe's own: a probe that opened
+//     its connection measured a TLS handshake, and a busy router's probe
+//     may have waited for a CPU; either outweighed short prefixes;
 //  5. hands the request to the chosen cell's data plane, whose own picker
 //     makes the final choice, and to the next cells while no byte has
 //     reached the client (the cell list ends with every other usable cell,
