@@ -54,6 +54,13 @@ locals {
     { for k, v in var.gossip : k => v if v != null && contains(["summary_interval", "stride", "false_positive_rate", "probe_interval", "probe_timeout"], k) },
   )
 
+  snapshot_dir = "/var/lib/celld/snapshots"
+  snapshot = var.snapshot == null ? null : merge(
+    { dir = local.snapshot_dir },
+    { for k, v in var.snapshot : k => v if v != null && contains(["interval", "every_events", "keep"], k) },
+    var.snapshot.bootstrap_from_replicas ? { bootstrap_from = "${var.name}.${var.namespace}.svc.${var.cluster_domain}:${var.ports.grpc}" } : {},
+  )
+
   config = merge(
     {
       cell_id = local.cell_id
@@ -71,6 +78,7 @@ locals {
     } : k => v if length(v) > 0 },
     local.nats == null ? {} : { nats = local.nats },
     local.gossip == null ? {} : { gossip = local.gossip },
+    local.snapshot == null ? {} : { snapshot = local.snapshot },
     { for k, v in var.timings : k => v if v != null },
   )
 

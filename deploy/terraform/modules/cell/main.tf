@@ -215,6 +215,13 @@ resource "kubernetes_deployment_v1" "celld" {
             name       = "tmp"
             mount_path = "/tmp"
           }
+          dynamic "volume_mount" {
+            for_each = var.snapshot == null ? [] : [1]
+            content {
+              name       = "snapshots"
+              mount_path = local.snapshot_dir
+            }
+          }
         }
 
         volume {
@@ -226,6 +233,15 @@ resource "kubernetes_deployment_v1" "celld" {
         volume {
           name = "tmp"
           empty_dir {}
+        }
+        dynamic "volume" {
+          for_each = var.snapshot == null ? [] : [var.snapshot.size_limit]
+          content {
+            name = "snapshots"
+            empty_dir {
+              size_limit = volume.value
+            }
+          }
         }
       }
     }

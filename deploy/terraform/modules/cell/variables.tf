@@ -339,6 +339,43 @@ variable "timings" {
   }
 }
 
+variable "snapshot" {
+  description = <<-EOT
+    Snapshots of the cell's index state (celld's snapshot section), so that a restarted celld loads its index instead of
+    rebuilding it from the engines; null turns them off. They are written to an emptyDir volume at
+    /var/lib/celld/snapshots, which outlives a crashed or OOM-killed container (the kubelet restarts it in the same pod)
+    but not the pod itself. size_limit bounds the volume: a snapshot of the full Mooncake trace's index (3M blocks) takes
+    about 160 MB, and keep of them are kept. interval and every_events say when one is written (besides on graceful
+    shutdown). bootstrap_from_replicas makes a new replica that has no snapshot fetch one from a live replica through the
+    cell's gRPC Service (CellService.StreamSnapshot; a starting replica is not ready, so the Service does not send it
+    to itself); it needs replicas > 1.
+  EOT
+  type = object({
+    interval                = optional(string)
+    every_events            = optional(number)
+    keep                    = optional(number)
+    size_limit              = optional(string, "2Gi")
+    bootstrap_from_replicas = optional(bool, false)
+  })
+  default = null
+  validation {
+    condition     = var.snapshot == null || try(var.snapshot.interval, null) == null || can(regex("^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$", var.snapshot.interval))
+    error_message = "snapshot.interval must be a Go duration such as 5m."
+  }
+  validation {
+    condition     = var.snapshot == null || ((try(var.snapshot.keep, null) == null || try(var.snapshot.keep >= 1 && floor(var.snapshot.keep) == var.snapshot.keep, false)) && (try(var.snapshot.every_events, null) == null || try(var.snapshot.every_events >= 0 && floor(var.snapshot.every_events) == var.snapshot.every_events, false)))
+    error_message = "snapshot.keep must be a whole number of at least 1, and snapshot.every_events a whole number (0 turns it off)."
+  }
+  validation {
+    condition     = var.snapshot == null || can(regex("^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|k|M|G|T)?$", var.snapshot.size_limit))
+    error_message = "snapshot.size_limit must be a Kubernetes quantity such as 2Gi."
+  }
+  validation {
+    condition     = var.snapshot == null || !try(var.snapshot.bootstrap_from_replicas, false) || var.replicas > 1
+    error_message = "snapshot.bootstrap_from_replicas needs replicas > 1: a lone celld has no replica to bootstrap from."
+  }
+}
+
 # The gossip pool.
 
 variable "gossip" {

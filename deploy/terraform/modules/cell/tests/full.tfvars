@@ -26,8 +26,9 @@ events = {
   max_blocks_per_pod = 262144
   dead_after         = "45s"
 }
-index = { max_blocks = 8388608, sweep_workers = 2, expected_blocks = -1 }
-zmq   = { bind_port = 5557, topic_prefix = "kv@", queue_depth = 2048, replay_timeout = "3s" }
+snapshot = { interval = "5m", every_events = 100000, keep = 2, size_limit = "1Gi" }
+index    = { max_blocks = 8388608, sweep_workers = 2, expected_blocks = -1 }
+zmq      = { bind_port = 5557, topic_prefix = "kv@", queue_depth = 2048, replay_timeout = "3s" }
 nats = {
   url             = "nats://nats.nats.svc:4222"
   stream          = "KV_EVENTS"

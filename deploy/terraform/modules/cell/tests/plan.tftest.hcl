@@ -298,3 +298,36 @@ run "default_topic_prefix" {
     error_message = "the default topic prefix kv@ is accepted"
   }
 }
+
+run "snapshots_on_a_volume_and_bootstrap_from_replicas" {
+  command = plan
+  variables {
+    replicas = 2
+    snapshot = { interval = "2m", keep = 2, size_limit = "1Gi", bootstrap_from_replicas = true }
+  }
+
+  assert {
+    condition = yamldecode(kubernetes_config_map_v1.celld.data["celld.yaml"]).snapshot == {
+      dir            = "/var/lib/celld/snapshots"
+      interval       = "2m"
+      keep           = 2
+      bootstrap_from = "cell-a.default.svc.cluster.local:9090"
+    }
+    error_message = "the snapshot section names the volume's directory, the settings given and the cell's own gRPC Service to bootstrap from"
+  }
+  assert {
+    condition = (one([for m in kubernetes_deployment_v1.celld.spec[0].template[0].spec[0].container[0].volume_mount : m.mount_path if m.name == "snapshots"]) == "/var/lib/celld/snapshots"
+    && one([for v in kubernetes_deployment_v1.celld.spec[0].template[0].spec[0].volume : v.empty_dir[0].size_limit if v.name == "snapshots"]) == "1Gi")
+    error_message = "snapshots live on a size-limited emptyDir mounted where the config says"
+  }
+}
+
+run "no_snapshots_by_default" {
+  command = plan
+
+  assert {
+    condition = (!contains(keys(yamldecode(kubernetes_config_map_v1.celld.data["celld.yaml"])), "snapshot")
+    && length([for v in kubernetes_deployment_v1.celld.spec[0].template[0].spec[0].volume : v if v.name == "snapshots"]) == 0)
+    error_message = "without var.snapshot, no snapshot section and no volume"
+  }
+}

@@ -164,3 +164,19 @@ run "same_ports" {
   }
   expect_failures = [var.ports]
 }
+
+run "bootstrap_without_replicas" {
+  command = plan
+  variables {
+    snapshot = { bootstrap_from_replicas = true }
+  }
+  expect_failures = [var.snapshot]
+}
+
+run "bad_snapshot_settings" {
+  command = plan
+  variables {
+    snapshot = { interval = "often", keep = 0, size_limit = "lots" }
+  }
+  expect_failures = [var.snapshot]
+}
