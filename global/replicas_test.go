@@ -72,6 +72,21 @@ func TestReplicatedTiers(t *testing.T) {
 			return knows(g, "cell-a", "cell-b") && endpointsOf(g, "cell-a") == 2
 		})
 	}
+	listed := func(g *Daemon) []*globalv1.CellEndpoint {
+		resp, err := (&service{rt: g.rt, g: g.Global}).ListCells(context.Background(), &globalv1.ListCellsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range resp.GetCells() {
+			if c.GetId() == "cell-a" {
+				return c.GetEndpoints()
+			}
+		}
+		return nil
+	}
+	if eps := listed(g2); len(eps) != 2 || eps[0].GetName() == eps[1].GetName() || eps[0].GetHttpAddr() == eps[1].GetHttpAddr() || eps[0].GetGrpcAddr() == "" {
+		t.Fatalf("ListCells shows cell-a's endpoints as %v, want its two replicas", eps)
+	}
 	urls := []string{"http://" + g1.HTTPAddr() + "/v1/completions", "http://" + g2.HTTPAddr() + "/v1/completions"}
 	var stop atomic.Bool
 	var errs, ok atomic.Int64
@@ -94,6 +109,9 @@ func TestReplicatedTiers(t *testing.T) {
 	r1.stop() // leaves the pool, as a SIGTERM'd replica does
 	for _, g := range []*Daemon{g1, g2} {
 		waitFor(t, "cell-a down to one endpoint", func() bool { return endpointsOf(g, "cell-a") == 1 && knows(g, "cell-a") })
+	}
+	if eps := listed(g1); len(eps) != 1 {
+		t.Fatalf("ListCells shows cell-a's endpoints as %v after a replica left, want one", eps)
 	}
 	seen := ok.Load()
 	waitFor(t, "more requests after the replica left", func() bool { return ok.Load() >= seen+20 })

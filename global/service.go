@@ -93,7 +93,18 @@ func cellInfo(v *CellView) *globalv1.CellInfo {
 	return &globalv1.CellInfo{Id: v.ID, HttpAddr: v.HTTPAddr, GrpcAddr: v.GRPCAddr, State: state, Draining: v.Draining,
 		SummaryGeneration: v.SummaryGen, SummaryAgeSeconds: v.SummaryAge.Seconds(), SummaryBytes: uint64(v.SummaryBytes),
 		ActiveRequests: uint64(v.Load.ActiveRequests), ActiveBlocks: uint64(v.Load.ActiveBlocks), FreeBlocks: uint64(v.Load.FreeBlocks),
-		Pods: uint32(v.Load.Pods)}
+		Pods: uint32(v.Load.Pods), Endpoints: endpointInfos(v)}
+}
+
+// endpointInfos lists the cell's live replicas (a static cell: its one
+// address).
+func endpointInfos(v *CellView) []*globalv1.CellEndpoint {
+	eps := v.endpoints()
+	out := make([]*globalv1.CellEndpoint, len(eps))
+	for i, e := range eps {
+		out[i] = &globalv1.CellEndpoint{Name: e.Name, HttpAddr: e.HTTPAddr, GrpcAddr: e.GRPCAddr}
+	}
+	return out
 }
 
 // ListCells lists the known cells.

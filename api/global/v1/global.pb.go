@@ -412,8 +412,12 @@ type CellInfo struct {
 	ActiveBlocks      uint64  `protobuf:"varint,10,opt,name=active_blocks,json=activeBlocks,proto3" json:"active_blocks,omitempty"`
 	FreeBlocks        uint64  `protobuf:"varint,11,opt,name=free_blocks,json=freeBlocks,proto3" json:"free_blocks,omitempty"`
 	Pods              uint32  `protobuf:"varint,12,opt,name=pods,proto3" json:"pods,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Endpoints are the cell's live celld replicas (gossip node name and
+	// addresses); probes and hand-offs go to them in turn, and a replica's
+	// death only removes it from this list.
+	Endpoints     []*CellEndpoint `protobuf:"bytes,13,rep,name=endpoints,proto3" json:"endpoints,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CellInfo) Reset() {
@@ -530,6 +534,73 @@ func (x *CellInfo) GetPods() uint32 {
 	return 0
 }
 
+func (x *CellInfo) GetEndpoints() []*CellEndpoint {
+	if x != nil {
+		return x.Endpoints
+	}
+	return nil
+}
+
+type CellEndpoint struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	HttpAddr      string                 `protobuf:"bytes,2,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
+	GrpcAddr      string                 `protobuf:"bytes,3,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CellEndpoint) Reset() {
+	*x = CellEndpoint{}
+	mi := &file_api_global_v1_global_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CellEndpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CellEndpoint) ProtoMessage() {}
+
+func (x *CellEndpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_api_global_v1_global_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CellEndpoint.ProtoReflect.Descriptor instead.
+func (*CellEndpoint) Descriptor() ([]byte, []int) {
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *CellEndpoint) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CellEndpoint) GetHttpAddr() string {
+	if x != nil {
+		return x.HttpAddr
+	}
+	return ""
+}
+
+func (x *CellEndpoint) GetGrpcAddr() string {
+	if x != nil {
+		return x.GrpcAddr
+	}
+	return ""
+}
+
 type ListCellsResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Cells         []*CellInfo            `protobuf:"bytes,1,rep,name=cells,proto3" json:"cells,omitempty"`
@@ -539,7 +610,7 @@ type ListCellsResponse struct {
 
 func (x *ListCellsResponse) Reset() {
 	*x = ListCellsResponse{}
-	mi := &file_api_global_v1_global_proto_msgTypes[6]
+	mi := &file_api_global_v1_global_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -551,7 +622,7 @@ func (x *ListCellsResponse) String() string {
 func (*ListCellsResponse) ProtoMessage() {}
 
 func (x *ListCellsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[6]
+	mi := &file_api_global_v1_global_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -564,7 +635,7 @@ func (x *ListCellsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCellsResponse.ProtoReflect.Descriptor instead.
 func (*ListCellsResponse) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{6}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListCellsResponse) GetCells() []*CellInfo {
@@ -584,7 +655,7 @@ type DrainCellRequest struct {
 
 func (x *DrainCellRequest) Reset() {
 	*x = DrainCellRequest{}
-	mi := &file_api_global_v1_global_proto_msgTypes[7]
+	mi := &file_api_global_v1_global_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -596,7 +667,7 @@ func (x *DrainCellRequest) String() string {
 func (*DrainCellRequest) ProtoMessage() {}
 
 func (x *DrainCellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[7]
+	mi := &file_api_global_v1_global_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -609,7 +680,7 @@ func (x *DrainCellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainCellRequest.ProtoReflect.Descriptor instead.
 func (*DrainCellRequest) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{7}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DrainCellRequest) GetId() string {
@@ -636,7 +707,7 @@ type DrainCellResponse struct {
 
 func (x *DrainCellResponse) Reset() {
 	*x = DrainCellResponse{}
-	mi := &file_api_global_v1_global_proto_msgTypes[8]
+	mi := &file_api_global_v1_global_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -648,7 +719,7 @@ func (x *DrainCellResponse) String() string {
 func (*DrainCellResponse) ProtoMessage() {}
 
 func (x *DrainCellResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[8]
+	mi := &file_api_global_v1_global_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -661,7 +732,7 @@ func (x *DrainCellResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainCellResponse.ProtoReflect.Descriptor instead.
 func (*DrainCellResponse) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{8}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DrainCellResponse) GetCell() *CellInfo {
@@ -690,7 +761,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_api_global_v1_global_proto_msgTypes[9]
+	mi := &file_api_global_v1_global_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -702,7 +773,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[9]
+	mi := &file_api_global_v1_global_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -715,7 +786,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{9}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CompleteRequest) GetChat() bool {
@@ -746,7 +817,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_api_global_v1_global_proto_msgTypes[10]
+	mi := &file_api_global_v1_global_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -758,7 +829,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[10]
+	mi := &file_api_global_v1_global_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -771,7 +842,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{10}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CompleteResponse) GetStatus() int32 {
@@ -830,7 +901,7 @@ const file_api_global_v1_global_proto_rawDesc = "" +
 	"\vdecision_ns\x18\x05 \x01(\x04R\n" +
 	"decisionNs\x12\x16\n" +
 	"\x06probes\x18\x06 \x01(\rR\x06probes\"\x12\n" +
-	"\x10ListCellsRequest\"\x8d\x03\n" +
+	"\x10ListCellsRequest\"\xcf\x03\n" +
 	"\bCellInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
 	"\thttp_addr\x18\x02 \x01(\tR\bhttpAddr\x12\x1b\n" +
@@ -845,7 +916,12 @@ const file_api_global_v1_global_proto_rawDesc = "" +
 	" \x01(\x04R\factiveBlocks\x12\x1f\n" +
 	"\vfree_blocks\x18\v \x01(\x04R\n" +
 	"freeBlocks\x12\x12\n" +
-	"\x04pods\x18\f \x01(\rR\x04pods\"I\n" +
+	"\x04pods\x18\f \x01(\rR\x04pods\x12@\n" +
+	"\tendpoints\x18\r \x03(\v2\".cellrouter.global.v1.CellEndpointR\tendpoints\"\\\n" +
+	"\fCellEndpoint\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
+	"\thttp_addr\x18\x02 \x01(\tR\bhttpAddr\x12\x1b\n" +
+	"\tgrpc_addr\x18\x03 \x01(\tR\bgrpcAddr\"I\n" +
 	"\x11ListCellsResponse\x124\n" +
 	"\x05cells\x18\x01 \x03(\v2\x1e.cellrouter.global.v1.CellInfoR\x05cells\":\n" +
 	"\x10DrainCellRequest\x12\x0e\n" +
@@ -882,7 +958,7 @@ func file_api_global_v1_global_proto_rawDescGZIP() []byte {
 	return file_api_global_v1_global_proto_rawDescData
 }
 
-var file_api_global_v1_global_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_api_global_v1_global_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_api_global_v1_global_proto_goTypes = []any{
 	(*RouteRequest)(nil),      // 0: cellrouter.global.v1.RouteRequest
 	(*ChatMessage)(nil),       // 1: cellrouter.global.v1.ChatMessage
@@ -890,32 +966,34 @@ var file_api_global_v1_global_proto_goTypes = []any{
 	(*RouteResponse)(nil),     // 3: cellrouter.global.v1.RouteResponse
 	(*ListCellsRequest)(nil),  // 4: cellrouter.global.v1.ListCellsRequest
 	(*CellInfo)(nil),          // 5: cellrouter.global.v1.CellInfo
-	(*ListCellsResponse)(nil), // 6: cellrouter.global.v1.ListCellsResponse
-	(*DrainCellRequest)(nil),  // 7: cellrouter.global.v1.DrainCellRequest
-	(*DrainCellResponse)(nil), // 8: cellrouter.global.v1.DrainCellResponse
-	(*CompleteRequest)(nil),   // 9: cellrouter.global.v1.CompleteRequest
-	(*CompleteResponse)(nil),  // 10: cellrouter.global.v1.CompleteResponse
-	nil,                       // 11: cellrouter.global.v1.CompleteResponse.HeadersEntry
+	(*CellEndpoint)(nil),      // 6: cellrouter.global.v1.CellEndpoint
+	(*ListCellsResponse)(nil), // 7: cellrouter.global.v1.ListCellsResponse
+	(*DrainCellRequest)(nil),  // 8: cellrouter.global.v1.DrainCellRequest
+	(*DrainCellResponse)(nil), // 9: cellrouter.global.v1.DrainCellResponse
+	(*CompleteRequest)(nil),   // 10: cellrouter.global.v1.CompleteRequest
+	(*CompleteResponse)(nil),  // 11: cellrouter.global.v1.CompleteResponse
+	nil,                       // 12: cellrouter.global.v1.CompleteResponse.HeadersEntry
 }
 var file_api_global_v1_global_proto_depIdxs = []int32{
 	1,  // 0: cellrouter.global.v1.RouteRequest.messages:type_name -> cellrouter.global.v1.ChatMessage
 	2,  // 1: cellrouter.global.v1.RouteResponse.candidates:type_name -> cellrouter.global.v1.CellCandidate
-	5,  // 2: cellrouter.global.v1.ListCellsResponse.cells:type_name -> cellrouter.global.v1.CellInfo
-	5,  // 3: cellrouter.global.v1.DrainCellResponse.cell:type_name -> cellrouter.global.v1.CellInfo
-	11, // 4: cellrouter.global.v1.CompleteResponse.headers:type_name -> cellrouter.global.v1.CompleteResponse.HeadersEntry
-	9,  // 5: cellrouter.global.v1.GlobalService.Complete:input_type -> cellrouter.global.v1.CompleteRequest
-	0,  // 6: cellrouter.global.v1.GlobalService.Route:input_type -> cellrouter.global.v1.RouteRequest
-	4,  // 7: cellrouter.global.v1.GlobalService.ListCells:input_type -> cellrouter.global.v1.ListCellsRequest
-	7,  // 8: cellrouter.global.v1.GlobalService.DrainCell:input_type -> cellrouter.global.v1.DrainCellRequest
-	10, // 9: cellrouter.global.v1.GlobalService.Complete:output_type -> cellrouter.global.v1.CompleteResponse
-	3,  // 10: cellrouter.global.v1.GlobalService.Route:output_type -> cellrouter.global.v1.RouteResponse
-	6,  // 11: cellrouter.global.v1.GlobalService.ListCells:output_type -> cellrouter.global.v1.ListCellsResponse
-	8,  // 12: cellrouter.global.v1.GlobalService.DrainCell:output_type -> cellrouter.global.v1.DrainCellResponse
-	9,  // [9:13] is the sub-list for method output_type
-	5,  // [5:9] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	6,  // 2: cellrouter.global.v1.CellInfo.endpoints:type_name -> cellrouter.global.v1.CellEndpoint
+	5,  // 3: cellrouter.global.v1.ListCellsResponse.cells:type_name -> cellrouter.global.v1.CellInfo
+	5,  // 4: cellrouter.global.v1.DrainCellResponse.cell:type_name -> cellrouter.global.v1.CellInfo
+	12, // 5: cellrouter.global.v1.CompleteResponse.headers:type_name -> cellrouter.global.v1.CompleteResponse.HeadersEntry
+	10, // 6: cellrouter.global.v1.GlobalService.Complete:input_type -> cellrouter.global.v1.CompleteRequest
+	0,  // 7: cellrouter.global.v1.GlobalService.Route:input_type -> cellrouter.global.v1.RouteRequest
+	4,  // 8: cellrouter.global.v1.GlobalService.ListCells:input_type -> cellrouter.global.v1.ListCellsRequest
+	8,  // 9: cellrouter.global.v1.GlobalService.DrainCell:input_type -> cellrouter.global.v1.DrainCellRequest
+	11, // 10: cellrouter.global.v1.GlobalService.Complete:output_type -> cellrouter.global.v1.CompleteResponse
+	3,  // 11: cellrouter.global.v1.GlobalService.Route:output_type -> cellrouter.global.v1.RouteResponse
+	7,  // 12: cellrouter.global.v1.GlobalService.ListCells:output_type -> cellrouter.global.v1.ListCellsResponse
+	9,  // 13: cellrouter.global.v1.GlobalService.DrainCell:output_type -> cellrouter.global.v1.DrainCellResponse
+	10, // [10:14] is the sub-list for method output_type
+	6,  // [6:10] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_api_global_v1_global_proto_init() }
@@ -929,7 +1007,7 @@ func file_api_global_v1_global_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_global_v1_global_proto_rawDesc), len(file_api_global_v1_global_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
