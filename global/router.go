@@ -180,7 +180,9 @@ func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
 	toks := rt.tokenize(ctx, req, views, d)
 	chain := rt.chain(req, toks)
 	_, span := rt.tr.Get().Start(ctx, "global.summary_lookup")
-	cands, cold := Search(rt.cfg.Search, views, chain, coldKey(req))
+	sc := rt.cfg.Search
+	sc.PrefillWeight = rt.cfg.Choose.PrefillWeight // one weight for the bound and the choice
+	cands, cold := Search(sc, views, chain, coldKey(req))
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("cellrouter.candidates", len(cands)), attribute.Bool("cellrouter.cold", cold),
 			attribute.Int("cellrouter.cells", len(views)))

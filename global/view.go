@@ -12,9 +12,12 @@ type Estimator interface {
 	Depth(chain []blockhash.Hash) int
 }
 
-// CellLoad is a cell's load as it gossips it.
+// CellLoad is a cell's load as it gossips it. LeastPodBlocks is the active
+// blocks of its least loaded pod, the load term of the cheapest pod the
+// cell could offer a request that holds none of its prefix.
 type CellLoad struct {
 	ActiveRequests, ActiveBlocks, FreeBlocks, Pods int
+	LeastPodBlocks                                 int
 }
 
 // CellView is what the global router knows of one cell when it decides.

@@ -10,8 +10,8 @@ import (
 // also pins the Bloom position scheme (a 512-bit block chosen from the
 // chained hash, nine-bit positions in it from its splitmix64 finaliser; see
 // Summary.MayContain): a change to either bumps it. Version 2 introduced the
-// blocked layout.
-const WireVersion = 2
+// blocked layout; version 3 added Load.LeastPodBlocks to the load.
+const WireVersion = 3
 
 // Message types, the second byte of every message.
 const (
@@ -63,6 +63,7 @@ func (e *encoder) load(l Load) {
 	e.uv(uint64(l.ActiveBlocks))
 	e.uv(uint64(l.FreeBlocks))
 	e.uv(uint64(l.Pods))
+	e.uv(uint64(l.LeastPodBlocks))
 }
 
 // decoder reads the wire primitives; the first error sticks and every later
@@ -172,6 +173,7 @@ func (d *decoder) load() Load {
 		ActiveBlocks:   int(d.uv("load ActiveBlocks", MaxLoadValue)),
 		FreeBlocks:     int(d.uv("load FreeBlocks", MaxLoadValue)),
 		Pods:           int(d.uv("load Pods", MaxLoadValue)),
+		LeastPodBlocks: int(d.uv("load LeastPodBlocks", MaxLoadValue)),
 	}
 }
 
