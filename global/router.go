@@ -62,6 +62,10 @@ type Decision struct {
 	Blocks int
 	// Took is the decision time, probes included.
 	Took time.Duration
+
+	// gossiped are the directory's views (gossiped loads) the decision
+	// was made from, for noteRouted.
+	gossiped []CellView
 }
 
 // Router decides which cell takes a request. It is safe for concurrent use.
@@ -75,6 +79,7 @@ type Router struct {
 
 	mu       sync.Mutex
 	draining map[string]bool
+	routed   routedLoads
 }
 
 // NewRouter returns a router over dir, probing with pr.
@@ -90,16 +95,24 @@ func NewRouter(cfg Config, dir Directory, pr Prober) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Router{cfg: cfg, dir: dir, prober: pr, hasher: h, tr: telemetry.NewTracer(tracerName, nil), tok: tok, draining: map[string]bool{}}, nil
+	return &Router{cfg: cfg, dir: dir, prober: pr, hasher: h, tr: telemetry.NewTracer(tracerName, nil), tok: tok, draining: map[string]bool{}, routed: routedLoads{}}, nil
 }
 
-// views returns the directory's cells with the router's draining marks.
+// views returns the directory's cells with the router's draining marks
+// and the load its own routing added since each cell last gossiped.
 func (rt *Router) views() []CellView {
+	vs, _ := rt.viewsAndGossiped()
+	return vs
+}
+
+// viewsAndGossiped returns views() and the directory's own views (the
+// gossiped loads).
+func (rt *Router) viewsAndGossiped() (views, gossiped []CellView) {
 	vs := rt.dir.Cells()
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if len(rt.draining) == 0 {
-		return vs
+	if len(rt.draining) == 0 && len(rt.routed) == 0 {
+		return vs, vs
 	}
 	out := make([]CellView, len(vs))
 	copy(out, vs)
@@ -108,7 +121,26 @@ func (rt *Router) views() []CellView {
 			out[i].Draining = true
 		}
 	}
-	return out
+	rt.routed.apply(out)
+	return out, vs
+}
+
+// noteRouted records the load the chosen cell takes on when the data
+// plane hands the request to it (a dry run records nothing).
+func (rt *Router) noteRouted(d *Decision) {
+	gossiped := d.gossiped
+	if len(d.Order) == 0 || gossiped == nil {
+		return
+	}
+	c := d.Order[0]
+	for _, a := range d.Answers {
+		if a.Cell == c && a.Err == nil && c < len(gossiped) && gossiped[c].ID == d.Views[c].ID {
+			rt.mu.Lock()
+			rt.routed.note(&d.Views[c], gossiped[c].Load, int(a.Load), d.Blocks)
+			rt.mu.Unlock()
+			return
+		}
+	}
 }
 
 // SetDraining marks a cell draining (or not); it reports whether it changed.
@@ -175,7 +207,7 @@ func coldKey(req *Request) uint64 {
 // the candidates and orders the cells. Nothing in any cell changes.
 func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
 	start := time.Now()
-	views := rt.views()
+	views, gossiped := rt.viewsAndGossiped()
 	d := &Decision{Views: views, Prompt: req.Kind()}
 	toks := rt.tokenize(ctx, req, views, d)
 	chain := rt.chain(req, toks)
@@ -209,6 +241,7 @@ func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
 			}
 		}
 		d.Order = Choose(rt.cfg.Choose, d.Answers, len(chain))
+		d.gossiped = gossiped
 	}
 	d.Order = appendFallbacks(d.Order, views, rt.cfg.MaxAttempts)
 	d.Took = time.Since(start)

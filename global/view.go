@@ -20,6 +20,21 @@ type CellLoad struct {
 	LeastPodBlocks                                 int
 }
 
+// Routed updates the load after the global tier sent a request of blocks
+// blocks to the cell, whose probe answered with a pick of pickLoad active
+// blocks: the cell's load grows, and when the pick was (as far as the
+// gossip tells) its least loaded pod, that pod's load grows too, so the
+// next searches before the next gossip do not all count on the same idle
+// pod. Another pod as idle may exist; the probe then finds it.
+func (l *CellLoad) Routed(pickLoad, blocks int) {
+	l.ActiveRequests++
+	l.ActiveBlocks += blocks
+	l.FreeBlocks = max(0, l.FreeBlocks-blocks)
+	if pickLoad <= l.LeastPodBlocks {
+		l.LeastPodBlocks = pickLoad + blocks
+	}
+}
+
 // CellView is what the global router knows of one cell when it decides.
 type CellView struct {
 	// ID names the cell; HTTPAddr takes requests; GRPCAddr takes probes.

@@ -198,6 +198,11 @@ func (h *hierRouter) route(ctx context.Context, r *request) (int, error) {
 			h.answers = append(h.answers, a)
 		}
 		cell = global.Choose(h.choose, h.answers, len(r.search))[0]
+		for _, a := range h.answers {
+			if a.Cell == cell && a.Err == nil {
+				h.views[cell].Load.Routed(int(a.Load), r.blocks)
+			}
+		}
 	}
 	h.probes += int64(n)
 	h.probeHist[n]++
