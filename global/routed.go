@@ -27,11 +27,10 @@ func (m routedLoads) apply(views []CellView) {
 	}
 }
 
-// note records that a request of blocks blocks went to the view's cell,
-// whose pick had pickLoad active blocks. v.Load is the load the decision
-// saw (gossiped, or already adjusted).
-func (m routedLoads) note(v *CellView, gossiped CellLoad, pickLoad, blocks int) {
+// note records that a request of blocks blocks went to the view's cell.
+// v.Load is the load the decision saw (gossiped, or already adjusted).
+func (m routedLoads) note(v *CellView, gossiped CellLoad, blocks int) {
 	l := v.Load
-	l.Routed(pickLoad, blocks)
+	l.Routed(blocks)
 	m[v.ID] = routedLoad{gossiped: gossiped, now: l}
 }

@@ -5,23 +5,29 @@ import "testing"
 // TestRoutedLoads: the load a router adds by its own routing shows in its
 // views until the cell gossips a new load, and only the chosen cell's.
 func TestRoutedLoads(t *testing.T) {
-	gossiped := CellLoad{ActiveRequests: 3, ActiveBlocks: 900, FreeBlocks: 5000, Pods: 4, LeastPodBlocks: 10}
+	gossiped := CellLoad{ActiveRequests: 3, ActiveBlocks: 900, FreeBlocks: 5000, Pods: 4}
 	views := []CellView{{ID: "a", Load: gossiped}, {ID: "b", Load: gossiped}}
 	m := routedLoads{}
-	// The pick was the least loaded pod (10 blocks): it now carries 60.
-	m.note(&views[0], gossiped, 10, 50)
+	// 50 blocks over 4 pods raise the least loaded pod by 13.
+	m.note(&views[0], gossiped, 50)
 	got := []CellView{{ID: "a", Load: gossiped}, {ID: "b", Load: gossiped}}
 	m.apply(got)
-	want := CellLoad{ActiveRequests: 4, ActiveBlocks: 950, FreeBlocks: 4950, Pods: 4, LeastPodBlocks: 60}
+	want := CellLoad{ActiveRequests: 4, ActiveBlocks: 950, FreeBlocks: 4950, Pods: 4, LeastPodBlocks: 13}
 	if got[0].Load != want || got[1].Load != gossiped {
 		t.Fatalf("after one request got %+v and %+v, want %+v and the gossiped %+v", got[0].Load, got[1].Load, want, gossiped)
 	}
-	// A second request on a busier pod (200) leaves the least pod alone.
-	m.note(&got[0], gossiped, 200, 50)
+	// A second request adds its share again.
+	m.note(&got[0], gossiped, 50)
 	again := []CellView{{ID: "a", Load: gossiped}}
 	m.apply(again)
-	if again[0].Load.LeastPodBlocks != 60 || again[0].Load.ActiveBlocks != 1000 {
-		t.Fatalf("after a second request got %+v, want least 60, active 1000", again[0].Load)
+	if again[0].Load.LeastPodBlocks != 26 || again[0].Load.ActiveBlocks != 1000 {
+		t.Fatalf("after a second request got %+v, want least 26, active 1000", again[0].Load)
+	}
+	// Without a pod count the least loaded pod stays as gossiped.
+	unknown := CellLoad{ActiveBlocks: 5, LeastPodBlocks: 2}
+	unknown.Routed(50)
+	if unknown.LeastPodBlocks != 2 || unknown.ActiveBlocks != 55 {
+		t.Fatalf("without pods got %+v, want least 2, active 55", unknown)
 	}
 	// The cell gossips again: the entry is dropped and the new load shown.
 	fresh := gossiped

@@ -136,7 +136,7 @@ func (rt *Router) noteRouted(d *Decision) {
 	for _, a := range d.Answers {
 		if a.Cell == c && a.Err == nil && c < len(gossiped) && gossiped[c].ID == d.Views[c].ID {
 			rt.mu.Lock()
-			rt.routed.note(&d.Views[c], gossiped[c].Load, int(a.Load), d.Blocks)
+			rt.routed.note(&d.Views[c], gossiped[c].Load, d.Blocks)
 			rt.mu.Unlock()
 			return
 		}

@@ -200,7 +200,7 @@ func (h *hierRouter) route(ctx context.Context, r *request) (int, error) {
 		cell = global.Choose(h.choose, h.answers, len(r.search))[0]
 		for _, a := range h.answers {
 			if a.Cell == cell && a.Err == nil {
-				h.views[cell].Load.Routed(int(a.Load), r.blocks)
+				h.views[cell].Load.Routed(r.blocks)
 			}
 		}
 	}
