@@ -28,7 +28,9 @@
 //     probed by running its selector in-process (what CellService.Route
 //     does, changing nothing) and global.Choose orders the answers; then the
 //     chosen cell's selector decides again (the hand-off) and its pick
-//     serves the request.
+//     serves the request. Until the next generation the global tier counts
+//     the load its hand-offs added to each cell (global.CellLoad.Routed),
+//     as global.Router does.
 //  5. A request's realised reuse is the engine model's prefix hit on the
 //     pod that served it (Admission.Matched); reuse is matched blocks over
 //     prompt blocks, and reuse_loss is (flat - hier) / flat.
