@@ -161,17 +161,23 @@ func (c *Cell) Summary(b *gossip.Builder) *gossip.Summary {
 // cellLoad is the load the cell gossips.
 func (c *Cell) cellLoad() gossip.Load {
 	var l gossip.Load
-	c.router.tracker.Snapshot(func(_ string, u *load.Usage) {
+	blocks := map[string]int{}
+	c.router.tracker.Snapshot(func(pod string, u *load.Usage) {
 		l.ActiveRequests += u.Requests
 		l.ActiveBlocks += u.Blocks
+		blocks[pod] = u.Blocks
 	})
-	total := 0
+	total, least := 0, -1
 	for _, p := range c.reg.Snapshot() {
 		if p.State != events.StateDead {
 			l.Pods++
 			total += c.router.pods[p.ID].KVBlocks
+			if b := blocks[p.ID]; least < 0 || b < least {
+				least = b
+			}
 		}
 	}
+	l.LeastPodBlocks = max(0, least)
 	l.FreeBlocks = max(0, total-l.ActiveBlocks)
 	return l
 }

@@ -86,6 +86,7 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 			span.SetAttributes(attribute.String("cellrouter.path", path), attribute.Int("cellrouter.probes", len(d.Answers)),
 				attribute.Int("cellrouter.blocks", d.Blocks))
 		}
+		g.rt.noteRouted(d)
 		g.handoff(w, r.WithContext(ctx), body, d, path)
 	}
 }

@@ -11,8 +11,9 @@
 //     Tokens below) and hashes the tokens exactly as the cells do (same
 //     block size, same seed: model and cache salt);
 //  2. searches the summaries (Search, pure): each usable cell's estimated
-//     prefix depth, best first, ties to the less loaded; at most MaxProbes
-//     cells within Slack blocks of the best;
+//     prefix depth turns into a lower bound on what its best pod would cost
+//     (see The choice below), and the MaxProbes cells with the lowest
+//     bounds are probed;
 //  3. probes those cells in parallel with a deadline (CellService.Route,
 //     which changes nothing in the cell) for their exact answer: the pod
 //     they would pick, its matched depth and load. When the search leaves
@@ -35,6 +36,57 @@
 //     makes the final choice, and to the next cells while no byte has
 //     reached the client (the cell list ends with every other usable cell,
 //     least loaded first).
+//
+// # The choice
+//
+// The global tier optimises the cells' own cost, the reference KV
+// router's: for the pod that serves a request, PrefillWeight * (blocks it
+// must prefill) + (its active blocks). One flat router over every pod picks
+// the pod of least cost; the two tiers aim to pick the same pod while
+// looking at no more than two cells.
+//
+// Search gives every usable cell a lower bound on its best pod's cost:
+// PrefillWeight * (chain length - (estimated depth + Slack)) + the active
+// blocks of the cell's least loaded pod, which every cell gossips in its
+// load (gossip.Load.LeastPodBlocks). The estimate is the summary's: it may
+// fall short of the truth by up to Stride-1 blocks, which Slack covers, and
+// over-shoot only on a false positive; the least loaded pod has the least
+// load term of any pod; so no pod of the cell costs less than the bound
+// while the gossip is current. The cells with the lowest bounds are probed
+// (ties to the deeper estimate, then the less loaded cell); a cell with no
+// estimate can only enter through its load, so only the least loaded of
+// those are looked at, which is what spreads a prefix every cell shares (a
+// system prompt) once the cells that hold more of it get busy. The probes
+// return each cell's exact best pod and cost, and Choose takes the cheaper
+// (plus the round trip, which matters across regions). The chosen cell's
+// picker then decides with the same cost over its own pods.
+//
+// Why this loses nothing against the flat router: the flat router's pod p
+// lies in some cell c, and c's bound is at most p's cost. If c is among the
+// probed cells, its probe finds p (or a pod of equal cost) and Choose picks
+// it unless another probed cell offers a pod as cheap: the same choice. c
+// is left out only when MaxProbes other cells have bounds below p's cost,
+// that is, when each of them may hold a cheaper pod, and the probe of the
+// best of them then decides with exact figures. What remains is staleness:
+// summaries and loads are as old as the last gossip (SummaryInterval, 2 s),
+// while the flat router sees every event at once. To soften it, a Router
+// counts the load its own hand-offs added to each cell until the cell
+// gossips again (CellLoad.Routed: the cell's totals, and its least loaded
+// pod by the request's share over the pods), so the decisions between two
+// gossip messages do not all lean on the same idle pod. The quality
+// benchmark (loadtest hierarchy, its load sweep and its agents workload)
+// measures what is left; the README has the figures: within 1% of the
+// flat router while the fleet is idle or moderately loaded, 2 to 4% once
+// every pod runs several requests and loads move faster than gossip.
+// Probing every cell (--max-probes 8) left 1.7% at 2,000 ms a token, so
+// most of that is not the choice of cells to probe.
+//
+// At fleet scale the search must not test every cell's summary: a
+// gossip.Bank holds all summaries transposed (one row of cell bits per
+// filter bit), so one test covers every cell and the search cost grows with
+// the cells that hold a prefix rather than with the fleet
+// (SearchDepths takes its depths; loadtest hierarchy --scale measures it at
+// 1,024 cells).
 //
 // A request whose prefix no summary knows (a cold prompt, or a text prompt
 // the global tier could not tokenize) goes to one of two cells chosen by a

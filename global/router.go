@@ -66,6 +66,10 @@ type Decision struct {
 	// data plane handed the request to it without a probe (see
 	// Config.ProbeLone): there was nothing to choose between.
 	Unprobed bool
+
+	// gossiped are the directory's views (gossiped loads) the decision
+	// was made from, for noteRouted.
+	gossiped []CellView
 }
 
 // Router decides which cell takes a request. It is safe for concurrent use.
@@ -80,6 +84,7 @@ type Router struct {
 
 	mu       sync.Mutex
 	draining map[string]bool
+	routed   routedLoads
 }
 
 // NewRouter returns a router over dir, probing with pr.
@@ -95,16 +100,25 @@ func NewRouter(cfg Config, dir Directory, pr Prober) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Router{cfg: cfg, dir: dir, prober: pr, hasher: h, tr: telemetry.NewTracer(tracerName, nil), tok: tok, dist: newDistances(), draining: map[string]bool{}}, nil
+	return &Router{cfg: cfg, dir: dir, prober: pr, hasher: h, tr: telemetry.NewTracer(tracerName, nil), tok: tok, dist: newDistances(),
+		draining: map[string]bool{}, routed: routedLoads{}}, nil
 }
 
-// views returns the directory's cells with the router's draining marks.
+// views returns the directory's cells with the router's draining marks
+// and the load its own routing added since each cell last gossiped.
 func (rt *Router) views() []CellView {
+	vs, _ := rt.viewsAndGossiped()
+	return vs
+}
+
+// viewsAndGossiped returns views() and the directory's own views (the
+// gossiped loads).
+func (rt *Router) viewsAndGossiped() (views, gossiped []CellView) {
 	vs := rt.dir.Cells()
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if len(rt.draining) == 0 {
-		return vs
+	if len(rt.draining) == 0 && len(rt.routed) == 0 {
+		return vs, vs
 	}
 	out := make([]CellView, len(vs))
 	copy(out, vs)
@@ -113,7 +127,33 @@ func (rt *Router) views() []CellView {
 			out[i].Draining = true
 		}
 	}
-	return out
+	rt.routed.apply(out)
+	return out, vs
+}
+
+// noteRouted records the load the chosen cell takes on when the data
+// plane hands the request to it (a dry run records nothing).
+func (rt *Router) noteRouted(d *Decision) {
+	gossiped := d.gossiped
+	if len(d.Order) == 0 || gossiped == nil {
+		return
+	}
+	c := d.Order[0]
+	if d.Unprobed && c < len(gossiped) && gossiped[c].ID == d.Views[c].ID {
+		// The lone candidate, handed the request without a probe.
+		rt.mu.Lock()
+		rt.routed.note(&d.Views[c], gossiped[c].Load, d.Blocks)
+		rt.mu.Unlock()
+		return
+	}
+	for _, a := range d.Answers {
+		if a.Cell == c && a.Err == nil && c < len(gossiped) && gossiped[c].ID == d.Views[c].ID {
+			rt.mu.Lock()
+			rt.routed.note(&d.Views[c], gossiped[c].Load, d.Blocks)
+			rt.mu.Unlock()
+			return
+		}
+	}
 }
 
 // SetDraining marks a cell draining (or not); it reports whether it changed.
@@ -198,12 +238,14 @@ func (rt *Router) decideToSend(ctx context.Context, req *Request) (*Decision, er
 
 func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool) (*Decision, error) {
 	start := time.Now()
-	views := rt.views()
+	views, gossiped := rt.viewsAndGossiped()
 	d := &Decision{Views: views, Prompt: req.Kind()}
 	toks := rt.tokenize(ctx, req, views, d)
 	chain := rt.chain(req, toks)
 	_, span := rt.tr.Start(ctx, "global.summary_lookup")
-	cands, cold := Search(rt.cfg.Search, views, chain, coldKey(req))
+	sc := rt.cfg.Search
+	sc.PrefillWeight = rt.cfg.Choose.PrefillWeight // one weight for the bound and the choice
+	cands, cold := Search(sc, views, chain, coldKey(req))
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("cellrouter.candidates", len(cands)), attribute.Bool("cellrouter.cold", cold),
 			attribute.Int("cellrouter.cells", len(views)))
@@ -219,6 +261,9 @@ func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool) (*De
 			d.Order = append(d.Order, c.Cell)
 		}
 		d.Unprobed = !cold
+		if d.Unprobed {
+			d.gossiped = gossiped
+		}
 	} else {
 		probe := &cellv1.RouteRequest{Model: req.Model, TokenIds: toks, MaxCandidates: 1}
 		if req.CacheSalt != "" {
@@ -235,6 +280,7 @@ func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool) (*De
 			a.Distance = rt.dist.of(id)
 		}
 		d.Order = Choose(rt.cfg.Choose, d.Answers, len(chain))
+		d.gossiped = gossiped
 	}
 	d.Order = appendFallbacks(d.Order, views, rt.cfg.MaxAttempts)
 	d.Took = time.Since(start)

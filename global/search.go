@@ -1,9 +1,12 @@
 package global
 
 import (
+	"slices"
+
 	"github.com/zeebo/xxh3"
 
 	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/gossip"
 )
 
 // Candidate is a cell the summaries suggest for a request.
@@ -18,103 +21,184 @@ type Candidate struct {
 type SearchConfig struct {
 	// MaxProbes is the most cells probed per request.
 	MaxProbes int
-	// Slack keeps, besides the best estimate, cells whose estimate is at
-	// least the best minus Slack blocks (Bloom sampling and false positives
-	// make estimates coarse), up to MaxProbes.
+	// Slack is how many blocks a summary's estimate may fall short of the
+	// cell's true depth (sampling by Stride under-reports by up to
+	// Stride-1; evictions of a parent before its child by more): a cell's
+	// cost bound counts that many more cached blocks than its estimate.
 	Slack int
 	// ColdBlocks is how many leading blocks name a cold prompt for the
 	// stable hash (two choices).
 	ColdBlocks int
+	// PrefillWeight is the cost of one block to prefill against one active
+	// block of load, as in ChooseConfig (the Router uses Choose's).
+	PrefillWeight float64
 }
 
 // DefaultSearchConfig probes at most two cells.
 func DefaultSearchConfig() SearchConfig {
-	return SearchConfig{MaxProbes: 2, Slack: 8, ColdBlocks: 4}
+	return SearchConfig{MaxProbes: 2, Slack: 8, ColdBlocks: 4, PrefillWeight: 1}
 }
 
-// Search finds the cells to probe for chain: the usable cells whose summary
-// suggests the deepest prefix, best first (ties to the less loaded). When no
-// summary knows even the first block, cold is true and the candidates are
-// the two cells a stable hash of the first blocks chooses (rendezvous
-// hashing), the less loaded first, so repeated cold prompts meet their cache
-// in the same cell. Search is pure and allocates only its result.
+// Search finds the cells to probe for chain (see SearchDepths), estimating
+// every usable cell's depth from its summary one by one. At hundreds of
+// cells, SearchDepths with the depths of a gossip.Bank does the same in
+// time that grows with the cells that hold the prefix, not with all cells.
 func Search(cfg SearchConfig, views []CellView, chain []blockhash.Hash, coldKey uint64) (cands []Candidate, cold bool) {
-	best := 0
-	for i := range views {
-		v := &views[i]
-		if !v.usable() || v.Summary == nil || len(chain) == 0 {
-			continue
-		}
-		if d := v.Summary.Depth(chain); d > 0 {
-			cands = append(cands, Candidate{Cell: i, Estimated: d})
-			best = max(best, d)
+	var buf [16]gossip.CellDepth
+	depths := buf[:0]
+	if len(chain) > 0 {
+		for i := range views {
+			v := &views[i]
+			if !v.usable() || v.Summary == nil {
+				continue
+			}
+			if d := v.Summary.Depth(chain); d > 0 {
+				depths = append(depths, gossip.CellDepth{Cell: i, Depth: d})
+			}
 		}
 	}
-	if len(cands) > 0 {
-		// Insertion sort: candidates are few, and sort.Slice allocates.
-		before := func(a, b Candidate) bool {
-			if a.Estimated != b.Estimated {
-				return a.Estimated > b.Estimated
-			}
-			return loadOf(&views[a.Cell]) < loadOf(&views[b.Cell])
+	return SearchDepths(cfg, views, nil, depths, chain, coldKey)
+}
+
+// LoadOrder returns the usable cells of views, least loaded pod first
+// (ties to the less loaded cell, then the lower index): the order in which
+// SearchDepths considers cells without an estimate. Compute it once per
+// change of the views, not per decision.
+func LoadOrder(views []CellView) []int {
+	var out []int
+	for i := range views {
+		if views[i].usable() {
+			out = append(out, i)
 		}
-		for i := 1; i < len(cands); i++ {
-			for j := i; j > 0 && before(cands[j], cands[j-1]); j-- {
-				cands[j], cands[j-1] = cands[j-1], cands[j]
-			}
+	}
+	slices.SortFunc(out, func(a, b int) int {
+		va, vb := &views[a], &views[b]
+		switch {
+		case va.Load.LeastPodBlocks != vb.Load.LeastPodBlocks:
+			return va.Load.LeastPodBlocks - vb.Load.LeastPodBlocks
+		case loadOf(va) < loadOf(vb):
+			return -1
+		case loadOf(va) > loadOf(vb):
+			return 1
 		}
-		// Keep the deepest estimates within Slack, leaving one probe for
-		// the least loaded cell: a prefix every cell shares (a system
-		// prompt) would otherwise draw all traffic to the cells that
-		// happened to serve it first, and the choice could never weigh
-		// their load against a little prefill elsewhere.
-		room := cfg.MaxProbes
-		if room > 1 {
-			room--
+		return a - b
+	})
+	return out
+}
+
+// SearchDepths chooses the cells to probe for chain, given every cell whose
+// summary estimates a prefix depth above zero (depths; cells index views;
+// unusable cells are skipped). It is pure.
+//
+// Each usable cell gets a lower bound on the cost of the best pod it could
+// offer: PrefillWeight * (blocks left to prefill if it held Slack blocks
+// more than its estimate) + the active blocks of its least loaded pod
+// (CellLoad.LeastPodBlocks). That is the cells' own cost, prefill plus the
+// pick's load, with each part at its most optimistic, so no pod of the cell
+// can cost less (while the gossiped load is current). The MaxProbes cells
+// with the lowest bounds are the candidates, lowest first (ties to the
+// deeper estimate, then the less loaded cell). A cell without an estimate
+// can only enter through its load, so of those only the least loaded need
+// be looked at.
+//
+// When no summary knows even the first block, cold is true and the
+// candidates are the two cells a stable hash of the first blocks chooses
+// (rendezvous hashing), the less loaded first, so repeated cold prompts
+// meet their cache in the same cell.
+//
+// order, when not nil, is LoadOrder(views): with it the cells without an
+// estimate are walked least loaded first and the walk stops after
+// MaxProbes of them, instead of looking at every cell.
+func SearchDepths(cfg SearchConfig, views []CellView, order []int, depths []gossip.CellDepth, chain []blockhash.Hash, coldKey uint64) (cands []Candidate, cold bool) {
+	total := len(chain)
+	k := max(1, cfg.MaxProbes)
+	type scored struct {
+		c     Candidate
+		bound float64
+		load  float64
+	}
+	var topArr [8]scored
+	top := topArr[:0]
+	before := func(a, b *scored) bool {
+		if a.bound != b.bound {
+			return a.bound < b.bound
 		}
-		keep := 0
-		for _, c := range cands {
-			if keep == room || c.Estimated < best-cfg.Slack {
+		if a.c.Estimated != b.c.Estimated {
+			return a.c.Estimated > b.c.Estimated
+		}
+		if a.load != b.load {
+			return a.load < b.load
+		}
+		return a.c.Cell < b.c.Cell
+	}
+	offer := func(x scored) {
+		if len(top) == k && !before(&x, &top[k-1]) {
+			return
+		}
+		if len(top) < k {
+			top = append(top, x)
+		} else {
+			top[k-1] = x
+		}
+		for j := len(top) - 1; j > 0 && before(&top[j], &top[j-1]); j-- {
+			top[j], top[j-1] = top[j-1], top[j]
+		}
+	}
+	bound := func(v *CellView, est int) float64 {
+		cached := 0
+		if est > 0 {
+			cached = min(total, est+cfg.Slack)
+		}
+		return cfg.PrefillWeight*float64(total-cached) + float64(v.Load.LeastPodBlocks)
+	}
+	taken := make([]uint64, (len(views)+63)/64)
+	known := 0
+	for _, d := range depths {
+		if d.Cell < 0 || d.Cell >= len(views) || d.Depth <= 0 || !views[d.Cell].usable() {
+			continue
+		}
+		taken[d.Cell/64] |= 1 << (d.Cell % 64)
+		known++
+		v := &views[d.Cell]
+		offer(scored{c: Candidate{Cell: d.Cell, Estimated: d.Depth}, bound: bound(v, d.Depth), load: loadOf(v)})
+	}
+	if known == 0 {
+		if len(chain) > 0 {
+			coldKey = uint64(chain[min(cfg.ColdBlocks, len(chain))-1])
+		}
+		return twoChoices(views, coldKey), true
+	}
+	// The cells without an estimate, by their least loaded pod: a shared
+	// prefix (a system prompt) would otherwise draw all traffic to the
+	// cells that served it first, and the choice could never weigh their
+	// load against a little prefill elsewhere.
+	if order != nil {
+		offered := 0
+		for _, i := range order {
+			if offered == k {
 				break
 			}
-			cands[keep] = c
-			keep++
-		}
-		cands = cands[:keep]
-		if keep < cfg.MaxProbes {
-			if i := leastLoaded(views, cands); i >= 0 {
-				est := 0
-				if views[i].Summary != nil {
-					est = views[i].Summary.Depth(chain)
-				}
-				cands = append(cands, Candidate{Cell: i, Estimated: est})
+			if i < 0 || i >= len(views) || !views[i].usable() || taken[i/64]&(1<<(i%64)) != 0 {
+				continue
 			}
+			v := &views[i]
+			offer(scored{c: Candidate{Cell: i}, bound: bound(v, 0), load: loadOf(v)})
+			offered++
 		}
-		return cands, false
-	}
-	if len(chain) > 0 {
-		coldKey = uint64(chain[min(cfg.ColdBlocks, len(chain))-1])
-	}
-	return twoChoices(views, coldKey), true
-}
-
-// leastLoaded returns the usable cell with the least load that is not in
-// cands, or -1.
-func leastLoaded(views []CellView, cands []Candidate) int {
-	best := -1
-	for i := range views {
-		if !views[i].usable() {
-			continue
-		}
-		taken := false
-		for _, c := range cands {
-			taken = taken || c.Cell == i
-		}
-		if !taken && (best < 0 || loadOf(&views[i]) < loadOf(&views[best])) {
-			best = i
+	} else {
+		for i := range views {
+			v := &views[i]
+			if !v.usable() || taken[i/64]&(1<<(i%64)) != 0 {
+				continue
+			}
+			offer(scored{c: Candidate{Cell: i}, bound: bound(v, 0), load: loadOf(v)})
 		}
 	}
-	return best
+	cands = make([]Candidate, len(top))
+	for i := range top {
+		cands[i] = top[i].c
+	}
+	return cands, false
 }
 
 // loadOf orders cells by load: active blocks, then requests.

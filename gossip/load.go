@@ -11,6 +11,12 @@ type Load struct {
 	FreeBlocks int
 	// Pods is the number of live pods in the cell.
 	Pods int
+	// LeastPodBlocks is the active KV blocks of the cell's least loaded
+	// live pod: with it the global tier bounds from below what the cell's
+	// best pod would cost for a request (prefill left plus that pod's load),
+	// so its search can rank cells by cost before probing any. Wire
+	// version 3 added it.
+	LeastPodBlocks int
 }
 
 // MaxLoadValue bounds every Load field on the wire.

@@ -190,7 +190,13 @@ func (s *Summary) Depth(chain []blockhash.Hash) int {
 		// settles them, instead of a whole binary search.
 		return 0
 	}
-	lo, hi := 0, n // sampledAt(lo) hits; sampledAt(hi) misses (or hi == n)
+	return s.depthFrom(chain, 0, n)
+}
+
+// depthFrom continues Depth's binary search from the interval (lo, hi):
+// sampled depth lo hits, hi misses or is past the chain.
+func (s *Summary) depthFrom(chain []blockhash.Hash, lo, hi int) int {
+	p := s.params
 	for hi-lo > 1 {
 		mid := int(uint(lo+hi) >> 1)
 		if s.MayContain(chain[p.sampledAt(mid)-1]) {
@@ -198,9 +204,6 @@ func (s *Summary) Depth(chain []blockhash.Hash) int {
 		} else {
 			hi = mid
 		}
-	}
-	if lo < 0 {
-		return 0
 	}
 	return p.sampledAt(lo)
 }

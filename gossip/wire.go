@@ -11,7 +11,8 @@ import (
 // chained hash, nine-bit positions in it from its splitmix64 finaliser; see
 // Summary.MayContain): a change to either bumps it. Version 2 introduced the
 // blocked layout; version 3 the publishing replica's node name in headers,
-// snapshots and deltas, and peer messages between replicas.
+// snapshots and deltas, peer messages between replicas, and
+// Load.LeastPodBlocks in the load.
 const WireVersion = 3
 
 // Message types, the second byte of every message.
@@ -65,6 +66,7 @@ func (e *encoder) load(l Load) {
 	e.uv(uint64(l.ActiveBlocks))
 	e.uv(uint64(l.FreeBlocks))
 	e.uv(uint64(l.Pods))
+	e.uv(uint64(l.LeastPodBlocks))
 }
 
 // decoder reads the wire primitives; the first error sticks and every later
@@ -174,6 +176,7 @@ func (d *decoder) load() Load {
 		ActiveBlocks:   int(d.uv("load ActiveBlocks", MaxLoadValue)),
 		FreeBlocks:     int(d.uv("load FreeBlocks", MaxLoadValue)),
 		Pods:           int(d.uv("load Pods", MaxLoadValue)),
+		LeastPodBlocks: int(d.uv("load LeastPodBlocks", MaxLoadValue)),
 	}
 }
 

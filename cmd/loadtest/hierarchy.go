@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cellrouter/cellrouter/loadtest/hierarchy"
@@ -41,8 +43,53 @@ func runHierarchy(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	tokJSON := fs.String("tokenizer-json", d.TokenizerJSON, "tokenizer.json of the text modes (default: the demo tokenizer)")
 	chatTmpl := fs.String("chat-template", d.ChatTemplate, "built-in chat template of the text modes (default: the demo tokenizer's, chatml)")
 	decode := fs.Float64("decode-ms-per-token", d.DecodeMsPerToken, "load model: ms of trace time a request holds its pod per output token")
+	loads := fs.String("loads", joinFloats(hierarchy.DefaultLoads), "load sweep: comma-separated decode-ms-per-token values, one run each "+
+		"(\"\" runs once; the default is the sweep unless --decode-ms-per-token is given)")
+	prefillMs := fs.Float64("prefill-ms-per-block", d.PrefillMsPerBlock, "TTFT estimate: prefill ms of one block on an idle pod")
+	workload := fs.String("workload", d.Workload, "conversation (the trace) or agents (generated agent sessions with long shared system prompts)")
+	scale := fs.Bool("scale", false, "fleet-scale mode: the global tier over --cells cells (default 1024) of many tenants, against an exact oracle; "+
+		"its defaults differ (see loadtest/hierarchy.DefaultScaleConfig) and only the flags given apply")
+	tenants := fs.Int("tenants", 0, "scale mode: tenants, each a copy of the trace with its own cache salt and time offset (0 = one per cell)")
+	requests := fs.Int("requests", hierarchy.DefaultScaleConfig().Requests, "scale mode: requests replayed from the tenants' merged stream")
 	if help, err := parseFlags("hierarchy", fs, args); help || err != nil {
 		return err
+	}
+	if *scale {
+		sc := hierarchy.DefaultScaleConfig()
+		apply := explicitly(fs)
+		apply("trace", func() { sc.TracePath = *tracePath })
+		apply("cells", func() { sc.Cells = *cells })
+		apply("pods-per-cell", func() { sc.PodsPerCell = *podsPerCell })
+		apply("blocks-per-pod", func() { sc.BlocksPerPod = *bpp })
+		apply("seed", func() { sc.Seed = *seed })
+		apply("block-size", func() { sc.BlockSize = *blockSize })
+		apply("summary-interval", func() { sc.SummaryInterval = *interval })
+		apply("max-probes", func() { sc.MaxProbes = *maxProbes })
+		apply("probe-slack", func() { sc.ProbeSlack = *slack })
+		apply("stride", func() { sc.Stride = *stride })
+		apply("fpr", func() { sc.FalsePositiveRate = *fpr })
+		apply("decode-ms-per-token", func() { sc.DecodeMsPerToken = *decode })
+		apply("tenants", func() { sc.Tenants = *tenants })
+		apply("requests", func() { sc.Requests = *requests })
+		found, err := locateTrace("hierarchy", sc.TracePath)
+		if err != nil {
+			return err
+		}
+		sc.TracePath = found
+		if !*quiet {
+			start := time.Now()
+			sc.Progress = func(format string, a ...any) {
+				fmt.Fprintf(stderr, "[%6.1fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, a...))
+			}
+		}
+		rep, err := hierarchy.RunScale(ctx, sc)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(stdout).Encode(rep)
+		}
+		return rep.WriteTable(stdout)
 	}
 	cfg := d
 	if *quick {
@@ -66,6 +113,16 @@ func runHierarchy(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	apply("temperature", func() { cfg.Temperature = *temp })
 	apply("busy-threshold", func() { cfg.BusyThreshold = *busy })
 	apply("decode-ms-per-token", func() { cfg.DecodeMsPerToken = *decode })
+	apply("prefill-ms-per-block", func() { cfg.PrefillMsPerBlock = *prefillMs })
+	apply("workload", func() { cfg.Workload = *workload })
+	// The default run sweeps; one explicit load runs once, as before.
+	if !isSet(fs, "decode-ms-per-token") || isSet(fs, "loads") {
+		l, err := parseFloats(*loads)
+		if err != nil {
+			return fmt.Errorf("hierarchy: --loads: %w", err)
+		}
+		cfg.Loads = l
+	}
 	apply("prompt", func() { cfg.Prompt = *prompt })
 	apply("tokenizer-json", func() { cfg.TokenizerJSON = *tokJSON })
 	apply("chat-template", func() { cfg.ChatTemplate = *chatTmpl })
@@ -92,3 +149,27 @@ func runHierarchy(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	return rep.WriteTable(stdout)
 }
+
+// isSet reports whether the flag was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// parseFloats parses a comma-separated list of numbers ("" is none).
+func parseFloats(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+

@@ -52,6 +52,16 @@ type Config struct {
 	// DecodeMsPerToken sets the load model: a request occupies its pod for
 	// output_length * DecodeMsPerToken of trace time.
 	DecodeMsPerToken float64 `json:"decode_ms_per_token"`
+	// Loads, when not empty, sweeps the load: one run per value of
+	// DecodeMsPerToken, from the trace's own pace to past the point where
+	// the favourite cell's pods are busy (see Sweep).
+	Loads []float64 `json:"loads,omitempty"`
+	// PrefillMsPerBlock is the TTFT estimate's prefill time of one block
+	// on an idle pod (see outcomes).
+	PrefillMsPerBlock float64 `json:"prefill_ms_per_block"`
+	// Workload is WorkloadConversation (the trace at TracePath) or
+	// WorkloadAgents (generated: see agents.go).
+	Workload string `json:"workload"`
 	// Prompt is what requests carry: PromptTokens (token ids, the
 	// default), PromptText or PromptChat (text the engines, the global
 	// tier and the cells tokenize).
@@ -90,9 +100,17 @@ func DefaultConfig() Config {
 		Temperature:       0,
 		BusyThreshold:     0.95,
 		DecodeMsPerToken:  20,
+		PrefillMsPerBlock: 0.5,
 		Prompt:            PromptTokens,
+		Workload:          WorkloadConversation,
 	}
 }
+
+// DefaultLoads is the sweep of the command's default run, in ms of trace
+// time per output token: the trace's own pace (the fleet nearly idle),
+// loaded, past the point where the favourite cell's pods are busy, and far
+// past it.
+var DefaultLoads = []float64{20, 400, 2000, 5000}
 
 // QuickConfig is DefaultConfig cut to the first 2,000 requests (about ten
 // minutes of trace), which runs in well under a minute on two cores.
@@ -140,6 +158,15 @@ func (c Config) Validate() error {
 		return fmt.Errorf("hierarchy: DecodeMsPerToken must be >= 0, got %v", c.DecodeMsPerToken)
 	case c.Prompt != PromptTokens && c.Prompt != PromptText && c.Prompt != PromptChat:
 		return fmt.Errorf("hierarchy: Prompt must be tokens, text or chat, got %q", c.Prompt)
+	case !(c.PrefillMsPerBlock >= 0):
+		return fmt.Errorf("hierarchy: PrefillMsPerBlock must be >= 0, got %v", c.PrefillMsPerBlock)
+	case c.Workload != WorkloadConversation && c.Workload != WorkloadAgents:
+		return fmt.Errorf("hierarchy: Workload must be %s or %s, got %q", WorkloadConversation, WorkloadAgents, c.Workload)
+	}
+	for _, l := range c.Loads {
+		if !(l >= 0) {
+			return fmt.Errorf("hierarchy: Loads must be >= 0 ms per token, got %v", l)
+		}
 	}
 	if err := c.summaryConfig().Validate(); err != nil {
 		return fmt.Errorf("hierarchy: %w", err)

@@ -28,7 +28,9 @@
 //     probed by running its selector in-process (what CellService.Route
 //     does, changing nothing) and global.Choose orders the answers; then the
 //     chosen cell's selector decides again (the hand-off) and its pick
-//     serves the request.
+//     serves the request. Until the next generation the global tier counts
+//     the load its hand-offs added to each cell (global.CellLoad.Routed),
+//     as global.Router does.
 //  5. A request's realised reuse is the engine model's prefix hit on the
 //     pod that served it (Admission.Matched); reuse is matched blocks over
 //     prompt blocks, and reuse_loss is (flat - hier) / flat.
@@ -57,6 +59,42 @@
 // at the global tier or at the serving cell differs from the engine's
 // (tokenize.mismatches, which must be 0) and times the global tier's
 // tokenization.
+//
+// # Load sweep
+//
+// With Config.Loads (loadtest hierarchy --loads 20,400,2000,5000, the
+// command's default run) the replay runs once per load level, each with
+// fresh fleets: the level is DecodeMsPerToken, from the trace's own pace
+// (20 ms a token: about 23 requests running over 256 pods) to 5,000 ms
+// (about 5,800 running, past the 95% busy threshold of the favourite
+// cell's pods). Every level reports the same fields as a single run, in
+// Report.Levels; the top-level fields are the level at DecodeMsPerToken.
+// Besides reuse and probes, a level counts the requests routed to a pod
+// that was already busy (queued_flat, queued_hier: they would wait; the
+// busy filter is soft, so nothing is refused) and a TTFT estimate from one
+// model for both routers (outcome.go: the blocks the pod did not hold,
+// PrefillMsPerBlock each, shared with the requests running on the pod).
+//
+// # Agents
+//
+// Config.Workload "agents" (--workload agents) replaces the trace with
+// generated agent sessions (AgentsTrace): two dozen long system prompts of
+// Zipf popularity and tool-call loops whose turns follow each other within
+// seconds, each extending the last by one block of 512 tokens. It stresses
+// what the conversation trace does not: a hot shared prefix several
+// thousand tokens long, and follow-ups faster than the summaries refresh.
+//
+// # Fleet scale
+//
+// RunScale (--scale) is a lighter model for 64 to 1,024 cells and more (see
+// ScaleConfig): many tenants replay the trace with their own cache salts
+// and time offsets; each cell is one engine cache; the global tier is the
+// real one (summaries through the gossip codec, gossip.Bank,
+// global.SearchDepths, global.Choose over exact probe answers); the flat
+// reference is an exact oracle, the deepest prefix any cell holds at that
+// moment. It reports reuse loss against the oracle, probes, summary and
+// gossip bytes, the decision's p50/p99 without probes (and the linear
+// search's on a sample, side by side), and the global tier's state size.
 //
 // A false probe is a probed cell whose exact best match (the deepest prefix
 // any of its pods holds, from the probe's index match) is zero or below the

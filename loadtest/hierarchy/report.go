@@ -9,11 +9,11 @@ import (
 	"github.com/cellrouter/cellrouter/loadtest/trace"
 )
 
-// Acceptance targets of the issue "The global tier" (architecture.md,
-// performance budgets): at most 2% less prefix reuse than the flat index,
-// at most 2 probes per request at p95, and no busier busiest pod.
+// Acceptance targets: at most 1% less prefix reuse than the flat index at
+// every load (issue 13; architecture.md's budget is 2%), at most 2 probes
+// per request at p95, and no busier busiest pod.
 const (
-	MaxReuseLoss = 0.02
+	MaxReuseLoss = 0.01
 	MaxProbesP95 = 2
 )
 
@@ -45,6 +45,9 @@ type Report struct {
 	Temperature       float64 `json:"temperature"`
 	BusyThreshold     float64 `json:"busy_threshold"`
 	DecodeMsPerToken  float64 `json:"decode_ms_per_token"`
+	PrefillMsPerBlock float64 `json:"prefill_ms_per_block"`
+	// Workload is the run's workload (conversation or agents).
+	Workload string `json:"workload"`
 	// Prompt is the prompt kind; Tokenize says how text was tokenized
 	// (absent for token prompts).
 	Prompt   string          `json:"prompt"`
@@ -86,6 +89,18 @@ type Report struct {
 	CellRequests []int64 `json:"cell_requests"`
 	MaxCellShare float64 `json:"max_cell_share"`
 	CellsUsed    int     `json:"cells_used"`
+	// Queued counts requests routed to a pod that was busy on arrival
+	// (active blocks above BusyThreshold of its cache): they would wait.
+	// Nothing is refused (the busy filter is soft).
+	QueuedFlat int64 `json:"queued_flat"`
+	QueuedHier int64 `json:"queued_hier"`
+	// TTFT estimates (outcomes): mean, p50 and p95 in ms of both routers.
+	TTFTMeanFlatMs float64 `json:"ttft_mean_flat_ms"`
+	TTFTMeanHierMs float64 `json:"ttft_mean_hier_ms"`
+	TTFTP50FlatMs  float64 `json:"ttft_p50_flat_ms"`
+	TTFTP50HierMs  float64 `json:"ttft_p50_hier_ms"`
+	TTFTP95FlatMs  float64 `json:"ttft_p95_flat_ms"`
+	TTFTP95HierMs  float64 `json:"ttft_p95_hier_ms"`
 	// Evictions show the caches were under pressure.
 	EvictedBlocksFlat int64 `json:"evicted_blocks_flat"`
 	EvictedBlocksHier int64 `json:"evicted_blocks_hier"`
@@ -98,6 +113,11 @@ type Report struct {
 	PodShareOK  bool    `json:"max_pod_share_ok"`
 	Pass        bool    `json:"pass"`
 	WallSeconds float64 `json:"wall_seconds"`
+	// Loads and Levels are the load sweep (Config.Loads): one report per
+	// level, with the same fields; the fields above are the level at the
+	// configured decode_ms_per_token, and pass holds for every level.
+	Loads  []float64 `json:"loads,omitempty"`
+	Levels []*Report `json:"levels,omitempty"`
 }
 
 // report assembles the figures after the replay.
@@ -110,12 +130,18 @@ func (s *sim) report(recs []trace.Record) *Report {
 		BlocksPerPod: c.BlocksPerPod, SummaryIntervalS: c.SummaryInterval, MaxProbes: c.MaxProbes,
 		ProbeSlack: c.ProbeSlack, ColdBlocks: c.ColdBlocks, Stride: c.Stride, FalsePositiveRate: c.FalsePositiveRate,
 		OverlapWeight: c.OverlapWeight, Temperature: c.Temperature, BusyThreshold: c.BusyThreshold,
-		DecodeMsPerToken: c.DecodeMsPerToken, Prompt: c.Prompt,
+		DecodeMsPerToken: c.DecodeMsPerToken, Prompt: c.Prompt, PrefillMsPerBlock: c.PrefillMsPerBlock, Workload: c.Workload,
+		QueuedFlat: s.flat.out.queued, QueuedHier: h.out.queued,
 		MatchedBlocksFlat: s.matchedFlat, MatchedBlocksHier: s.matchedHier,
 		Probes: h.probes, FalseProbes: h.falseProbes, ColdRequests: h.colds,
 		EvictedBlocksFlat:  s.flat.cl.evicted,
 		SummaryGenerations: s.nextGen,
 	}
+	if c.Workload == WorkloadAgents {
+		r.Trace = "agents (generated, AgentsTrace)"
+	}
+	r.TTFTMeanFlatMs, r.TTFTP50FlatMs, r.TTFTP95FlatMs = s.flat.out.ttftStats()
+	r.TTFTMeanHierMs, r.TTFTP50HierMs, r.TTFTP95HierMs = h.out.ttftStats()
 	r.ReuseFlat = ratio(s.matchedFlat, s.blocks)
 	r.ReuseHier = ratio(s.matchedHier, s.blocks)
 	if r.ReuseFlat > 0 {
@@ -243,7 +269,19 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(tw, "cold requests\t%d\n", r.ColdRequests)
 	fmt.Fprintf(tw, "summary bytes per cell\t%.0f mean, %.0f final\t(%d generations)\n", r.SummaryBytesPerCell, r.SummaryBytesPerCellFinal, r.SummaryGenerations)
 	fmt.Fprintf(tw, "gossip bytes per s\t%.0f\t(%d deltas, %d snapshots, all cells)\n", r.GossipBytesPerS, r.DeltaMessages, r.SnapshotMessages)
+	fmt.Fprintf(tw, "queued on a busy pod\t%d\t%d\n", r.QueuedFlat, r.QueuedHier)
+	fmt.Fprintf(tw, "TTFT estimate mean / p50 / p95 ms\t%.0f / %.0f / %.0f\t%.0f / %.0f / %.0f\n",
+		r.TTFTMeanFlatMs, r.TTFTP50FlatMs, r.TTFTP95FlatMs, r.TTFTMeanHierMs, r.TTFTP50HierMs, r.TTFTP95HierMs)
 	fmt.Fprintf(tw, "index consistent\t%v\n", r.IndexConsistent)
+	if len(r.Levels) > 0 {
+		fmt.Fprintf(tw, "\t\n")
+		fmt.Fprintf(tw, "load sweep (ms/token)\treuse flat / hier\tloss\tprobes p50/p95\tfalse probes\tbusiest pod flat/hier\tbusiest cell\tqueued flat/hier\tTTFT mean flat/hier ms\tpass\n")
+		for _, l := range r.Levels {
+			fmt.Fprintf(tw, "%g\t%.4f / %.4f\t%.4f\t%d / %d\t%d\t%.4f / %.4f\t%.4f\t%d / %d\t%.0f / %.0f\t%s\n",
+				l.DecodeMsPerToken, l.ReuseFlat, l.ReuseHier, l.ReuseLoss, l.ProbesP50, l.ProbesP95, l.FalseProbes,
+				l.MaxPodShareFlat, l.MaxPodShareHier, l.MaxCellShare, l.QueuedFlat, l.QueuedHier, l.TTFTMeanFlatMs, l.TTFTMeanHierMs, ok(l.Pass))
+		}
+	}
 	fmt.Fprintf(tw, "pass\t%v\n", r.Pass)
 	fmt.Fprintf(tw, "wall\t%.1f s\n", r.WallSeconds)
 	return tw.Flush()

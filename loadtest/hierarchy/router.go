@@ -55,6 +55,7 @@ type flatRouter struct {
 	dec    decider
 	load   loadModel
 	served []int64
+	out    outcomes
 }
 
 func newFlatRouter(cfg Config, h blockhash.Hasher, tok plugins.Tokenizer) (*flatRouter, error) {
@@ -66,7 +67,7 @@ func newFlatRouter(cfg Config, h blockhash.Hasher, tok plugins.Tokenizer) (*flat
 	if err != nil {
 		return nil, err
 	}
-	return &flatRouter{cl: cl, dec: newDecider(cfg.Seed), served: make([]int64, cfg.Pods())}, nil
+	return &flatRouter{cl: cl, dec: newDecider(cfg.Seed), served: make([]int64, cfg.Pods()), out: newOutcomes(cfg)}, nil
 }
 
 // route decides, admits and starts the request's load; it returns the
@@ -76,7 +77,9 @@ func (f *flatRouter) route(ctx context.Context, r *request) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	f.out.observe(f.cl, p.local, r)
 	matched := f.cl.admit(p.local, r.now, r.chain)
+	f.out.served(len(r.chain) - matched)
 	f.load.start(f.cl, p.local, r.blocks, r.end)
 	f.served[f.cl.global[p.local]]++
 	return matched, nil
@@ -98,6 +101,7 @@ type hierRouter struct {
 	// cap is the KV blocks of one cell, for its gossiped free blocks.
 	cap int
 
+	out     outcomes
 	answers []global.ProbeAnswer
 	// text checks the serving cell's chain in text modes (nil otherwise).
 	text *texter
@@ -109,11 +113,12 @@ type hierRouter struct {
 
 func newHierRouter(cfg Config, h blockhash.Hasher, tok plugins.Tokenizer) (*hierRouter, error) {
 	hr := &hierRouter{
-		search: global.SearchConfig{MaxProbes: cfg.MaxProbes, Slack: cfg.ProbeSlack, ColdBlocks: cfg.ColdBlocks},
+		search: global.SearchConfig{MaxProbes: cfg.MaxProbes, Slack: cfg.ProbeSlack, ColdBlocks: cfg.ColdBlocks, PrefillWeight: cfg.OverlapWeight},
 		choose: global.ChooseConfig{PrefillWeight: cfg.OverlapWeight, RTTWeight: global.DefaultChooseConfig().RTTWeight},
 		dec:    newDecider(cfg.Seed), served: make([]int64, cfg.Pods()),
 		cap:       cfg.PodsPerCell * cfg.BlocksPerPod,
 		probeHist: make([]int64, cfg.MaxProbes+1),
+		out:       newOutcomes(cfg),
 	}
 	for c := range cfg.Cells {
 		pods := make([]int, cfg.PodsPerCell)
@@ -149,7 +154,7 @@ func (h *hierRouter) close() {
 func (h *hierRouter) publish() error {
 	for i, c := range h.cells {
 		l := global.CellLoad{ActiveRequests: c.activeReqs, ActiveBlocks: c.activeBlocks,
-			FreeBlocks: max(0, h.cap-c.activeBlocks), Pods: len(c.cands)}
+			FreeBlocks: max(0, h.cap-c.activeBlocks), Pods: len(c.cands), LeastPodBlocks: c.leastPodBlocks()}
 		s, err := h.sums[i].publish(c.held, l)
 		if err != nil {
 			return err
@@ -193,6 +198,11 @@ func (h *hierRouter) route(ctx context.Context, r *request) (int, error) {
 			h.answers = append(h.answers, a)
 		}
 		cell = global.Choose(h.choose, h.answers, len(r.search))[0]
+		for _, a := range h.answers {
+			if a.Cell == cell && a.Err == nil {
+				h.views[cell].Load.Routed(r.blocks)
+			}
+		}
 	}
 	h.probes += int64(n)
 	h.probeHist[n]++
@@ -204,7 +214,9 @@ func (h *hierRouter) route(ctx context.Context, r *request) (int, error) {
 	if h.text != nil {
 		h.text.checkCell(cl.rc, r.chain)
 	}
+	h.out.observe(cl, p.local, r)
 	matched := cl.admit(p.local, r.now, r.chain)
+	h.out.served(len(r.chain) - matched)
 	h.load.start(cl, p.local, r.blocks, r.end)
 	h.served[cl.global[p.local]]++
 	return matched, nil

@@ -11,12 +11,33 @@ import (
 	"github.com/cellrouter/cellrouter/loadtest/trace"
 )
 
-// Run replays the trace through both routers and reports.
+// Run replays the workload through both routers and reports. With
+// cfg.Loads it sweeps the load (see Sweep); otherwise it runs once at
+// cfg.DecodeMsPerToken.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	start := time.Now()
+	recs, err := records(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Loads) > 0 {
+		return sweep(ctx, cfg, recs)
+	}
+	return runLevel(ctx, cfg, recs)
+}
+
+// records reads the trace or generates the agents workload.
+func records(cfg Config) ([]trace.Record, error) {
+	if cfg.Workload == WorkloadAgents {
+		n := cfg.MaxRequests
+		if n == 0 {
+			n = AgentsRequests
+		}
+		cfg.progress("generated %d requests of agent sessions", n)
+		return AgentsTrace(n, cfg.Seed), nil
+	}
 	recs, err := trace.ReadFile(cfg.TracePath, cfg.MaxRequests)
 	if err != nil {
 		return nil, err
@@ -25,6 +46,41 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("hierarchy: %s: no requests", cfg.TracePath)
 	}
 	cfg.progress("read %d requests from %s", len(recs), cfg.TracePath)
+	return recs, nil
+}
+
+// sweep runs one level per load of cfg.Loads (each a fresh fleet) and
+// returns the report of the level at cfg.DecodeMsPerToken (else the
+// first), with every level in Levels; it passes when every level passes.
+func sweep(ctx context.Context, cfg Config, recs []trace.Record) (*Report, error) {
+	start := time.Now()
+	var levels []*Report
+	top := 0
+	for i, l := range cfg.Loads {
+		c := cfg
+		c.DecodeMsPerToken, c.Loads = l, nil
+		cfg.progress("level %d/%d: %g ms per output token", i+1, len(cfg.Loads), l)
+		rep, err := runLevel(ctx, c, recs)
+		if err != nil {
+			return nil, err
+		}
+		if l == cfg.DecodeMsPerToken {
+			top = i
+		}
+		levels = append(levels, rep)
+	}
+	out := *levels[top]
+	out.Loads, out.Levels = cfg.Loads, levels
+	for _, l := range levels {
+		out.Pass = out.Pass && l.Pass
+	}
+	out.WallSeconds = time.Since(start).Seconds()
+	return &out, nil
+}
+
+// runLevel replays recs once at cfg.DecodeMsPerToken.
+func runLevel(ctx context.Context, cfg Config, recs []trace.Record) (*Report, error) {
+	start := time.Now()
 	s, err := newSim(cfg)
 	if err != nil {
 		return nil, err

@@ -51,7 +51,8 @@ func (s *summarizer) publish(held *heldSet, load global.CellLoad) (*gossip.Summa
 	s.seq++
 	hdr := gossip.EncodeHeader(&gossip.Header{
 		Cell: s.pub.Cell(), Epoch: s.pub.Epoch(), Gen: gen, Seq: s.seq,
-		Load:   gossip.Load{ActiveRequests: load.ActiveRequests, ActiveBlocks: load.ActiveBlocks, FreeBlocks: load.FreeBlocks, Pods: load.Pods},
+		Load: gossip.Load{ActiveRequests: load.ActiveRequests, ActiveBlocks: load.ActiveBlocks, FreeBlocks: load.FreeBlocks, Pods: load.Pods,
+			LeastPodBlocks: load.LeastPodBlocks},
 		Params: sum.Params(), Elements: sum.Elements(),
 	})
 	n := len(hdr)
@@ -73,4 +74,19 @@ func (s *summarizer) publish(held *heldSet, load global.CellLoad) (*gossip.Summa
 	s.lastBytes = sum.SizeBytes()
 	s.summaryBytes += int64(s.lastBytes)
 	return sum, nil
+}
+
+// heartbeat accounts for a generation in which the cell's blocks did not
+// change: only the header with the new load travels. It returns its bytes.
+func (s *summarizer) heartbeat(load global.CellLoad) int {
+	s.seq++
+	cur := s.pub.Current()
+	hdr := gossip.EncodeHeader(&gossip.Header{
+		Cell: s.pub.Cell(), Epoch: s.pub.Epoch(), Gen: s.pub.Gen(), Seq: s.seq,
+		Load: gossip.Load{ActiveRequests: load.ActiveRequests, ActiveBlocks: load.ActiveBlocks, FreeBlocks: load.FreeBlocks, Pods: load.Pods,
+			LeastPodBlocks: load.LeastPodBlocks},
+		Params: cur.Params(), Elements: cur.Elements(),
+	})
+	s.wireBytes += int64(len(hdr))
+	return len(hdr)
 }

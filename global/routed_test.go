@@ -1,0 +1,40 @@
+package global
+
+import "testing"
+
+// TestRoutedLoads: the load a router adds by its own routing shows in its
+// views until the cell gossips a new load, and only the chosen cell's.
+func TestRoutedLoads(t *testing.T) {
+	gossiped := CellLoad{ActiveRequests: 3, ActiveBlocks: 900, FreeBlocks: 5000, Pods: 4}
+	views := []CellView{{ID: "a", Load: gossiped}, {ID: "b", Load: gossiped}}
+	m := routedLoads{}
+	// 50 blocks over 4 pods raise the least loaded pod by 13.
+	m.note(&views[0], gossiped, 50)
+	got := []CellView{{ID: "a", Load: gossiped}, {ID: "b", Load: gossiped}}
+	m.apply(got)
+	want := CellLoad{ActiveRequests: 4, ActiveBlocks: 950, FreeBlocks: 4950, Pods: 4, LeastPodBlocks: 13}
+	if got[0].Load != want || got[1].Load != gossiped {
+		t.Fatalf("after one request got %+v and %+v, want %+v and the gossiped %+v", got[0].Load, got[1].Load, want, gossiped)
+	}
+	// A second request adds its share again.
+	m.note(&got[0], gossiped, 50)
+	again := []CellView{{ID: "a", Load: gossiped}}
+	m.apply(again)
+	if again[0].Load.LeastPodBlocks != 26 || again[0].Load.ActiveBlocks != 1000 {
+		t.Fatalf("after a second request got %+v, want least 26, active 1000", again[0].Load)
+	}
+	// Without a pod count the least loaded pod stays as gossiped.
+	unknown := CellLoad{ActiveBlocks: 5, LeastPodBlocks: 2}
+	unknown.Routed(50)
+	if unknown.LeastPodBlocks != 2 || unknown.ActiveBlocks != 55 {
+		t.Fatalf("without pods got %+v, want least 2, active 55", unknown)
+	}
+	// The cell gossips again: the entry is dropped and the new load shown.
+	fresh := gossiped
+	fresh.ActiveBlocks = 1200
+	later := []CellView{{ID: "a", Load: fresh}}
+	m.apply(later)
+	if later[0].Load != fresh || len(m) != 0 {
+		t.Fatalf("after new gossip got %+v with %d entries, want %+v and none", later[0].Load, len(m), fresh)
+	}
+}

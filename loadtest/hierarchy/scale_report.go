@@ -1,0 +1,162 @@
+package hierarchy
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cellrouter/cellrouter/global"
+	"github.com/cellrouter/cellrouter/gossip"
+)
+
+// Fleet-scale targets at 1,024 cells (issue 13).
+const (
+	ScaleMaxReuseLoss     = 0.01
+	ScaleMaxDecisionP99Us = 50
+	ScaleMaxGossipBytesPS = 2 << 20
+	ScaleMaxHeapBytes     = 1 << 30
+)
+
+// scaleStats are a scale run's counters.
+type scaleStats struct {
+	requests, blocks, matched, oracle int64
+	probes, falseProbes, colds        int64
+	probeHist                         []int64
+	served                            []int64
+	generations                       int
+	decisions, linear                 []time.Duration
+}
+
+func newScaleStats(cfg ScaleConfig) *scaleStats {
+	return &scaleStats{probeHist: make([]int64, cfg.MaxProbes+1), served: make([]int64, cfg.Cells)}
+}
+
+// ScaleReport is the outcome of a scale run. Reuse is against the exact
+// oracle: reuse_loss = 1 - (blocks the chosen cells had cached) / (the
+// deepest prefix any cell had cached), summed over requests, in the same
+// fleet state.
+type ScaleReport struct {
+	Trace        string  `json:"trace"`
+	Cells        int     `json:"cells"`
+	PodsPerCell  int     `json:"pods_per_cell"`
+	BlocksPerPod int     `json:"blocks_per_pod"`
+	Tenants      int     `json:"tenants"`
+	Requests     int64   `json:"requests"`
+	Blocks       int64   `json:"blocks"`
+	TraceSeconds float64 `json:"trace_seconds"`
+	Stride       int     `json:"stride"`
+	FPR          float64 `json:"fpr"`
+	SummaryIntS  float64 `json:"summary_interval_s"`
+	MaxProbes    int     `json:"max_probes"`
+	// Reuse against the exact oracle (the deepest prefix any cell held).
+	ReuseOracle float64 `json:"reuse_oracle"`
+	ReuseHier   float64 `json:"reuse_hier"`
+	ReuseLoss   float64 `json:"reuse_loss"`
+	// Probes per request (0 on the cold path).
+	ProbesP50      int     `json:"probes_p50"`
+	ProbesP95      int     `json:"probes_p95"`
+	ProbesMean     float64 `json:"probes_mean"`
+	FalseProbeRate float64 `json:"false_probe_rate"`
+	ColdRequests   int64   `json:"cold_requests"`
+	// Summaries and gossip: the mean filter size at the end, and every
+	// cell's headers and catch-up messages (gossip codec) over the trace
+	// time replayed, all received by one globald.
+	SummaryBytesPerCell float64 `json:"summary_bytes_per_cell"`
+	SummaryGenerations  int     `json:"summary_generations"`
+	GossipBytes         int64   `json:"gossip_bytes"`
+	GossipBytesPerS     float64 `json:"gossip_bytes_per_s"`
+	// The global decision without probes (gossip.Bank.Depths, then
+	// global.SearchDepths), and for comparison the linear search
+	// (global.Search, one filter test per cell) on a sample of requests.
+	DecisionP50Us       float64 `json:"decision_p50_us"`
+	DecisionP99Us       float64 `json:"decision_p99_us"`
+	DecisionLinearP50Us float64 `json:"decision_linear_p50_us"`
+	DecisionLinearP99Us float64 `json:"decision_linear_p99_us"`
+	// GlobalHeapBytes is the global tier's state: every cell's summary,
+	// the bank's rows and the views, counted from their sizes.
+	GlobalHeapBytes int64 `json:"global_heap_bytes"`
+	BankBytes       int64 `json:"bank_bytes"`
+	// MaxCellShare is the busiest cell's share of the requests.
+	MaxCellShare float64 `json:"max_cell_share"`
+	// Targets (at any size; the issue sets them at 1,024 cells).
+	ReuseLossOK   bool    `json:"reuse_loss_ok"`
+	ProbesP95OK   bool    `json:"probes_p95_ok"`
+	DecisionP99OK bool    `json:"decision_p99_ok"`
+	GossipOK      bool    `json:"gossip_ok"`
+	HeapOK        bool    `json:"heap_ok"`
+	Pass          bool    `json:"pass"`
+	WallSeconds   float64 `json:"wall_seconds"`
+}
+
+func durQuantiles(d []time.Duration) (p50, p99 float64) {
+	if len(d) == 0 {
+		return 0, 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	at := func(q float64) float64 {
+		return float64(s[min(len(s)-1, int(q*float64(len(s))))].Nanoseconds()) / 1e3
+	}
+	return at(0.50), at(0.99)
+}
+
+func (st *scaleStats) report(cfg ScaleConfig, cells []*scaleCell, views []global.CellView, bank *gossip.Bank, seconds float64, tenants int) *ScaleReport {
+	r := &ScaleReport{Trace: cfg.TracePath, Cells: cfg.Cells, PodsPerCell: cfg.PodsPerCell, BlocksPerPod: cfg.BlocksPerPod,
+		Tenants: tenants, Requests: st.requests, Blocks: st.blocks, TraceSeconds: seconds, Stride: cfg.Stride, FPR: cfg.FalsePositiveRate,
+		SummaryIntS: cfg.SummaryInterval, MaxProbes: cfg.MaxProbes, ColdRequests: st.colds, SummaryGenerations: st.generations}
+	r.ReuseOracle = ratio(st.oracle, st.blocks)
+	r.ReuseHier = ratio(st.matched, st.blocks)
+	if st.oracle > 0 {
+		r.ReuseLoss = 1 - float64(st.matched)/float64(st.oracle)
+	}
+	r.ProbesP50, r.ProbesP95 = histQuantile(st.probeHist, 0.5), histQuantile(st.probeHist, 0.95)
+	r.ProbesMean = ratio(st.probes, st.requests)
+	r.FalseProbeRate = ratio(st.falseProbes, st.probes)
+	var sumBytes int64
+	for _, c := range cells {
+		r.GossipBytes += c.sum.wireBytes
+		sumBytes += int64(c.sum.lastBytes)
+	}
+	r.SummaryBytesPerCell = float64(sumBytes) / float64(len(cells))
+	if seconds > 0 {
+		r.GossipBytesPerS = float64(r.GossipBytes) / seconds
+	}
+	r.DecisionP50Us, r.DecisionP99Us = durQuantiles(st.decisions)
+	r.DecisionLinearP50Us, r.DecisionLinearP99Us = durQuantiles(st.linear)
+	r.BankBytes = bank.Bytes()
+	const viewBytes = 256 // a CellView with its strings, roughly
+	r.GlobalHeapBytes = sumBytes + r.BankBytes + int64(len(views))*viewBytes
+	r.MaxCellShare = maxShare(st.served, int(st.requests))
+	r.ReuseLossOK = r.ReuseLoss <= ScaleMaxReuseLoss
+	r.ProbesP95OK = r.ProbesP95 <= MaxProbesP95
+	r.DecisionP99OK = r.DecisionP99Us < ScaleMaxDecisionP99Us
+	r.GossipOK = r.GossipBytesPerS <= ScaleMaxGossipBytesPS
+	r.HeapOK = r.GlobalHeapBytes <= ScaleMaxHeapBytes
+	r.Pass = r.ReuseLossOK && r.ProbesP95OK && r.DecisionP99OK && r.GossipOK && r.HeapOK
+	return r
+}
+
+// WriteTable writes the report as a readable table.
+func (r *ScaleReport) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	ok := func(b bool) string {
+		if b {
+			return "ok"
+		}
+		return "FAIL"
+	}
+	fmt.Fprintf(tw, "fleet\t%d cells x %d pods x %d blocks, %d tenants, %d requests over %.0f s of trace\n",
+		r.Cells, r.PodsPerCell, r.BlocksPerPod, r.Tenants, r.Requests, r.TraceSeconds)
+	fmt.Fprintf(tw, "summaries\tevery %gs, stride %d, fpr %g, %.0f bytes per cell\n", r.SummaryIntS, r.Stride, r.FPR, r.SummaryBytesPerCell)
+	fmt.Fprintf(tw, "reuse oracle / hier\t%.4f / %.4f\tloss %.4f (target <= %.2f: %s)\n", r.ReuseOracle, r.ReuseHier, r.ReuseLoss, ScaleMaxReuseLoss, ok(r.ReuseLossOK))
+	fmt.Fprintf(tw, "probes p50 / p95 / mean\t%d / %d / %.2f\t(target p95 <= %d: %s); false %.4f, cold %d\n", r.ProbesP50, r.ProbesP95, r.ProbesMean, MaxProbesP95, ok(r.ProbesP95OK), r.FalseProbeRate, r.ColdRequests)
+	fmt.Fprintf(tw, "decision p50 / p99\t%.1f / %.1f us\t(target p99 < %d: %s); linear search %.1f / %.1f us\n", r.DecisionP50Us, r.DecisionP99Us, ScaleMaxDecisionP99Us, ok(r.DecisionP99OK), r.DecisionLinearP50Us, r.DecisionLinearP99Us)
+	fmt.Fprintf(tw, "gossip into one globald\t%.0f bytes/s\t(target <= %d: %s)\n", r.GossipBytesPerS, ScaleMaxGossipBytesPS, ok(r.GossipOK))
+	fmt.Fprintf(tw, "global state\t%d bytes (bank %d)\t(target <= %d: %s)\n", r.GlobalHeapBytes, r.BankBytes, ScaleMaxHeapBytes, ok(r.HeapOK))
+	fmt.Fprintf(tw, "busiest cell share\t%.4f\n", r.MaxCellShare)
+	fmt.Fprintf(tw, "pass\t%v\n", r.Pass)
+	fmt.Fprintf(tw, "wall\t%.1f s\n", r.WallSeconds)
+	return tw.Flush()
+}

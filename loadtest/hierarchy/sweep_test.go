@@ -1,0 +1,185 @@
+package hierarchy
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/loadtest/engine"
+	"github.com/cellrouter/cellrouter/loadtest/trace"
+)
+
+// TestSweepLevels: a sweep reports one level per load with the same fields,
+// the top level is the configured load's, more load means more running
+// requests (a larger TTFT estimate), and pass holds only if every level
+// passes.
+func TestSweepLevels(t *testing.T) {
+	cfg := smallConfig()
+	cfg.MaxRequests = 120
+	cfg.Loads = []float64{5000, 20}
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Levels) != 2 || rep.Levels[0].DecodeMsPerToken != 5000 || rep.Levels[1].DecodeMsPerToken != 20 {
+		t.Fatalf("levels got %d, want 5000 then 20", len(rep.Levels))
+	}
+	if rep.DecodeMsPerToken != 20 || rep.ReuseHier != rep.Levels[1].ReuseHier || rep.ProbesP95 != rep.Levels[1].ProbesP95 {
+		t.Errorf("top level got %v ms (reuse %v), want the configured 20 ms level (reuse %v)", rep.DecodeMsPerToken, rep.ReuseHier, rep.Levels[1].ReuseHier)
+	}
+	if want := rep.Levels[0].Pass && rep.Levels[1].Pass; rep.Pass != want {
+		t.Errorf("pass got %v, want %v (every level)", rep.Pass, want)
+	}
+	busy, idle := rep.Levels[0], rep.Levels[1]
+	if !(busy.TTFTMeanFlatMs > idle.TTFTMeanFlatMs) || !(busy.TTFTMeanHierMs > idle.TTFTMeanHierMs) {
+		t.Errorf("TTFT mean got flat %v/%v hier %v/%v ms at 5000/20 ms a token, want more under load",
+			busy.TTFTMeanFlatMs, idle.TTFTMeanFlatMs, busy.TTFTMeanHierMs, idle.TTFTMeanHierMs)
+	}
+	for _, l := range rep.Levels {
+		if !(l.TTFTP50FlatMs <= l.TTFTP95FlatMs && l.TTFTP50HierMs <= l.TTFTP95HierMs) || l.QueuedFlat > int64(l.Requests) || l.QueuedHier > int64(l.Requests) {
+			t.Errorf("level %v: ttft p50/p95 flat %v/%v hier %v/%v, queued %d/%d of %d", l.DecodeMsPerToken,
+				l.TTFTP50FlatMs, l.TTFTP95FlatMs, l.TTFTP50HierMs, l.TTFTP95HierMs, l.QueuedFlat, l.QueuedHier, l.Requests)
+		}
+		if l.Levels != nil {
+			t.Errorf("level %v has levels of its own", l.DecodeMsPerToken)
+		}
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Levels []map[string]any `json:"levels"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"reuse_flat", "reuse_hier", "reuse_loss", "probes_p50", "probes_p95", "false_probes", "max_pod_share_flat",
+		"max_pod_share_hier", "max_cell_share", "queued_flat", "queued_hier", "ttft_mean_flat_ms", "ttft_mean_hier_ms", "decode_ms_per_token"} {
+		for i, l := range m.Levels {
+			if _, ok := l[k]; !ok {
+				t.Errorf("JSON level %d lacks %q", i, k)
+			}
+		}
+	}
+}
+
+// TestAgentsTrace: the generated workload is deterministic, in time order,
+// well formed (hash ids match input lengths), and shaped as documented:
+// every turn of a session extends the previous one by one id, and the
+// replay finds most of each prompt cached.
+func TestAgentsTrace(t *testing.T) {
+	a, b := AgentsTrace(3000, 1), AgentsTrace(3000, 1)
+	if len(a) != 3000 || !slices.EqualFunc(a, b, func(x, y trace.Record) bool {
+		return x.Timestamp == y.Timestamp && slices.Equal(x.HashIDs, y.HashIDs) && x.OutputLength == y.OutputLength
+	}) {
+		t.Fatal("AgentsTrace is not deterministic for a seed, or not of the asked length")
+	}
+	byTask := map[uint64][]trace.Record{}
+	for i, r := range a {
+		if i > 0 && r.Timestamp < a[i-1].Timestamp {
+			t.Fatalf("record %d at %d ms before its predecessor at %d ms", i, r.Timestamp, a[i-1].Timestamp)
+		}
+		if len(r.HashIDs) != trace.ExpectedIDs(r.InputLength) || r.OutputLength < 1 {
+			t.Fatalf("record %d: %d ids for %d tokens, output %d", i, len(r.HashIDs), r.InputLength, r.OutputLength)
+		}
+		// The task id is the first id above the system prompt's range.
+		for _, id := range r.HashIDs {
+			if id > 1<<41 {
+				byTask[id] = append(byTask[id], r)
+				break
+			}
+		}
+	}
+	for task, turns := range byTask {
+		for k := 1; k < len(turns); k++ {
+			prev, cur := turns[k-1].HashIDs, turns[k].HashIDs
+			if len(cur) != len(prev)+1 || !slices.Equal(cur[:len(prev)], prev) {
+				t.Fatalf("task %d turn %d does not extend turn %d by one id", task, k, k-1)
+			}
+		}
+	}
+	cfg := smallConfig()
+	cfg.Workload, cfg.MaxRequests = WorkloadAgents, 400
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.ReuseFlat < 0.5 || rep.Trace == cfg.TracePath {
+		t.Errorf("agents replay got flat reuse %v and trace %q, want > 0.5 and the generated workload named", rep.ReuseFlat, rep.Trace)
+	}
+}
+
+// TestExactDepthAgainstLookup checks the scale model's binary search of a
+// cell's cached prefix against the cache's own linear Lookup.
+func TestExactDepthAgainstLookup(t *testing.T) {
+	c := engine.NewCache(300)
+	chains := make([][]blockhash.Hash, 20)
+	for i := range chains {
+		chains[i] = make([]blockhash.Hash, 1+i*7)
+		for j := range chains[i] {
+			chains[i][j] = blockhash.Hash(uint64(i+1)<<32 | uint64(j+1))
+		}
+		if j := len(chains[i]) / 2; i > 0 {
+			copy(chains[i][:j], chains[i-1][:min(j, len(chains[i-1]))])
+		}
+	}
+	var removed []blockhash.Hash
+	for round := range 3 {
+		for i, ch := range chains {
+			if (i+round)%3 == 0 {
+				removed = c.Admit(int64(round*100+i), ch, removed).Removed
+			}
+		}
+		for i, ch := range chains {
+			if got, want := exactDepth(c, ch), c.Lookup(ch); got != want {
+				t.Fatalf("round %d chain %d: exactDepth got %d, want Lookup's %d", round, i, got, want)
+			}
+		}
+	}
+}
+
+// TestRunScaleSmall runs the scale mode on a small fleet and checks its
+// invariants: reuse never above the oracle's, probes within the budget,
+// every figure the issue names present and sane.
+func TestRunScaleSmall(t *testing.T) {
+	cfg := DefaultScaleConfig()
+	cfg.TracePath = smallTrace
+	cfg.Cells, cfg.PodsPerCell, cfg.BlocksPerPod = 16, 4, 512
+	cfg.Requests, cfg.Tenants = 1500, 6
+	rep, err := RunScale(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Requests != int64(cfg.Requests) || rep.Tenants != 6 {
+		t.Errorf("requests %d tenants %d, want %d and 6", rep.Requests, rep.Tenants, cfg.Requests)
+	}
+	if !(rep.ReuseOracle > 0) || rep.ReuseHier > rep.ReuseOracle || rep.ReuseLoss < 0 || rep.ReuseLoss > 1 {
+		t.Errorf("reuse oracle %v hier %v loss %v, want 0 < hier <= oracle, loss in [0, 1]", rep.ReuseOracle, rep.ReuseHier, rep.ReuseLoss)
+	}
+	if rep.ProbesP95 > cfg.MaxProbes || rep.ProbesMean > float64(cfg.MaxProbes) || rep.ColdRequests < 1 {
+		t.Errorf("probes p95 %d mean %v cold %d, want <= %d and a cold first request", rep.ProbesP95, rep.ProbesMean, rep.ColdRequests, cfg.MaxProbes)
+	}
+	if rep.SummaryBytesPerCell <= 0 || rep.GossipBytesPerS <= 0 || rep.BankBytes <= 0 || rep.GlobalHeapBytes < rep.BankBytes {
+		t.Errorf("summary %v B/cell, gossip %v B/s, bank %d, state %d: want all > 0 and the state to include the bank",
+			rep.SummaryBytesPerCell, rep.GossipBytesPerS, rep.BankBytes, rep.GlobalHeapBytes)
+	}
+	if !(rep.DecisionP50Us > 0 && rep.DecisionP50Us <= rep.DecisionP99Us) || rep.DecisionLinearP99Us <= 0 {
+		t.Errorf("decision p50 %v p99 %v linear p99 %v us, want 0 < p50 <= p99 and a linear sample", rep.DecisionP50Us, rep.DecisionP99Us, rep.DecisionLinearP99Us)
+	}
+	b, _ := json.Marshal(rep)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	for _, k := range []string{"reuse_loss", "probes_p95", "summary_bytes_per_cell", "gossip_bytes_per_s", "decision_p50_us", "decision_p99_us", "global_heap_bytes"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("scale JSON lacks %q", k)
+		}
+	}
+	bad := cfg
+	bad.Cells = 0
+	if _, err := RunScale(context.Background(), bad); err == nil {
+		t.Error("RunScale with 0 cells got no error")
+	}
+}
