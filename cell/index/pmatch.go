@@ -1,0 +1,225 @@
+package index
+
+import "time"
+
+// pageProbe is one page read of a paged query round: the page in, and the
+// state of the optimistic read in between.
+type pageProbe struct {
+	m   int32 // page index: positions [m*PageSize, (m+1)*PageSize)
+	s   *pshard
+	d   *ptable
+	seq uint64
+	i   uint64
+	k0  uint64
+	p   *pentry // the page's bucket, nil when absent
+}
+
+// matchPaged is match for the paged layout. It bisects over pages instead
+// of positions: a page read gives the holders of all its positions at once,
+// so it pins every drop inside the page, and the bisection only has to find
+// the pages with drops. A chain of N blocks has P = N/PageSize pages; with K
+// pages holding drops a query reads about K log(P/K) pages in about
+// log4(P) + 1 rounds.
+func (ix *Index) matchPaged(chain []BlockHash, r *MatchResult) {
+	r.alive = ix.Alive()
+	r.matched = HostBitmap{}
+	r.n, r.lookups, r.rounds = 0, 0, 0
+	n := len(chain)
+	if n == 0 || r.alive.IsEmpty() {
+		return
+	}
+	np := int32((n + PageSize - 1) / PageSize)
+	pp := r.pprobe[:1]
+	pp[0].m = 0
+	if np > 1 {
+		pp = append(pp, pageProbe{m: np - 1})
+	}
+	ix.readPages(chain, pp, r)
+	r.rounds = 1
+	first, end0 := ix.foldPage(chain, &pp[0], r.alive, HostBitmap{}, r)
+	if first.IsEmpty() {
+		return
+	}
+	if np == 1 {
+		r.addGroup(end0, n)
+		r.sortGroups()
+		return
+	}
+	startL, endL := ix.foldPage(chain, &pp[1], end0, HostBitmap{}, r)
+	r.addGroup(endL, n)
+	// Spans are over page indices: atLo is the set at the end of page lo,
+	// atHi the set at the start of page hi, atLo ⊋ atHi.
+	cur := r.cur[:0]
+	if end0 != startL {
+		cur = append(cur, span{lo: 0, hi: np - 1, atLo: end0, atHi: startL})
+	}
+	for len(cur) > 0 {
+		arity := int32(searchArity)
+		if len(cur)*(searchArity-1) > len(r.pprobe) {
+			arity = 2
+		}
+		pp = r.pprobe[:0]
+		for i := range cur {
+			s := &cur[i]
+			w := s.hi - s.lo
+			m := min(arity-1, w-1)
+			for j := int32(1); j <= m; j++ {
+				pp = append(pp, pageProbe{m: s.lo + w*j/(m+1)})
+			}
+		}
+		if len(pp) > 0 {
+			ix.readPages(chain, pp, r)
+			r.rounds++
+		}
+		next := r.next[:0]
+		p := 0
+		for _, s := range cur {
+			w := s.hi - s.lo
+			if w == 1 {
+				// Pods holding the end of page lo but not the start of page
+				// hi match hi pages.
+				r.addGroup(s.atLo.AndNot(s.atHi), int(s.hi)*PageSize)
+				continue
+			}
+			m := min(arity-1, w-1)
+			lo, atLo := s.lo, s.atLo
+			for j := int32(1); j <= m; j++ {
+				start, end := ix.foldPage(chain, &pp[p], atLo, s.atHi, r)
+				if start != atLo {
+					next = append(next, span{lo: lo, hi: pp[p].m, atLo: atLo, atHi: start})
+				}
+				lo, atLo = pp[p].m, end
+				p++
+			}
+			if atLo != s.atHi {
+				next = append(next, span{lo: lo, hi: s.hi, atLo: atLo, atHi: s.atHi})
+			}
+		}
+		copy(r.cur[:len(next)], next)
+		cur = r.cur[:len(next)]
+	}
+	r.sortGroups()
+}
+
+// readPages starts the reads of the pages in ps: first every directory
+// probe's home slot, then every page's bucket header and the rest of its
+// cache lines. Each phase's loads are independent of each other, so the
+// core overlaps their misses; a round costs about two memory round trips.
+func (ix *Index) readPages(chain []BlockHash, ps []pageProbe, r *MatchResult) {
+	r.lookups += len(ps)
+	for i := range ps {
+		p := &ps[i]
+		k := uint64(chain[int(p.m)*PageSize])
+		p.s = &ix.pshards[shardOf(k)]
+		p.seq = p.s.seq.Load()
+		p.d = p.s.dir.Load()
+		p.i = p.d.home(k)
+		p.k0 = p.d.slots[p.i].key.Load() // the first miss
+	}
+	var acc uint64
+	for i := range ps {
+		p := &ps[i]
+		p.p = nil
+		if p.seq&1 != 0 {
+			continue
+		}
+		p.p = p.d.findFrom(uint64(chain[int(p.m)*PageSize]), p.i, p.k0)
+		if p.p == nil {
+			continue
+		}
+		b := bucketOf(p.p) // the second miss
+		n := min(bucketLen(b), len(b)-1)
+		for j := 4; j <= n; j += 4 { // one load per further cache line
+			acc += b[j].key.Load()
+		}
+	}
+	touchSink.Add(acc & 0) // keep the loads; never changes the value
+}
+
+// foldPage reads page p.m of chain (retrying if a writer moved its shard)
+// and folds its holders into r: atLo is the set holding the position
+// before the page (every live pod for page 0), atHi a set known to hold
+// past the page. Pods that drop inside the page get their groups; it
+// returns the sets holding the page's first and last positions, both
+// between atHi and atLo by the prefix-closed contract.
+func (ix *Index) foldPage(chain []BlockHash, p *pageProbe, atLo, atHi HostBitmap, r *MatchResult) (start, end HostBitmap) {
+	base := int(p.m) * PageSize
+	q := chain[base:min(len(chain), base+PageSize)]
+	var found uint32
+	ok := false
+	if p.seq&1 == 0 {
+		found = p.s.scanPage(p.p, q, &r.hold)
+		ok = p.s.seq.Load() == p.seq
+	}
+	if !ok {
+		found = p.s.readPage(q, &r.hold)
+	}
+	prev := atLo
+	for o := range q {
+		var h HostBitmap
+		if found&(1<<o) != 0 {
+			h = r.hold[o]
+		}
+		cur := h.And(prev).Or(atHi) // monotone by contract
+		if o == 0 {
+			start = cur
+		} else if cur != prev {
+			r.addGroup(prev.AndNot(cur), base+o)
+		}
+		prev = cur
+		if cur == atHi {
+			break // every later position holds atHi too
+		}
+	}
+	return start, prev
+}
+
+// scanPage decodes the holders of the blocks of q (one page of a chain,
+// q[0] its key) found in bucket p into hold, and returns which offsets it
+// found. A bucket holds the page's blocks of every chain through it; an
+// entry belongs to q's chain when its hash is q's at its offset.
+func (s *pshard) scanPage(p *pentry, q []BlockHash, hold *[PageSize]HostBitmap) uint32 {
+	if p == nil {
+		return 0
+	}
+	b := bucketOf(p)
+	n := min(bucketLen(b), len(b)-1)
+	var found uint32
+	for j := 1; j <= n; j++ {
+		w := b[j].val.Load()
+		o := wordOff(w)
+		if o < len(q) && b[j].key.Load() == uint64(q[o]) {
+			hold[o] = s.decode(w)
+			found |= 1 << o
+		}
+	}
+	return found
+}
+
+// readPage is scanPage from scratch under the sequence lock: it retries
+// while writers move the shard, and after readSpinTime reads under the
+// shard's lock.
+func (s *pshard) readPage(q []BlockHash, hold *[PageSize]HostBitmap) uint32 {
+	key := uint64(q[0])
+	var deadline time.Time
+	for spins := 0; ; spins++ {
+		s1 := s.seq.Load()
+		if s1&1 == 0 {
+			found := s.scanPage(s.dir.Load().find(key), q, hold)
+			if s.seq.Load() == s1 {
+				return found
+			}
+		}
+		if spins&63 == 63 {
+			now := time.Now()
+			if deadline.IsZero() {
+				deadline = now.Add(readSpinTime)
+			} else if now.After(deadline) {
+				s.mu.Lock()
+				found := s.scanPage(s.dir.Load().find(key), q, hold)
+				s.mu.Unlock()
+				return found
+			}
+		}
+	}
+}
