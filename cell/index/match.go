@@ -25,7 +25,8 @@ type MatchResult struct {
 	cur, next [maxSpans]span
 	probe     [4 * maxSpans]probeSlot
 	pprobe    [4 * maxSpans]pageProbe // the paged layout's probes
-	hold      [PageSize]HostBitmap    // one page's holders
+	words     [PageSize]uint64        // one page's holder words
+	pstack    [PageSize]span          // the bisection inside a page
 }
 
 // maxSpans bounds the open intervals of a round: each holds at least one

@@ -145,81 +145,110 @@ func (ix *Index) readPages(chain []BlockHash, ps []pageProbe, r *MatchResult) {
 func (ix *Index) foldPage(chain []BlockHash, p *pageProbe, atLo, atHi HostBitmap, r *MatchResult) (start, end HostBitmap) {
 	base := int(p.m) * PageSize
 	q := chain[base:min(len(chain), base+PageSize)]
-	var found uint32
-	ok := false
+	n0, matched0 := r.n, r.matched
 	if p.seq&1 == 0 {
-		found = p.s.scanPage(p.p, q, &r.hold)
-		ok = p.s.seq.Load() == p.seq
-	}
-	if !ok {
-		found = p.s.readPage(q, &r.hold)
-	}
-	prev := atLo
-	for o := range q {
-		var h HostBitmap
-		if found&(1<<o) != 0 {
-			h = r.hold[o]
+		start, end = p.s.foldOnce(p.p, q, base, atLo, atHi, r)
+		if p.s.seq.Load() == p.seq {
+			return start, end
 		}
-		cur := h.And(prev).Or(atHi) // monotone by contract
-		if o == 0 {
-			start = cur
-		} else if cur != prev {
-			r.addGroup(prev.AndNot(cur), base+o)
-		}
-		prev = cur
-		if cur == atHi {
-			break // every later position holds atHi too
-		}
+		r.n, r.matched = n0, matched0
 	}
-	return start, prev
-}
-
-// scanPage decodes the holders of the blocks of q (one page of a chain,
-// q[0] its key) found in bucket p into hold, and returns which offsets it
-// found. A bucket holds the page's blocks of every chain through it; an
-// entry belongs to q's chain when its hash is q's at its offset.
-func (s *pshard) scanPage(p *pentry, q []BlockHash, hold *[PageSize]HostBitmap) uint32 {
-	if p == nil {
-		return 0
-	}
-	b := bucketOf(p)
-	n := min(bucketLen(b), len(b)-1)
-	var found uint32
-	for j := 1; j <= n; j++ {
-		w := b[j].val.Load()
-		o := wordOff(w)
-		if o < len(q) && b[j].key.Load() == uint64(q[o]) {
-			hold[o] = s.decode(w)
-			found |= 1 << o
-		}
-	}
-	return found
-}
-
-// readPage is scanPage from scratch under the sequence lock: it retries
-// while writers move the shard, and after readSpinTime reads under the
-// shard's lock.
-func (s *pshard) readPage(q []BlockHash, hold *[PageSize]HostBitmap) uint32 {
 	key := uint64(q[0])
 	var deadline time.Time
 	for spins := 0; ; spins++ {
-		s1 := s.seq.Load()
+		s1 := p.s.seq.Load()
 		if s1&1 == 0 {
-			found := s.scanPage(s.dir.Load().find(key), q, hold)
-			if s.seq.Load() == s1 {
-				return found
+			start, end = p.s.foldOnce(p.s.dir.Load().find(key), q, base, atLo, atHi, r)
+			if p.s.seq.Load() == s1 {
+				return start, end
 			}
+			r.n, r.matched = n0, matched0
 		}
 		if spins&63 == 63 {
 			now := time.Now()
 			if deadline.IsZero() {
 				deadline = now.Add(readSpinTime)
 			} else if now.After(deadline) {
-				s.mu.Lock()
-				found := s.scanPage(s.dir.Load().find(key), q, hold)
-				s.mu.Unlock()
-				return found
+				p.s.mu.Lock()
+				start, end = p.s.foldOnce(p.s.dir.Load().find(key), q, base, atLo, atHi, r)
+				p.s.mu.Unlock()
+				return start, end
 			}
 		}
 	}
+}
+
+// foldOnce is one optimistic pass of foldPage over bucket bp. It finds the
+// entries of q's blocks as it needs them (a bucket holds the page's blocks
+// of every chain through it; an entry is q's when its hash is q's at its
+// offset) while it bisects over the page's positions, in cache now, for the
+// drops: a page whose holders do not change costs two entries and two
+// decodes, not one per position.
+func (s *pshard) foldOnce(bp *pentry, q []BlockHash, base int, atLo, atHi HostBitmap, r *MatchResult) (start, end HostBitmap) {
+	var b []pentry
+	n := 0
+	if bp != nil {
+		b = bucketOf(bp)
+		n = min(bucketLen(b), len(b)-1)
+	}
+	var found uint32
+	scanned := false
+	words := &r.words
+	// word returns the holder word of q[o]. A page's blocks are usually
+	// appended in chain order, so entry o+1 is tried first; only when it is
+	// another block (other chains, removals, a block q's chain does not
+	// share) does the bucket get scanned, once.
+	word := func(o int) (uint64, bool) {
+		if j := o + 1; j <= n && b[j].key.Load() == uint64(q[o]) {
+			return b[j].val.Load(), true
+		}
+		if !scanned {
+			scanned = true
+			for j := 1; j <= n; j++ {
+				w := b[j].val.Load()
+				k := wordOff(w)
+				if k < len(q) && b[j].key.Load() == uint64(q[k]) {
+					words[k] = w
+					found |= 1 << k
+				}
+			}
+		}
+		return words[o], found&(1<<o) != 0
+	}
+	at := func(o int, lo HostBitmap) HostBitmap {
+		w, ok := word(o)
+		if !ok {
+			return atHi
+		}
+		return s.decode(w).And(lo).Or(atHi) // monotone by contract
+	}
+	last := len(q) - 1
+	start = at(0, atLo)
+	if last == 0 || start == atHi {
+		return start, start
+	}
+	end = at(last, start)
+	if end == start {
+		return start, end
+	}
+	// Bisect [0, last] for the positions where the set shrinks.
+	stack := r.pstack[:0]
+	stack = append(stack, span{lo: 0, hi: int32(last), atLo: start, atHi: end})
+	for len(stack) > 0 {
+		sp := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if sp.hi-sp.lo == 1 {
+			r.addGroup(sp.atLo.AndNot(sp.atHi), base+int(sp.hi))
+			continue
+		}
+		mid := (sp.lo + sp.hi) / 2
+		m := at(int(mid), sp.atLo).Or(sp.atHi)
+		if m != sp.atHi {
+			stack = append(stack, span{lo: mid, hi: sp.hi, atLo: m, atHi: sp.atHi})
+		}
+		if m != sp.atLo {
+			stack = append(stack, span{lo: sp.lo, hi: mid, atLo: sp.atLo, atHi: m})
+		}
+	}
+	return start, end
 }

@@ -8,7 +8,7 @@ import (
 
 // BenchmarkMatch times one Match of a real trace chain (768 blocks on
 // average) against the final state of the small trace's replay, for each
-// indexer.
+// indexer (cell/index in both layouts).
 func BenchmarkMatch(b *testing.B) {
 	recs, err := trace.ReadFile(smallTrace, 0)
 	if err != nil {
@@ -21,7 +21,7 @@ func BenchmarkMatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	ops := w.FinalOps()
-	for _, f := range []Factory{CellIndex, NaiveIndex} {
+	for _, f := range []Factory{CellIndex, PagedIndex, NaiveIndex} {
 		b.Run(f.Name, func(b *testing.B) {
 			ix, err := f.New(w.Workers, 0)
 			if err != nil {
@@ -54,7 +54,7 @@ func BenchmarkApplyStored(b *testing.B) {
 		b.Fatal(err)
 	}
 	ops := w.FinalOps()
-	for _, f := range []Factory{CellIndex, NaiveIndex} {
+	for _, f := range []Factory{CellIndex, PagedIndex, NaiveIndex} {
 		b.Run(f.Name, func(b *testing.B) {
 			b.ReportAllocs()
 			var ix Indexer
