@@ -58,9 +58,10 @@ func (ix *Index) Close() {
 }
 
 // pagedReserveDiv is the average page, in blocks, the paged layout sizes
-// its directories for from Config.ExpectedBlocks: a guess on the low side
-// (a full page is PageSize blocks), so that a directory rarely grows.
-const pagedReserveDiv = 8
+// its directories for from Config.ExpectedBlocks: half a full page, so
+// that a directory of cache-line slots costs about 8 bytes per expected
+// block and rarely grows.
+const pagedReserveDiv = PageSize / 2
 
 // Layout returns the index's storage layout.
 func (ix *Index) Layout() Layout {

@@ -27,6 +27,7 @@ type MatchResult struct {
 	pprobe    [4 * maxSpans]pageProbe // the paged layout's probes
 	words     [PageSize]uint64        // one page's holder words
 	pstack    [PageSize]span          // the bisection inside a page
+	sink      uint64                  // keeps the paged layout's touching loads
 }
 
 // maxSpans bounds the open intervals of a round: each holds at least one

@@ -11,7 +11,24 @@ type pageProbe struct {
 	seq uint64
 	i   uint64
 	k0  uint64
-	p   *pentry // the page's bucket, nil when absent
+	sum pageSum // the page's directory slot, read in readPages
+}
+
+// pageSum is what a query reads of a page's directory slot: its bucket
+// (nil when the page is absent) and its summary (see pslot).
+type pageSum struct {
+	p                *pentry
+	w0, hLast, wLast uint64
+}
+
+// load reads slot ps (nil: an absent page).
+func (sum *pageSum) load(ps *pslot) {
+	if ps == nil {
+		*sum = pageSum{}
+		return
+	}
+	sum.p = ps.b.Load()
+	sum.w0, sum.hLast, sum.wLast = ps.w0.Load(), ps.hLast.Load(), ps.wLast.Load()
 }
 
 // matchPaged is match for the paged layout. It bisects over pages instead
@@ -102,9 +119,10 @@ func (ix *Index) matchPaged(chain []BlockHash, r *MatchResult) {
 }
 
 // readPages starts the reads of the pages in ps: first every directory
-// probe's home slot, then every page's bucket header and the rest of its
-// cache lines. Each phase's loads are independent of each other, so the
-// core overlaps their misses; a round costs about two memory round trips.
+// probe's home slot, which holds the page's summary, then the buckets of
+// the pages the summary cannot answer for. Each phase's loads are
+// independent of each other, so the core overlaps their misses; a round
+// costs one memory round trip, two when a page has a drop inside.
 func (ix *Index) readPages(chain []BlockHash, ps []pageProbe, r *MatchResult) {
 	r.lookups += len(ps)
 	for i := range ps {
@@ -119,21 +137,29 @@ func (ix *Index) readPages(chain []BlockHash, ps []pageProbe, r *MatchResult) {
 	var acc uint64
 	for i := range ps {
 		p := &ps[i]
-		p.p = nil
+		p.sum = pageSum{}
 		if p.seq&1 != 0 {
 			continue
 		}
-		p.p = p.d.findFrom(uint64(chain[int(p.m)*PageSize]), p.i, p.k0)
-		if p.p == nil {
+		base := int(p.m) * PageSize
+		p.sum.load(p.d.findFrom(uint64(chain[base]), p.i, p.k0))
+		if p.sum.p == nil {
 			continue
 		}
-		b := bucketOf(p.p) // the second miss
+		// A page whose summary answers for its last position and shows no
+		// drop needs nothing else. Otherwise the second miss: every line of
+		// the bucket, loaded together, for foldPage's bisection inside it.
+		last := min(len(chain)-base, PageSize)
+		if last == PageSize && p.sum.hLast == uint64(chain[base+last-1]) && p.sum.w0 == p.sum.wLast {
+			continue
+		}
+		b := bucketOf(p.sum.p)
 		n := min(bucketLen(b), len(b)-1)
-		for j := 4; j <= n; j += 4 { // one load per further cache line
+		for j := 0; j <= n; j += 4 {
 			acc += b[j].key.Load()
 		}
 	}
-	touchSink.Add(acc & 0) // keep the loads; never changes the value
+	r.sink += acc // keeps the loads
 }
 
 // foldPage reads page p.m of chain (retrying if a writer moved its shard)
@@ -147,7 +173,7 @@ func (ix *Index) foldPage(chain []BlockHash, p *pageProbe, atLo, atHi HostBitmap
 	q := chain[base:min(len(chain), base+PageSize)]
 	n0, matched0 := r.n, r.matched
 	if p.seq&1 == 0 {
-		start, end = p.s.foldOnce(p.p, q, base, atLo, atHi, r)
+		start, end = p.s.foldOnce(&p.sum, q, base, atLo, atHi, r)
 		if p.s.seq.Load() == p.seq {
 			return start, end
 		}
@@ -158,7 +184,9 @@ func (ix *Index) foldPage(chain []BlockHash, p *pageProbe, atLo, atHi HostBitmap
 	for spins := 0; ; spins++ {
 		s1 := p.s.seq.Load()
 		if s1&1 == 0 {
-			start, end = p.s.foldOnce(p.s.dir.Load().find(key), q, base, atLo, atHi, r)
+			var sum pageSum
+			sum.load(p.s.dir.Load().find(key))
+			start, end = p.s.foldOnce(&sum, q, base, atLo, atHi, r)
 			if p.s.seq.Load() == s1 {
 				return start, end
 			}
@@ -170,7 +198,9 @@ func (ix *Index) foldPage(chain []BlockHash, p *pageProbe, atLo, atHi HostBitmap
 				deadline = now.Add(readSpinTime)
 			} else if now.After(deadline) {
 				p.s.mu.Lock()
-				start, end = p.s.foldOnce(p.s.dir.Load().find(key), q, base, atLo, atHi, r)
+				var sum pageSum
+				sum.load(p.s.dir.Load().find(key))
+				start, end = p.s.foldOnce(&sum, q, base, atLo, atHi, r)
 				p.s.mu.Unlock()
 				return start, end
 			}
@@ -184,21 +214,32 @@ func (ix *Index) foldPage(chain []BlockHash, p *pageProbe, atLo, atHi HostBitmap
 // offset) while it bisects over the page's positions, in cache now, for the
 // drops: a page whose holders do not change costs two entries and two
 // decodes, not one per position.
-func (s *pshard) foldOnce(bp *pentry, q []BlockHash, base int, atLo, atHi HostBitmap, r *MatchResult) (start, end HostBitmap) {
-	var b []pentry
-	n := 0
-	if bp != nil {
-		b = bucketOf(bp)
-		n = min(bucketLen(b), len(b)-1)
+func (s *pshard) foldOnce(sum *pageSum, q []BlockHash, base int, atLo, atHi HostBitmap, r *MatchResult) (start, end HostBitmap) {
+	if sum.p == nil {
+		return atHi, atHi
 	}
+	var b []pentry
+	n := -1 // the bucket is not loaded yet
 	var found uint32
 	scanned := false
 	words := &r.words
-	// word returns the holder word of q[o]. A page's blocks are usually
-	// appended in chain order, so entry o+1 is tried first; only when it is
-	// another block (other chains, removals, a block q's chain does not
-	// share) does the bucket get scanned, once.
+	// word returns the holder word of q[o]: from the summary for the first
+	// position and, when it tracks q's block there, the last; else from the
+	// bucket. A page's blocks are usually appended in chain order, so entry
+	// o+1 is tried first; only when it is another block (other chains,
+	// removals, a block q's chain does not share) does the bucket get
+	// scanned, once.
 	word := func(o int) (uint64, bool) {
+		switch {
+		case o == 0:
+			return sum.w0, sum.w0 != 0
+		case o == PageSize-1 && sum.hLast == uint64(q[o]):
+			return sum.wLast, true
+		}
+		if n < 0 {
+			b = bucketOf(sum.p)
+			n = min(bucketLen(b), len(b)-1)
+		}
 		if j := o + 1; j <= n && b[j].key.Load() == uint64(q[o]) {
 			return b[j].val.Load(), true
 		}
@@ -231,7 +272,8 @@ func (s *pshard) foldOnce(bp *pentry, q []BlockHash, base int, atLo, atHi HostBi
 	if end == start {
 		return start, end
 	}
-	// Bisect [0, last] for the positions where the set shrinks.
+	// A drop inside the page (readPages loaded the bucket's lines): bisect
+	// [0, last] for the positions where the set shrinks.
 	stack := r.pstack[:0]
 	stack = append(stack, span{lo: 0, hi: int32(last), atLo: start, atHi: end})
 	for len(stack) > 0 {

@@ -97,23 +97,28 @@ func (s *pshard) store(op *Op, res *reserver) (created int, ok bool) {
 			i, _ = d.pos(page)
 		}
 		b := newBucket(minBucket, int64(op.Pos)-int64(off))
-		b[1].val.Store(inlineAdd(0, op.Slot) | offBits(off))
+		w := inlineAdd(0, op.Slot) | offBits(off)
+		b[1].val.Store(w)
 		b[1].key.Store(h)
 		setBucketLen(b, 1)
 		s.entries += int64(len(b))
-		d.slots[i].b.Store(&b[0])
-		d.slots[i].key.Store(page)
+		ps := &d.slots[i]
+		ps.b.Store(&b[0])
+		ps.note(off, h, w)
+		ps.key.Store(page)
 		s.pages++
 		s.count++
 		return 1, true
 	}
-	b := bucketOf(d.slots[i].b.Load())
+	ps := &d.slots[i]
+	b := bucketOf(ps.b.Load())
 	n := bucketLen(b)
 	for j := 1; j <= n; j++ {
 		if b[j].key.Load() == h {
 			w := b[j].val.Load()
 			if nw := s.addHolder(w, op.Slot, maxInlinePaged, w&offMask); nw != w {
 				b[j].val.Store(nw)
+				ps.note(off, h, nw)
 			}
 			return 0, true
 		}
@@ -125,9 +130,11 @@ func (s *pshard) store(op *Op, res *reserver) (created int, ok bool) {
 	if n == len(b)-1 {
 		b = s.rebucket(d, i, b, 2*n)
 	}
-	b[n+1].val.Store(inlineAdd(0, op.Slot) | offBits(off))
+	w := inlineAdd(0, op.Slot) | offBits(off)
+	b[n+1].val.Store(w)
 	b[n+1].key.Store(h)
 	setBucketLen(b, n+1)
+	ps.note(off, h, w)
 	s.count++
 	return 1, true
 }
@@ -157,7 +164,8 @@ func (s *pshard) remove(op *Op) int {
 	if !found {
 		return 0
 	}
-	b := bucketOf(d.slots[i].b.Load())
+	ps := &d.slots[i]
+	b := bucketOf(ps.b.Load())
 	n := bucketLen(b)
 	h := uint64(op.Hash)
 	j := 1
@@ -172,6 +180,7 @@ func (s *pshard) remove(op *Op) int {
 	if nw == w {
 		return 0
 	}
+	ps.note(wordOff(w), h, nw)
 	if nw != 0 {
 		b[j].val.Store(nw)
 		return 0
@@ -206,8 +215,8 @@ func (s *pshard) resize(size int) *ptable {
 	s.seq.Add(1) // even: readers may read old
 	d := newPtable(size)
 	for i := range old.slots {
-		if k := old.slots[i].key.Load(); k != 0 {
-			d.insertFresh(k, old.slots[i].b.Load())
+		if old.slots[i].key.Load() != 0 {
+			d.insertFresh(&old.slots[i])
 		}
 	}
 	s.seq.Add(1)
@@ -243,11 +252,11 @@ func (s *pshard) holders(page, h uint64) HostBitmap {
 
 // find returns the holder word of block h of page page, or 0.
 func (s *pshard) find(d *ptable, page, h uint64) uint64 {
-	p := d.find(page)
-	if p == nil {
+	ps := d.find(page)
+	if ps == nil {
 		return 0
 	}
-	b := bucketOf(p)
+	b := bucketOf(ps.b.Load())
 	n := min(bucketLen(b), len(b)-1)
 	for j := 1; j <= n; j++ {
 		if b[j].key.Load() == h {
@@ -263,11 +272,7 @@ func (s *pshard) find(d *ptable, page, h uint64) uint64 {
 func (s *pshard) sweep(dead HostBitmap) int {
 	s.seq.Add(1) // even while the new directory is built from the old one
 	old := s.dir.Load()
-	type kb struct {
-		k uint64
-		b []pentry
-	}
-	keep := make([]kb, 0, s.pages)
+	keep := make([]pslot, 0, s.pages)
 	var bms []HostBitmap
 	count := 0
 	var entries int64
@@ -308,7 +313,13 @@ func (s *pshard) sweep(dead HostBitmap) int {
 			nb[j+1].val.Store(e[1])
 		}
 		setBucketLen(nb, m)
-		keep = append(keep, kb{k, nb})
+		keep = append(keep, pslot{})
+		ps := &keep[len(keep)-1]
+		ps.b.Store(&nb[0])
+		for j := 1; j <= m; j++ {
+			ps.note(wordOff(nb[j].val.Load()), nb[j].key.Load(), nb[j].val.Load())
+		}
+		ps.key.Store(k)
 		count += m
 		entries += int64(len(nb))
 	}
@@ -321,8 +332,8 @@ func (s *pshard) sweep(dead HostBitmap) int {
 		size = old.size()
 	}
 	d := newPtable(size)
-	for _, e := range keep {
-		d.insertFresh(e.k, &e.b[0])
+	for i := range keep {
+		d.insertFresh(&keep[i])
 	}
 	newOv := make([]ovBitmap, len(bms))
 	for i, b := range bms {
@@ -360,5 +371,5 @@ func (s *pshard) forEach(f func(page uint64, pos int64, key uint64, holders Host
 // bytes returns the memory of the shard's directory, buckets and overflow
 // array.
 func (s *pshard) bytes() int64 {
-	return int64(s.dir.Load().size())*16 + s.entries*16 + int64(cap(*s.over.Load()))*32
+	return int64(s.dir.Load().size())*int64(unsafe.Sizeof(pslot{})) + s.entries*16 + int64(cap(*s.over.Load()))*32
 }

@@ -1,9 +1,6 @@
 package index
 
-import (
-	"sync/atomic"
-	"unsafe"
-)
+import "sync/atomic"
 
 // ptable is a paged shard's directory: the block layout's table (linear
 // probing, backward-shift deletion, see table) with a bucket pointer for a
@@ -15,9 +12,44 @@ type ptable struct {
 	shift uint
 }
 
+// pslot is one directory slot, a cache line: the page key, its bucket, and
+// a summary of the page, which is what a query reads of a page whose
+// holders do not change inside it: the holder words of its first block and
+// of one block at its last offset (with that block's hash; 0 when none is
+// tracked). The words are copies of bucket entries, kept in step by every
+// write (note).
 type pslot struct {
-	key atomic.Uint64
-	b   atomic.Pointer[pentry]
+	key          atomic.Uint64
+	b            atomic.Pointer[pentry]
+	w0           atomic.Uint64
+	hLast, wLast atomic.Uint64
+	_            [24]byte
+}
+
+// note records in the summary that the entry of hash h at offset off now
+// has holder word w (0: deleted). Writers only.
+func (ps *pslot) note(off int, h, w uint64) {
+	switch off {
+	case 0:
+		ps.w0.Store(w)
+	case PageSize - 1:
+		if hl := ps.hLast.Load(); hl == h || hl == 0 {
+			if w == 0 {
+				h = 0
+			}
+			ps.wLast.Store(w)
+			ps.hLast.Store(h)
+		}
+	}
+}
+
+// copyFrom copies slot o into ps. Writers only.
+func (ps *pslot) copyFrom(o *pslot) {
+	ps.b.Store(o.b.Load())
+	ps.w0.Store(o.w0.Load())
+	ps.hLast.Store(o.hLast.Load())
+	ps.wLast.Store(o.wLast.Load())
+	ps.key.Store(o.key.Load())
 }
 
 func newPtable(size int) *ptable {
@@ -36,18 +68,18 @@ func (t *ptable) home(key uint64) uint64 { return (key * fibMul) >> t.shift & t.
 
 func (t *ptable) size() int { return len(t.slots) }
 
-// find returns the bucket of key, or nil; a reader may call it while a
+// find returns the slot of key, or nil; a reader may call it while a
 // writer changes the table (see table.find).
-func (t *ptable) find(key uint64) *pentry {
+func (t *ptable) find(key uint64) *pslot {
 	i := t.home(key)
 	return t.findFrom(key, i, t.slots[i].key.Load())
 }
 
 // findFrom is find continued from slot i whose key k was loaded already.
-func (t *ptable) findFrom(key, i, k uint64) *pentry {
+func (t *ptable) findFrom(key, i, k uint64) *pslot {
 	for n := uint64(0); n <= t.mask; n++ {
 		if k == key {
-			return t.slots[i].b.Load()
+			return &t.slots[i]
 		}
 		if k == 0 {
 			return nil
@@ -83,14 +115,12 @@ func (t *ptable) deleteAt(i uint64) {
 			j = (j + 1) & t.mask
 			k := t.slots[j].key.Load()
 			if k == 0 {
-				t.slots[i].key.Store(0)
-				t.slots[i].b.Store(nil)
+				t.slots[i].copyFrom(&pslot{})
 				return
 			}
 			h := t.home(k)
 			if (j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j)) {
-				t.slots[i].b.Store(t.slots[j].b.Load())
-				t.slots[i].key.Store(k)
+				t.slots[i].copyFrom(&t.slots[j])
 				i = j
 				break
 			}
@@ -98,13 +128,12 @@ func (t *ptable) deleteAt(i uint64) {
 	}
 }
 
-// insertFresh puts a key known to be absent into a table no reader sees
-// yet; see table.insertFresh.
-func (t *ptable) insertFresh(key uint64, b *pentry) {
-	i := t.home(key)
+// insertFresh copies slot o, whose key is known to be absent, into a
+// table no reader sees yet; see table.insertFresh.
+func (t *ptable) insertFresh(o *pslot) {
+	i := t.home(o.key.Load())
 	for t.slots[i].key.Load() != 0 {
 		i = (i + 1) & t.mask
 	}
-	t.slots[i].b.Store(b)
-	*(*uint64)(unsafe.Pointer(&t.slots[i].key)) = key
+	t.slots[i].copyFrom(o)
 }

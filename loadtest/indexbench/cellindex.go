@@ -91,3 +91,10 @@ type cellMatcher struct {
 func (m *cellMatcher) Match(chain []blockhash.Hash) { m.ix.Match(chain, &m.res) }
 
 func (m *cellMatcher) Depth(s index.Slot) int { return m.res.Depth(s) }
+
+// Lookups returns the lookups (block layout) or page reads (paged layout)
+// of the last Match.
+func (m *cellMatcher) Lookups() int { return m.res.Lookups() }
+
+// Rounds returns the dependent rounds of those reads.
+func (m *cellMatcher) Rounds() int { return m.res.Rounds() }

@@ -129,8 +129,11 @@ func benchIndexer(ctx context.Context, f Factory, w *Workload, cfg Config) (Resu
 		res.AccountedBytesPerBlock = float64(fig.accountedBytes) / float64(fig.blocks)
 	}
 	res.IdleQueryP50Ns, res.IdleQueryP99Ns, res.MatchAllocsPerOp = fig.idleP50, fig.idleP99, fig.allocsPerMatch
-	cfg.progress("%s: %.1f bytes/block, idle query p50 %d ns p99 %d ns, %.2f allocs/Match",
-		f.Name, res.BytesPerBlock, fig.idleP50, fig.idleP99, fig.allocsPerMatch)
+	res.IdleBestP50Ns, res.IdleBestP99Ns = fig.bestP50, fig.bestP99
+	res.IdleLookupsP50, res.IdleLookupsP99 = fig.lookupsP50, fig.lookupsP99
+	res.IdleRoundsP50, res.IdleRoundsP99 = fig.roundsP50, fig.roundsP99
+	cfg.progress("%s: %.1f bytes/block, idle query p50 %d ns p99 %d ns (best of %d: %d / %d ns), reads p99 %d in %d rounds, %.2f allocs/Match",
+		f.Name, res.BytesPerBlock, fig.idleP50, fig.idleP99, idleRepeats, fig.bestP50, fig.bestP99, fig.lookupsP99, fig.roundsP99, fig.allocsPerMatch)
 
 	pilot, err := runStep(ctx, f, w, makePlan(w, 0, cfg.Window), cfg)
 	if err != nil {
