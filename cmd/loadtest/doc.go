@@ -7,6 +7,7 @@
 //
 //	go run ./cmd/loadtest index --json          # the full benchmark
 //	go run ./cmd/loadtest index --quick         # under a minute, readable table
+//	go run ./cmd/loadtest index --layout both   # block and paged layouts side by side
 //
 // Progress goes to stderr, the report to stdout. The default trace path is
 // relative to the repository root.
