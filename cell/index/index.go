@@ -58,10 +58,10 @@ func (ix *Index) Close() {
 }
 
 // pagedReserveDiv is the average page, in blocks, the paged layout sizes
-// its directories for from Config.ExpectedBlocks: half a full page, so
-// that a directory of cache-line slots costs about 8 bytes per expected
-// block and rarely grows.
-const pagedReserveDiv = PageSize / 2
+// its directories for from Config.ExpectedBlocks: a full page, so that a
+// directory of 128-byte slots costs about 8 bytes per expected block;
+// shorter pages make it grow.
+const pagedReserveDiv = PageSize
 
 // Layout returns the index's storage layout.
 func (ix *Index) Layout() Layout {

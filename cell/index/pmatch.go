@@ -17,8 +17,9 @@ type pageProbe struct {
 // pageSum is what a query reads of a page's directory slot: its bucket
 // (nil when the page is absent) and its summary (see pslot).
 type pageSum struct {
-	p                *pentry
-	w0, hLast, wLast uint64
+	p         *pentry
+	hLast     uint64
+	s0, sLast HostBitmap
 }
 
 // load reads slot ps (nil: an absent page).
@@ -28,7 +29,7 @@ func (sum *pageSum) load(ps *pslot) {
 		return
 	}
 	sum.p = ps.b.Load()
-	sum.w0, sum.hLast, sum.wLast = ps.w0.Load(), ps.hLast.Load(), ps.wLast.Load()
+	sum.s0, sum.hLast, sum.sLast = ps.s0.load(), ps.hLast.Load(), ps.sLast.load()
 }
 
 // matchPaged is match for the paged layout. It bisects over pages instead
@@ -150,7 +151,7 @@ func (ix *Index) readPages(chain []BlockHash, ps []pageProbe, r *MatchResult) {
 		// drop needs nothing else. Otherwise the second miss: every line of
 		// the bucket, loaded together, for foldPage's bisection inside it.
 		last := min(len(chain)-base, PageSize)
-		if last == PageSize && p.sum.hLast == uint64(chain[base+last-1]) && p.sum.w0 == p.sum.wLast {
+		if last == PageSize && p.sum.hLast == uint64(chain[base+last-1]) && p.sum.s0 == p.sum.sLast {
 			continue
 		}
 		b := bucketOf(p.sum.p)
@@ -223,19 +224,13 @@ func (s *pshard) foldOnce(sum *pageSum, q []BlockHash, base int, atLo, atHi Host
 	var found uint32
 	scanned := false
 	words := &r.words
-	// word returns the holder word of q[o]: from the summary for the first
-	// position and, when it tracks q's block there, the last; else from the
-	// bucket. A page's blocks are usually appended in chain order, so entry
-	// o+1 is tried first; only when it is another block (other chains,
-	// removals, a block q's chain does not share) does the bucket get
-	// scanned, once.
+	// word returns the holder word of q[o] from the bucket. A page's blocks
+	// are usually appended in chain order, so entry o+1 is tried first;
+	// only when it is another block (other chains, removals, a block q's
+	// chain does not share) does the bucket get scanned, once. at answers
+	// the first position and, when the summary tracks q's block there, the
+	// last from the summary.
 	word := func(o int) (uint64, bool) {
-		switch {
-		case o == 0:
-			return sum.w0, sum.w0 != 0
-		case o == PageSize-1 && sum.hLast == uint64(q[o]):
-			return sum.wLast, true
-		}
 		if n < 0 {
 			b = bucketOf(sum.p)
 			n = min(bucketLen(b), len(b)-1)
@@ -257,6 +252,12 @@ func (s *pshard) foldOnce(sum *pageSum, q []BlockHash, base int, atLo, atHi Host
 		return words[o], found&(1<<o) != 0
 	}
 	at := func(o int, lo HostBitmap) HostBitmap {
+		switch {
+		case o == 0:
+			return sum.s0.And(lo).Or(atHi)
+		case o == PageSize-1 && sum.hLast == uint64(q[o]):
+			return sum.sLast.And(lo).Or(atHi)
+		}
 		w, ok := word(o)
 		if !ok {
 			return atHi

@@ -104,7 +104,7 @@ func (s *pshard) store(op *Op, res *reserver) (created int, ok bool) {
 		s.entries += int64(len(b))
 		ps := &d.slots[i]
 		ps.b.Store(&b[0])
-		ps.note(off, h, w)
+		ps.note(off, h, s.decode(w))
 		ps.key.Store(page)
 		s.pages++
 		s.count++
@@ -116,9 +116,12 @@ func (s *pshard) store(op *Op, res *reserver) (created int, ok bool) {
 	for j := 1; j <= n; j++ {
 		if b[j].key.Load() == h {
 			w := b[j].val.Load()
-			if nw := s.addHolder(w, op.Slot, maxInlinePaged, w&offMask); nw != w {
+			nw := s.addHolder(w, op.Slot, maxInlinePaged, w&offMask)
+			if nw != w {
 				b[j].val.Store(nw)
-				ps.note(off, h, nw)
+			}
+			if off == 0 || off == PageSize-1 { // an overflow set changes in place
+				ps.note(off, h, s.decode(nw))
 			}
 			return 0, true
 		}
@@ -134,7 +137,7 @@ func (s *pshard) store(op *Op, res *reserver) (created int, ok bool) {
 	b[n+1].val.Store(w)
 	b[n+1].key.Store(h)
 	setBucketLen(b, n+1)
-	ps.note(off, h, w)
+	ps.note(off, h, s.decode(w))
 	s.count++
 	return 1, true
 }
@@ -176,11 +179,15 @@ func (s *pshard) remove(op *Op) int {
 		return 0
 	}
 	w := b[j].val.Load()
+	held := s.decode(w).Has(op.Slot)
 	nw := s.dropHolder(w, op.Slot, maxInlinePaged, w&offMask)
-	if nw == w {
+	if !held {
 		return 0
 	}
-	ps.note(wordOff(w), h, nw)
+	ps.note(wordOff(w), h, s.decode(nw))
+	if nw == w {
+		return 0 // an overflow set changed in place
+	}
 	if nw != 0 {
 		b[j].val.Store(nw)
 		return 0
@@ -317,7 +324,14 @@ func (s *pshard) sweep(dead HostBitmap) int {
 		ps := &keep[len(keep)-1]
 		ps.b.Store(&nb[0])
 		for j := 1; j <= m; j++ {
-			ps.note(wordOff(nb[j].val.Load()), nb[j].key.Load(), nb[j].val.Load())
+			w := nb[j].val.Load()
+			hb := HostBitmap{}
+			if isOverflow(w) {
+				hb = bms[overflowRef(w)]
+			} else {
+				hb = inlineBitmap(w)
+			}
+			ps.note(wordOff(w), nb[j].key.Load(), hb)
 		}
 		ps.key.Store(k)
 		count += m

@@ -12,32 +12,33 @@ type ptable struct {
 	shift uint
 }
 
-// pslot is one directory slot, a cache line: the page key, its bucket, and
-// a summary of the page, which is what a query reads of a page whose
-// holders do not change inside it: the holder words of its first block and
-// of one block at its last offset (with that block's hash; 0 when none is
-// tracked). The words are copies of bucket entries, kept in step by every
-// write (note).
+// pslot is one directory slot, two adjacent cache lines: the page key, its
+// bucket, and a summary of the page, which is all a query reads of a page
+// whose holders do not change inside it: the holder sets of its first
+// block and of one block at its last offset (with that block's hash; 0
+// when none is tracked). The sets are copies of what the bucket's entries
+// hold, kept in step by every write (note), and full bitmaps, so that
+// reading them takes no access to the overflow array.
 type pslot struct {
-	key          atomic.Uint64
-	b            atomic.Pointer[pentry]
-	w0           atomic.Uint64
-	hLast, wLast atomic.Uint64
-	_            [24]byte
+	key       atomic.Uint64
+	b         atomic.Pointer[pentry]
+	hLast     atomic.Uint64
+	s0, sLast ovBitmap
+	_         [40]byte
 }
 
 // note records in the summary that the entry of hash h at offset off now
-// has holder word w (0: deleted). Writers only.
-func (ps *pslot) note(off int, h, w uint64) {
+// has holders hb (empty: deleted). Writers only.
+func (ps *pslot) note(off int, h uint64, hb HostBitmap) {
 	switch off {
 	case 0:
-		ps.w0.Store(w)
+		ps.s0.store(hb)
 	case PageSize - 1:
 		if hl := ps.hLast.Load(); hl == h || hl == 0 {
-			if w == 0 {
+			if hb.IsEmpty() {
 				h = 0
 			}
-			ps.wLast.Store(w)
+			ps.sLast.store(hb)
 			ps.hLast.Store(h)
 		}
 	}
@@ -46,9 +47,9 @@ func (ps *pslot) note(off int, h, w uint64) {
 // copyFrom copies slot o into ps. Writers only.
 func (ps *pslot) copyFrom(o *pslot) {
 	ps.b.Store(o.b.Load())
-	ps.w0.Store(o.w0.Load())
+	ps.s0.store(o.s0.load())
 	ps.hLast.Store(o.hLast.Load())
-	ps.wLast.Store(o.wLast.Load())
+	ps.sLast.store(o.sLast.load())
 	ps.key.Store(o.key.Load())
 }
 
