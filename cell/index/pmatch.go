@@ -72,8 +72,8 @@ func (ix *Index) matchPaged(chain []BlockHash, r *MatchResult) {
 		cur = append(cur, span{lo: 0, hi: np - 1, atLo: end0, atHi: startL})
 	}
 	for len(cur) > 0 {
-		arity := int32(searchArity)
-		if len(cur)*(searchArity-1) > len(r.pprobe) {
+		arity := int32(pagedArity)
+		if len(cur)*(pagedArity-1) > len(r.pprobe) {
 			arity = 2
 		}
 		pp = r.pprobe[:0]
@@ -118,6 +118,10 @@ func (ix *Index) matchPaged(chain []BlockHash, r *MatchResult) {
 	}
 	r.sortGroups()
 }
+
+// pagedArity is searchArity for pages: how many parts a round splits each
+// open span of pages into.
+var pagedArity = 4
 
 // readPages starts the reads of the pages in ps: first every directory
 // probe's home slot, which holds the page's summary, then the buckets of
