@@ -53,9 +53,10 @@
 // The paged layout cuts a chain into pages of PageSize (32) positions,
 // [32k, 32k+32), and keeps the blocks of a page together under a page key.
 // A shard (chosen by the page key) has a directory, an open-addressing
-// table of one cache line per page: the key, a pointer to the page's
-// bucket, and a summary: copies of the holder words of the page's first
-// block and of one block at its last offset, with that block's hash. The
+// table of one 128-byte slot per page: the key, a pointer to the page's
+// bucket, and a summary: the holder sets of the page's first block and of
+// one block at its last offset, with that block's hash, copied from the
+// bucket by every write that changes them. The
 // bucket is one allocation of 16-byte entries (block hash, holder word with
 // the block's offset in its page in byte 6, so up to six inline holders),
 // holding the page's blocks of every chain through it; it doubles when full
@@ -66,12 +67,12 @@
 // query is known in advance (the hash at each page start), a page read
 // tells the holders of every position of the page, and the bisection only
 // has to find the pages with drops (about K log4(N/32K) page reads in
-// log4(N/32) + 1 rounds: the trace's p99 query takes 22 page reads in 5
-// rounds, against 52 lookups in 8). A page whose holders do not change
-// inside it is answered by its directory slot alone (first and last
-// position from the summary); a page with a drop inside costs a second
-// access, all of the bucket's lines loaded together, then a bisection over
-// its positions in cache. Inside a bucket, entries are in chain order as
+// log4(N/32) + 1 rounds: on the full trace the p99 query takes 22 page
+// reads in 5 rounds, against 61 lookups in 8). A page whose holders do not
+// change inside it is answered by its directory slot alone (first and last
+// position from the summary, as full bitmaps, so no overflow lookup); a
+// page with a drop inside costs a second access, all of the bucket's lines
+// loaded together, then a bisection over its positions in cache. Inside a bucket, entries are in chain order as
 // stored, so a position's entry is found directly, and the bucket is
 // scanned (once per page read) only when that guess fails (branches,
 // deletions).
@@ -100,11 +101,27 @@
 // learner and the tiers run against both layouts, and FuzzPagedMatchesBlock
 // drives the two with the same writes and compares every answer.
 //
-// Memory: a full page costs its 32 entries of 16 bytes, 1/32 of a 64-byte
-// directory slot at the directory's load, and its bucket's slack: about 24
-// bytes per block on the trace against 45 for the block layout with tables
-// reserved for the fleet. ExpectedBlocks reserves directory slots for pages
-// of half their size (about 8 bytes per expected block).
+// Memory: a full page costs its 32 entries of 16 bytes, 1/32 of a
+// 128-byte directory slot at the directory's load, and its bucket's slack.
+// ExpectedBlocks reserves directory slots for full pages (about 8 bytes per
+// expected block). On the full trace (loadtest index --layout both) that is
+// 29.7 bytes per block against 45.4 for the block layout with tables
+// reserved for the fleet.
+//
+// Measured on the 2-core development machine while other sessions loaded
+// it (load average 12 to 23), four runs of loadtest index --layout both:
+// the idle query's p50 and p99, each query's best of five runs, were 0.64
+// and 0.63 times the block layout's (medians of the per-run ratios;
+// 1.97 and 5.1 us against 3.05 and 7.8 us), on-CPU time per Match on the
+// --quick workload (pprof, BenchmarkMatchTrace) 2.4 to 2.9 us against 3.7
+// to 4.1 us. What bounds the p99 now is one dependent access per round to
+// a directory of tens of megabytes (a cache and TLB miss, 160 to 260 ns
+// here) and the query's own chain, read at every page start: the profile
+// puts 40% of Match on the directory load and 22% on the chain. The
+// queries timed under load were dominated by the machine (p99 13 to 164 us
+// for both layouts, scheduler quanta on an overcommitted VM), so the run
+// says nothing about the layouts there; the threshold throughput was within
+// noise of the block layout's (run ratios 0.72 to 4.0, median 1.11).
 //
 // # Concurrency
 //
