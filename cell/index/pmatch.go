@@ -1,7 +1,5 @@
 package index
 
-import "time"
-
 // pageProbe is one page read of a paged query round: the page in, and the
 // state of the optimistic read in between.
 type pageProbe struct {
@@ -185,32 +183,13 @@ func (ix *Index) foldPage(chain []BlockHash, p *pageProbe, atLo, atHi HostBitmap
 		r.n, r.matched = n0, matched0
 	}
 	key := uint64(q[0])
-	var deadline time.Time
-	for spins := 0; ; spins++ {
-		s1 := p.s.seq.Load()
-		if s1&1 == 0 {
-			var sum pageSum
-			sum.load(p.s.dir.Load().find(key))
-			start, end = p.s.foldOnce(&sum, q, base, atLo, atHi, r)
-			if p.s.seq.Load() == s1 {
-				return start, end
-			}
-			r.n, r.matched = n0, matched0
-		}
-		if spins&63 == 63 {
-			now := time.Now()
-			if deadline.IsZero() {
-				deadline = now.Add(readSpinTime)
-			} else if now.After(deadline) {
-				p.s.mu.Lock()
-				var sum pageSum
-				sum.load(p.s.dir.Load().find(key))
-				start, end = p.s.foldOnce(&sum, q, base, atLo, atHi, r)
-				p.s.mu.Unlock()
-				return start, end
-			}
-		}
-	}
+	p.s.readStable(func() {
+		r.n, r.matched = n0, matched0
+		var sum pageSum
+		sum.load(p.s.dir.Load().find(key))
+		start, end = p.s.foldOnce(&sum, q, base, atLo, atHi, r)
+	})
+	return start, end
 }
 
 // foldOnce is one optimistic pass of foldPage over bucket bp. It finds the

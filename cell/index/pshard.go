@@ -2,7 +2,6 @@ package index
 
 import (
 	"sync/atomic"
-	"time"
 	"unsafe"
 )
 
@@ -233,28 +232,9 @@ func (s *pshard) resize(size int) *ptable {
 
 // holders returns the holders of block h of page page (empty when absent).
 // It takes no lock; see shard.holders.
-func (s *pshard) holders(page, h uint64) HostBitmap {
-	var deadline time.Time
-	for spins := 0; ; spins++ {
-		s1 := s.seq.Load()
-		if s1&1 == 0 {
-			b := s.decode(s.find(s.dir.Load(), page, h))
-			if s.seq.Load() == s1 {
-				return b
-			}
-		}
-		if spins&63 == 63 {
-			now := time.Now()
-			if deadline.IsZero() {
-				deadline = now.Add(readSpinTime)
-			} else if now.After(deadline) {
-				s.mu.Lock()
-				b := s.decode(s.find(s.dir.Load(), page, h))
-				s.mu.Unlock()
-				return b
-			}
-		}
-	}
+func (s *pshard) holders(page, h uint64) (b HostBitmap) {
+	s.readStable(func() { b = s.decode(s.find(s.dir.Load(), page, h)) })
+	return b
 }
 
 // find returns the holder word of block h of page page, or 0.

@@ -86,14 +86,23 @@ func (s *shardBase) initOverflow() {
 
 // holders returns the holder set of key (empty when absent). It takes no
 // lock and may be called concurrently with writers.
-func (s *shard) holders(key uint64) HostBitmap {
+func (s *shard) holders(key uint64) (b HostBitmap) {
+	s.readStable(func() { b = s.decode(s.tab.Load().find(key)) })
+	return b
+}
+
+// readStable runs read, which reads the shard without a lock, until a run
+// saw no writer: the sequence was even before it and unchanged after. When
+// writers keep moving the shard for readSpinTime, it runs read once more
+// under the shard's lock instead.
+func (s *shardBase) readStable(read func()) {
 	var deadline time.Time
 	for spins := 0; ; spins++ {
 		s1 := s.seq.Load()
 		if s1&1 == 0 {
-			b := s.decode(s.tab.Load().find(key))
+			read()
 			if s.seq.Load() == s1 {
-				return b
+				return
 			}
 		}
 		if spins&63 == 63 {
@@ -101,7 +110,10 @@ func (s *shard) holders(key uint64) HostBitmap {
 			if deadline.IsZero() {
 				deadline = now.Add(readSpinTime)
 			} else if now.After(deadline) {
-				return s.holdersLocked(key)
+				s.mu.Lock()
+				read()
+				s.mu.Unlock()
+				return
 			}
 		}
 	}
@@ -115,14 +127,6 @@ func (s *shard) holders(key uint64) HostBitmap {
 // lock fallback only matters when the writer's thread was descheduled inside
 // its section; then sleeping beats spinning.
 const readSpinTime = 20 * time.Microsecond
-
-// holdersLocked reads key's holders under the shard's lock.
-func (s *shard) holdersLocked(key uint64) HostBitmap {
-	s.mu.Lock()
-	b := s.decode(s.tab.Load().find(key))
-	s.mu.Unlock()
-	return b
-}
 
 // beginWrite locks the shard and opens a write section.
 func (s *shardBase) beginWrite() {
