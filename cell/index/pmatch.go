@@ -157,7 +157,7 @@ func (ix *Index) readPages(chain []BlockHash, ps []pageProbe, r *MatchResult) {
 			continue
 		}
 		b := bucketOf(p.sum.p)
-		n := min(bucketLen(b), len(b)-1)
+		n, _ := bucketHeader(b)
 		for j := 0; j <= n; j += 4 {
 			acc += b[j].key.Load()
 		}
@@ -204,22 +204,26 @@ func (s *pshard) foldOnce(sum *pageSum, q []BlockHash, base int, atLo, atHi Host
 	}
 	var b []pentry
 	n := -1 // the bucket is not loaded yet
+	ordered := false
 	var found uint32
 	scanned := false
 	words := &r.words
 	// word returns the holder word of q[o] from the bucket. A page's blocks
-	// are usually appended in chain order, so entry o+1 is tried first;
-	// only when it is another block (other chains, removals, a block q's
-	// chain does not share) does the bucket get scanned, once. at answers
+	// are usually appended in chain order, so entry o+1 is tried first, and
+	// in an ordered bucket it is the only candidate; only an unordered one
+	// (branches, removals in the middle) gets scanned, once. at answers
 	// the first position and, when the summary tracks q's block there, the
 	// last from the summary.
 	word := func(o int) (uint64, bool) {
 		if n < 0 {
 			b = bucketOf(sum.p)
-			n = min(bucketLen(b), len(b)-1)
+			n, ordered = bucketHeader(b)
 		}
 		if j := o + 1; j <= n && b[j].key.Load() == uint64(q[o]) {
 			return b[j].val.Load(), true
+		}
+		if ordered {
+			return 0, false // the entry of offset o would be entry o+1
 		}
 		if !scanned {
 			scanned = true

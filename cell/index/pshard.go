@@ -30,11 +30,19 @@ func wordOff(w uint64) int { return int(w>>offShift) & 0xFF }
 func offBits(off int) uint64 { return uint64(off) << offShift }
 
 // pentry is one entry of a bucket. Entry 0 is the bucket's header: key
-// holds the entry count (low 32 bits) and the capacity (high 32 bits), val
-// the chain position of the page's first block.
+// holds the entry count (bits 0-30), the ordered flag (bit 31) and the
+// capacity (bits 32-63), val the chain position of the page's first block.
+// A bucket is ordered while entry j holds the block at offset j-1, which is
+// how a chain's blocks arrive: then the entry of offset o is entry o+1 or
+// none, and neither a write nor a query has to scan the bucket.
 type pentry struct {
 	key, val atomic.Uint64
 }
+
+const (
+	lenMask     = 1<<31 - 1
+	orderedFlag = 1 << 31
+)
 
 // bucketOf returns the bucket whose header p points to, header included.
 // The capacity never changes for one allocation, so a reader may call it on
@@ -45,14 +53,43 @@ func bucketOf(p *pentry) []pentry {
 
 func newBucket(capacity int, base int64) []pentry {
 	b := make([]pentry, capacity+1)
-	b[0].key.Store(uint64(capacity) << 32)
+	b[0].key.Store(uint64(capacity)<<32 | orderedFlag)
 	b[0].val.Store(uint64(base))
 	return b
 }
 
-func bucketLen(b []pentry) int { return int(uint32(b[0].key.Load())) }
+// bucketHeader returns the bucket's entry count, clamped to its capacity
+// (a reader may see a torn bucket, which its sequence check then rejects),
+// and whether it is ordered.
+func bucketHeader(b []pentry) (n int, ordered bool) {
+	h := b[0].key.Load()
+	return min(int(h&lenMask), len(b)-1), h&orderedFlag != 0
+}
 
-func setBucketLen(b []pentry, n int) { b[0].key.Store(uint64(len(b)-1)<<32 | uint64(n)) }
+func setBucketHeader(b []pentry, n int, ordered bool) {
+	h := uint64(len(b)-1)<<32 | uint64(n)
+	if ordered {
+		h |= orderedFlag
+	}
+	b[0].key.Store(h)
+}
+
+// findEntry returns the index of the entry of block h at offset off in
+// bucket b of n entries, or 0.
+func findEntry(b []pentry, n int, ordered bool, off int, h uint64) int {
+	if j := off + 1; j <= n && b[j].key.Load() == h {
+		return j
+	}
+	if ordered {
+		return 0
+	}
+	for j := 1; j <= n; j++ {
+		if b[j].key.Load() == h {
+			return j
+		}
+	}
+	return 0
+}
 
 // pshard is one of the paged layout's 256 partitions; a page's shard is
 // chosen by its page key.
@@ -99,7 +136,7 @@ func (s *pshard) store(op *Op, res *reserver) (created int, ok bool) {
 		w := inlineAdd(0, op.Slot) | offBits(off)
 		b[1].val.Store(w)
 		b[1].key.Store(h)
-		setBucketLen(b, 1)
+		setBucketHeader(b, 1, off == 0)
 		s.entries += int64(len(b))
 		ps := &d.slots[i]
 		ps.b.Store(&b[0])
@@ -111,19 +148,17 @@ func (s *pshard) store(op *Op, res *reserver) (created int, ok bool) {
 	}
 	ps := &d.slots[i]
 	b := bucketOf(ps.b.Load())
-	n := bucketLen(b)
-	for j := 1; j <= n; j++ {
-		if b[j].key.Load() == h {
-			w := b[j].val.Load()
-			nw := s.addHolder(w, op.Slot, maxInlinePaged, w&offMask)
-			if nw != w {
-				b[j].val.Store(nw)
-			}
-			if off == 0 || off == PageSize-1 { // an overflow set changes in place
-				ps.note(off, h, s.decode(nw))
-			}
-			return 0, true
+	n, ordered := bucketHeader(b)
+	if j := findEntry(b, n, ordered, off, h); j > 0 {
+		w := b[j].val.Load()
+		nw := s.addHolder(w, op.Slot, maxInlinePaged, w&offMask)
+		if nw != w {
+			b[j].val.Store(nw)
 		}
+		if off == 0 || off == PageSize-1 { // an overflow set changes in place
+			ps.note(off, h, s.decode(nw))
+		}
+		return 0, true
 	}
 	if res != nil && !res.take() {
 		s.capDrops++
@@ -135,7 +170,7 @@ func (s *pshard) store(op *Op, res *reserver) (created int, ok bool) {
 	w := inlineAdd(0, op.Slot) | offBits(off)
 	b[n+1].val.Store(w)
 	b[n+1].key.Store(h)
-	setBucketLen(b, n+1)
+	setBucketHeader(b, n+1, ordered && off == n)
 	ps.note(off, h, s.decode(w))
 	s.count++
 	return 1, true
@@ -145,13 +180,13 @@ func (s *pshard) store(op *Op, res *reserver) (created int, ok bool) {
 // bucket of the given capacity and publishes it. Readers holding b read
 // valid, unchanged memory and retry on the sequence. Writers only.
 func (s *pshard) rebucket(d *ptable, i uint64, b []pentry, capacity int) []pentry {
-	n := bucketLen(b)
+	n, ordered := bucketHeader(b)
 	nb := newBucket(capacity, int64(b[0].val.Load()))
 	for j := 1; j <= n; j++ {
 		nb[j].key.Store(b[j].key.Load())
 		nb[j].val.Store(b[j].val.Load())
 	}
-	setBucketLen(nb, n)
+	setBucketHeader(nb, n, ordered)
 	s.entries += int64(len(nb) - len(b))
 	d.slots[i].b.Store(&nb[0])
 	return nb
@@ -168,13 +203,10 @@ func (s *pshard) remove(op *Op) int {
 	}
 	ps := &d.slots[i]
 	b := bucketOf(ps.b.Load())
-	n := bucketLen(b)
+	n, ordered := bucketHeader(b)
 	h := uint64(op.Hash)
-	j := 1
-	for j <= n && b[j].key.Load() != h {
-		j++
-	}
-	if j > n {
+	j := findEntry(b, n, ordered, int(op.Pos%PageSize), h)
+	if j == 0 {
 		return 0
 	}
 	w := b[j].val.Load()
@@ -198,7 +230,7 @@ func (s *pshard) remove(op *Op) int {
 	}
 	b[n].key.Store(0)
 	b[n].val.Store(0)
-	setBucketLen(b, n-1)
+	setBucketHeader(b, n-1, ordered && j == n)
 	s.count--
 	switch {
 	case n == 1:
@@ -232,23 +264,21 @@ func (s *pshard) resize(size int) *ptable {
 
 // holders returns the holders of block h of page page (empty when absent).
 // It takes no lock; see shard.holders.
-func (s *pshard) holders(page, h uint64) (b HostBitmap) {
-	s.readStable(func() { b = s.decode(s.find(s.dir.Load(), page, h)) })
+func (s *pshard) holders(page uint64, off int, h uint64) (b HostBitmap) {
+	s.readStable(func() { b = s.decode(s.find(s.dir.Load(), page, off, h)) })
 	return b
 }
 
-// find returns the holder word of block h of page page, or 0.
-func (s *pshard) find(d *ptable, page, h uint64) uint64 {
+// find returns the holder word of block h at offset off of page page, or 0.
+func (s *pshard) find(d *ptable, page uint64, off int, h uint64) uint64 {
 	ps := d.find(page)
 	if ps == nil {
 		return 0
 	}
 	b := bucketOf(ps.b.Load())
-	n := min(bucketLen(b), len(b)-1)
-	for j := 1; j <= n; j++ {
-		if b[j].key.Load() == h {
-			return b[j].val.Load()
-		}
+	n, ordered := bucketHeader(b)
+	if j := findEntry(b, n, ordered, off, h); j > 0 {
+		return b[j].val.Load()
 	}
 	return 0
 }
@@ -271,7 +301,8 @@ func (s *pshard) sweep(dead HostBitmap) int {
 		}
 		b := bucketOf(old.slots[i].b.Load())
 		tmp = tmp[:0]
-		for j := 1; j <= bucketLen(b); j++ {
+		n, _ := bucketHeader(b)
+		for j := 1; j <= n; j++ {
 			w := b[j].val.Load()
 			hb := s.decode(w).AndNot(dead)
 			var nw uint64
@@ -295,11 +326,13 @@ func (s *pshard) sweep(dead HostBitmap) int {
 			c *= 2
 		}
 		nb := newBucket(c, int64(b[0].val.Load()))
+		ordered := true
 		for j, e := range tmp {
 			nb[j+1].key.Store(e[0])
 			nb[j+1].val.Store(e[1])
+			ordered = ordered && wordOff(e[1]) == j
 		}
-		setBucketLen(nb, m)
+		setBucketHeader(nb, m, ordered)
 		keep = append(keep, pslot{})
 		ps := &keep[len(keep)-1]
 		ps.b.Store(&nb[0])
@@ -355,7 +388,8 @@ func (s *pshard) forEach(f func(page uint64, pos int64, key uint64, holders Host
 		}
 		b := bucketOf(d.slots[i].b.Load())
 		base := int64(b[0].val.Load())
-		for j := 1; j <= bucketLen(b); j++ {
+		n, _ := bucketHeader(b)
+		for j := 1; j <= n; j++ {
 			w := b[j].val.Load()
 			f(k, base+int64(wordOff(w)), b[j].key.Load(), s.decode(w))
 		}

@@ -123,7 +123,7 @@ func (tm *tierMap) reset() {
 // holdsOp reports whether op's slot holds op's block right now.
 func (ix *Index) holdsOp(op *Op) bool {
 	if ix.pshards != nil {
-		return validPlace(op) && ix.pshards[shardOf(uint64(op.Page))].holders(uint64(op.Page), uint64(op.Hash)).Has(op.Slot)
+		return validPlace(op) && ix.pshards[shardOf(uint64(op.Page))].holders(uint64(op.Page), int(op.Pos%PageSize), uint64(op.Hash)).Has(op.Slot)
 	}
 	return ix.shards[shardOf(uint64(op.Hash))].holders(uint64(op.Hash)).Has(op.Slot)
 }
@@ -133,7 +133,7 @@ func (ix *Index) holdsAt(s Slot, chain []BlockHash, i int) bool {
 	h := uint64(chain[i])
 	if ix.pshards != nil {
 		page := uint64(PageKey(chain, i))
-		return ix.pshards[shardOf(page)].holders(page, h).Has(s)
+		return ix.pshards[shardOf(page)].holders(page, i%PageSize, h).Has(s)
 	}
 	return ix.shards[shardOf(h)].holders(h).Has(s)
 }
