@@ -72,10 +72,12 @@
 // change inside it is answered by its directory slot alone (first and last
 // position from the summary, as full bitmaps, so no overflow lookup); a
 // page with a drop inside costs a second access, all of the bucket's lines
-// loaded together, then a bisection over its positions in cache. Inside a bucket, entries are in chain order as
-// stored, so a position's entry is found directly, and the bucket is
-// scanned (once per page read) only when that guess fails (branches,
-// deletions).
+// loaded together, then a bisection over its positions in cache. A bucket
+// whose entries are in offset order (a chain's blocks as they arrive) is
+// flagged ordered: the block at offset o is entry o+1 or absent, for a
+// query and for a write alike; only a bucket with branches or a removal in
+// its middle is scanned, once per page read or write. So a block's place
+// must be the same in every op for it.
 //
 // Departure from the proposal in the block-index issue ("pages keyed by the
 // hash before the page"): a page is keyed by the hash of its own first
