@@ -110,20 +110,20 @@
 // 29.7 bytes per block against 45.4 for the block layout with tables
 // reserved for the fleet.
 //
-// Measured on the 2-core development machine while other sessions loaded
-// it (load average 12 to 23), four runs of loadtest index --layout both:
-// the idle query's p50 and p99, each query's best of five runs, were 0.64
-// and 0.63 times the block layout's (medians of the per-run ratios;
-// 1.97 and 5.1 us against 3.05 and 7.8 us), on-CPU time per Match on the
-// --quick workload (pprof, BenchmarkMatchTrace) 2.4 to 2.9 us against 3.7
-// to 4.1 us. What bounds the p99 now is one dependent access per round to
-// a directory of tens of megabytes (a cache and TLB miss, 160 to 260 ns
-// here) and the query's own chain, read at every page start: the profile
-// puts 40% of Match on the directory load and 22% on the chain. The
-// queries timed under load were dominated by the machine (p99 13 to 164 us
-// for both layouts, scheduler quanta on an overcommitted VM), so the run
-// says nothing about the layouts there; the threshold throughput was within
-// noise of the block layout's (run ratios 0.72 to 4.0, median 1.11).
+// Measured on the 2-core development machine (shared with other sessions,
+// load average 2 to 4), six runs of loadtest index --layout both, medians
+// of the per-run ratios paged / block: threshold 2.58 (29.5M against
+// 12.2M block-ops/s), query under load at each one's threshold p50 0.73
+// and p99 0.42 (13.3 against 58 us; 7.7 to 110 us over the runs, the
+// machine's preemptions included), idle query p50 0.70 and p99 0.66, each
+// query's best of five runs p50 0.80 and p99 0.83 (1.85 and 4.9 us against
+// 3.1 and 8.0 us), bytes per block 0.65. What bounds the idle p99 now: the
+// p99 query still needs 5 dependent rounds, each a cache and TLB miss on a
+// directory of tens of megabytes (160 to 260 ns here), and 22 page reads;
+// pprof of BenchmarkMatchTrace puts 40% of Match on the directory slot's
+// load and 22% on loading the query's own chain at the page starts (cold
+// in the benchmark, hot in a cell that just hashed it), the rest in the
+// bisection's CPU.
 //
 // # Concurrency
 //
