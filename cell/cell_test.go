@@ -80,9 +80,22 @@ func tokens(n int) []uint32 {
 
 // TestCellOverGRPCPublish drives a whole cell over real sockets: a
 // publisher sidecar streams events over gRPC, and the state shows up in the
-// index, the REST state API and the metrics.
+// index, the REST state API and the metrics. It runs with both index
+// layouts (index.layout): the paged one needs the applier to place every
+// op, removals included.
 func TestCellOverGRPCPublish(t *testing.T) {
-	c := startCell(t, testConfig())
+	for _, layout := range []string{"block", "paged"} {
+		t.Run(layout, func(t *testing.T) { testCellOverGRPCPublish(t, layout) })
+	}
+}
+
+func testCellOverGRPCPublish(t *testing.T, layout string) {
+	cfg := testConfig()
+	cfg.Index.Layout = layout
+	c := startCell(t, cfg)
+	if got := string(c.Index().Layout()); got != layout {
+		t.Fatalf("index layout %q, want %q", got, layout)
+	}
 	base := "http://" + c.HTTPAddr()
 	waitFor(t, "healthz", func() bool { code, _ := get(t, base+"/healthz"); return code == 200 })
 	if code, body := get(t, base+"/readyz"); code != 200 {

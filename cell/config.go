@@ -87,6 +87,10 @@ type IndexConfig struct {
 	// no pre-sizing (tables grow from empty); a positive value is used as
 	// given and must not exceed max_blocks.
 	ExpectedBlocks int `yaml:"expected_blocks"`
+	// Layout is the index's storage layout (index.Config Layout): "block"
+	// (the default, also "") or "paged", whose queries read a chain's
+	// blocks a page of index.PageSize positions at a time.
+	Layout string `yaml:"layout"`
 }
 
 // EventsConfig configures the event applier (see events.Config).
@@ -336,7 +340,8 @@ func (c Config) Validate() error {
 }
 
 func (c Config) indexConfig() index.Config {
-	ic := index.Config{MaxBlocks: c.Index.MaxBlocks, SweepWorkers: c.Index.SweepWorkers, ExpectedBlocks: c.Index.ExpectedBlocks}
+	ic := index.Config{MaxBlocks: c.Index.MaxBlocks, SweepWorkers: c.Index.SweepWorkers, ExpectedBlocks: c.Index.ExpectedBlocks,
+		Layout: index.Layout(c.Index.Layout)}
 	switch {
 	case ic.ExpectedBlocks == -1:
 		ic.ExpectedBlocks = 0

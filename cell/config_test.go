@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/gossip"
 )
 
@@ -108,6 +109,26 @@ func TestIndexExpectedBlocks(t *testing.T) {
 	}
 }
 
+// TestIndexLayout checks that index.layout reaches the index config.
+func TestIndexLayout(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		want index.Layout
+	}{
+		{"", ""},
+		{"index: {layout: block}\n", index.LayoutBlock},
+		{"index: {layout: paged}\n", index.LayoutPaged},
+	} {
+		cfg, err := ParseConfig([]byte(tt.yaml))
+		if err != nil {
+			t.Fatalf("%q: %v", tt.yaml, err)
+		}
+		if got := cfg.indexConfig().Layout; got != tt.want {
+			t.Errorf("%q: layout %q, want %q", tt.yaml, got, tt.want)
+		}
+	}
+}
+
 func TestEmptyConfigIsDefault(t *testing.T) {
 	cfg, err := ParseConfig(nil)
 	if err != nil {
@@ -129,6 +150,7 @@ func TestConfigErrors(t *testing.T) {
 		{"zero max blocks", "index: {max_blocks: 0}\n", "MaxBlocks"},
 		{"bad expected blocks", "index: {expected_blocks: -2}\n", "expected_blocks"},
 		{"expected blocks over the cap", "index: {max_blocks: 10, expected_blocks: 11}\n", "ExpectedBlocks"},
+		{"unknown index layout", "index: {layout: pages}\n", "layout"},
 		{"bad role", "pods: [{id: a, role: chef}]\n", "Role"},
 		{"duplicate pod", "pods: [{id: a}, {id: a}]\n", "duplicate"},
 		{"bad pod address", "pods: [{id: a, address: 'x'}]\n", "pods[0].address"},

@@ -30,6 +30,25 @@ type chainNode struct {
 	// pending are the tokens after last up to the end of this block, fewer
 	// than the router block size; nil when the blocks line up.
 	pending []uint32
+	// pos0 is the chain position of router0 (of the next router block when
+	// the node completed none), and pageIn the page key (index.Op.Page) of
+	// the router block before it, 0 when there is none: with the router
+	// hashes they place every op of the node (see place).
+	pos0   int32
+	pageIn index.BlockHash
+}
+
+// place returns the chain position and page key of the node's j-th router
+// block, or for j == nRouter those of the next router block's predecessor
+// (its page key is what a child's pageIn starts from).
+func (n *chainNode) place(j int32) (pos int32, page index.BlockHash) {
+	page = n.pageIn
+	for i := int32(0); i <= j && i < n.nRouter; i++ {
+		if (n.pos0+i)%index.PageSize == 0 {
+			page = n.routerHash(i)
+		}
+	}
+	return n.pos0 + j, page
 }
 
 // routerHash returns the i-th router hash the node completed.

@@ -44,6 +44,9 @@ type refModel struct {
 	rbs          int
 	maxPer       int
 	holders      map[string]*refHolder
+	// places records where routerSet saw each router block in its chain
+	// (index.Op Pos and Page), for the paged layout's Dump.
+	places map[index.BlockHash]index.Op
 }
 
 func newRefModel(rbs, maxPer int) *refModel {
@@ -209,6 +212,11 @@ func (m *refModel) routerSet(h *refHolder) map[index.BlockHash]bool {
 		for j, rh := range chain {
 			if end := (j + 1) * m.rbs; end > start && end <= len(prefix) {
 				out[rh] = true
+				if m.places != nil {
+					var op index.Op
+					op.SetPlace(chain, j)
+					m.places[rh] = op
+				}
 			}
 		}
 	}
@@ -268,9 +276,30 @@ func compareIndex(t *testing.T, ix *index.Index, want map[index.BlockHash]index.
 	}
 }
 
-func newTestIndex(t testing.TB) *index.Index {
+// comparePlaces fails t when a block of the paged index ix is not at the
+// place the reference saw it.
+func comparePlaces(t *testing.T, ix *index.Index, want map[index.BlockHash]index.Op, what string) {
 	t.Helper()
-	ix, err := index.New(index.DefaultConfig())
+	for _, e := range ix.Dump() {
+		w, ok := want[e.Hash]
+		if !ok {
+			continue // compareIndex reports it
+		}
+		if e.Pos != w.Pos || e.Page != w.Page {
+			t.Fatalf("%s: block %x at %d in page %x, want %d in %x", what, e.Hash, e.Pos, e.Page, w.Pos, w.Page)
+		}
+	}
+}
+
+func newTestIndex(t testing.TB) *index.Index {
+	return newTestIndexLayout(t, index.LayoutBlock)
+}
+
+func newTestIndexLayout(t testing.TB, layout index.Layout) *index.Index {
+	t.Helper()
+	cfg := index.DefaultConfig()
+	cfg.Layout = layout
+	ix, err := index.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,9 +334,15 @@ func TestApplierMatchesReference(t *testing.T) {
 	sizes := []struct{ engine, router int }{{16, 16}, {16, 64}, {64, 16}, {16, 24}, {4, 4}}
 	for _, sz := range sizes {
 		for seed := uint64(1); seed <= 4; seed++ {
-			t.Run(fmt.Sprintf("engine%d_router%d_seed%d", sz.engine, sz.router, seed), func(t *testing.T) {
+			// The paged layout needs every op placed in its chain: odd
+			// seeds check the applier's places against the reference's.
+			layout := index.LayoutBlock
+			if seed%2 == 1 {
+				layout = index.LayoutPaged
+			}
+			t.Run(fmt.Sprintf("engine%d_router%d_seed%d_%s", sz.engine, sz.router, seed, layout), func(t *testing.T) {
 				log := randomLog(seed, sz.engine, 300)
-				ix := newTestIndex(t)
+				ix := newTestIndexLayout(t, layout)
 				a := newTestApplier(t, ix, sz.router)
 				ref := newRefModel(sz.router, DefaultConfig().MaxBlocksPerPod)
 				for i, b := range log {
@@ -317,7 +352,11 @@ func TestApplierMatchesReference(t *testing.T) {
 					}
 					ref.apply(b)
 					if i%50 == 0 || i == len(log)-1 {
+						ref.places = map[index.BlockHash]index.Op{}
 						compareIndex(t, ix, ref.expected(t, ix), fmt.Sprintf("after batch %d", i))
+						if layout == index.LayoutPaged {
+							comparePlaces(t, ix, ref.places, fmt.Sprintf("after batch %d", i))
+						}
 					}
 				}
 				for id, h := range ref.holders {
@@ -428,4 +467,70 @@ func storeEv(e *engineSim, variant, n int) Event {
 		ev.BlockHashes = append(ev.BlockHashes, engineHash("", prefix))
 	}
 	return ev
+}
+
+// TestApplierPlacesPagedOps stores a long chain in several BlockStored
+// events (each continuing the last through its parent, with engine blocks
+// that do and do not line up with the router's) into a paged index, and
+// checks that every router block sits at its chain position in its page,
+// that Match finds the whole chain, and that removing the engine blocks
+// empties the index.
+func TestApplierPlacesPagedOps(t *testing.T) {
+	for _, sz := range []struct{ engine, router int }{{16, 16}, {16, 24}, {32, 16}} {
+		t.Run(fmt.Sprintf("engine%d_router%d", sz.engine, sz.router), func(t *testing.T) {
+			ix := newTestIndexLayout(t, index.LayoutPaged)
+			a := newTestApplier(t, ix, sz.router)
+			const blocks = 3*index.PageSize + 7 // engine blocks
+			toks := make([]uint32, blocks*sz.engine)
+			for i := range toks {
+				toks[i] = uint32(i*7 + 3)
+			}
+			var evs []Event
+			for from := 0; from < blocks; {
+				to := min(blocks, from+13+from%5)
+				ev := Event{Kind: KindBlockStored, BlockSize: sz.engine, TokenIDs: toks[from*sz.engine : to*sz.engine]}
+				for b := from; b < to; b++ {
+					ev.BlockHashes = append(ev.BlockHashes, uint64(1000+b))
+				}
+				if from > 0 {
+					ev.ParentHash, ev.HasParent = uint64(1000+from-1), true
+				}
+				evs = append(evs, ev)
+				from = to
+			}
+			batch := Batch{Pod: "pod-a", Model: "m", DPRank: -1, Seq: 1, Events: evs}
+			if err := a.ApplyBatch(context.Background(), &batch); err != nil {
+				t.Fatal(err)
+			}
+			hasher := blockhash.Hasher{BlockSize: sz.router}
+			chain := hasher.Chain(blockhash.Seed(blockhash.Identity("m", "", "")), toks, nil)
+			dump := ix.Dump()
+			if len(dump) != len(chain) {
+				t.Fatalf("index holds %d blocks, want the chain's %d", len(dump), len(chain))
+			}
+			want := map[index.BlockHash]index.Op{}
+			for j := range chain {
+				var op index.Op
+				op.SetPlace(chain, j)
+				want[chain[j]] = op
+			}
+			comparePlaces(t, ix, want, "after the stores")
+			var r index.MatchResult
+			ix.Match(chain, &r)
+			if _, d, ok := r.Best(); !ok || d != len(chain) {
+				t.Fatalf("Match: best depth %d (ok %v), want %d", d, ok, len(chain))
+			}
+			rm := Event{Kind: KindBlockRemoved}
+			for b := blocks - 1; b >= blocks/2; b-- {
+				rm.BlockHashes = append(rm.BlockHashes, uint64(1000+b))
+			}
+			rm2 := Event{Kind: KindBlockRemoved, BlockHashes: []uint64{1000}} // the rest with the root
+			if err := a.ApplyBatch(context.Background(), &Batch{Pod: "pod-a", Model: "m", DPRank: -1, Seq: 2, Events: []Event{rm, rm2}}); err != nil {
+				t.Fatal(err)
+			}
+			if got := ix.Dump(); len(got) != 0 {
+				t.Fatalf("index holds %d blocks after the removals, want none (removals not placed?)", len(got))
+			}
+		})
+	}
 }

@@ -135,6 +135,10 @@ func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) 
 	noTokens := len(ev.TokenIDs) == 0
 	var last index.BlockHash
 	var pending []uint32
+	// pos and page place the next router block: its chain position, and
+	// the page key of the block before it.
+	var pos int32
+	var page index.BlockHash
 	if ev.HasParent && ev.ParentHash != 0 {
 		p, ok := h.chains.lookup(ev.ParentHash)
 		if !ok {
@@ -142,6 +146,7 @@ func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) 
 		}
 		pn := h.chains.node(p)
 		parent, last, pending, skip = p, pn.last, pn.pending, pn.skip
+		pos, page = pn.place(pn.nRouter)
 	} else {
 		salt, ok := keysOK(ev, 0, true)
 		if salt == "" {
@@ -169,6 +174,7 @@ func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) 
 				}
 			}
 			parent, last, pending, skip = n, node.last, node.pending, node.skip
+			pos, page = node.place(node.nRouter)
 			continue
 		}
 		if h.chains.len() >= a.cfg.MaxBlocksPerPod {
@@ -177,6 +183,7 @@ func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) 
 		n := h.chains.add(eh, parent)
 		node := h.chains.node(n)
 		node.tiers = bit
+		node.pos0, node.pageIn = pos, page
 		if skip || noTokens {
 			node.skip = true
 		} else {
@@ -202,6 +209,7 @@ func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) 
 			h.ops = appendOps(h.ops, index.OpStore, h.slot, tier, node)
 		}
 		parent, last, pending = n, node.last, node.pending
+		pos, page = node.place(node.nRouter)
 	}
 	switch {
 	case noTokens:
@@ -240,10 +248,15 @@ func (a *Applier) removed(h *holder, ev *Event) (otherGroup bool) {
 }
 
 // appendOps appends one op of kind on tier for every router block node
-// completed.
+// completed, placed in its chain (Op.Pos, Op.Page) for the paged layout.
 func appendOps(ops []index.Op, kind index.OpKind, slot index.Slot, tier index.Tier, node *chainNode) []index.Op {
+	page := node.pageIn
 	for j := int32(0); j < node.nRouter; j++ {
-		ops = append(ops, index.Op{Kind: kind, Slot: slot, Tier: tier, Hash: node.routerHash(j)})
+		h, pos := node.routerHash(j), node.pos0+j
+		if pos%index.PageSize == 0 {
+			page = h
+		}
+		ops = append(ops, index.Op{Kind: kind, Slot: slot, Tier: tier, Hash: h, Pos: pos, Page: page})
 	}
 	return ops
 }

@@ -15,11 +15,26 @@ const (
 )
 
 // Op is one write to the index.
+//
+// Pos and Page place the block in its chain; only the paged layout reads
+// them (see Layout), and it counts an op without a consistent place as
+// stale. SetPlace fills both from a chain.
 type Op struct {
 	Kind OpKind
 	Slot Slot
 	Tier Tier
 	Hash BlockHash
+	// Pos is the block's position in its chain, 0 for a first block.
+	Pos int32
+	// Page is the hash of the first block of the block's page: the block at
+	// position Pos - Pos%PageSize of the chain (Hash itself at a page start).
+	Page BlockHash
+}
+
+// SetPlace sets op's Pos and Page for the block at position i of chain.
+func (op *Op) SetPlace(chain []BlockHash, i int) {
+	op.Pos = int32(i)
+	op.Page = chain[i-i%PageSize]
 }
 
 // ApplyResult counts what an Apply call did.
@@ -110,9 +125,10 @@ func (ix *Index) apply(ops []Op, l *Learner) ApplyResult {
 	}
 	if len(ops) <= smallBatch {
 		for i := range ops {
-			s := &ix.shards[shardOf(uint64(ops[i].Hash))]
+			sh := shardOf(ix.shardKey(&ops[i]))
+			s := ix.base(sh)
 			s.beginWrite()
-			ix.applyOne(s, &ops[i], nil, &res)
+			ix.applyOne(sh, &ops[i], nil, &res)
 			s.endWrite()
 		}
 	} else {
@@ -127,7 +143,7 @@ func (ix *Index) apply(ops []Op, l *Learner) ApplyResult {
 func (ix *Index) applyGrouped(ops []Op, sc *applyScratch, res *ApplyResult) {
 	var counts [numShards]int32
 	for i := range ops {
-		counts[shardOf(uint64(ops[i].Hash))]++
+		counts[shardOf(ix.shardKey(&ops[i]))]++
 	}
 	sc.starts[0] = 0
 	for i := 0; i < numShards; i++ {
@@ -142,11 +158,11 @@ func (ix *Index) applyGrouped(ops []Op, sc *applyScratch, res *ApplyResult) {
 		next[i] = sc.starts[i]
 	}
 	for i := range ops {
-		sh := shardOf(uint64(ops[i].Hash))
+		sh := shardOf(ix.shardKey(&ops[i]))
 		order[next[sh]] = int32(i)
 		next[sh]++
 	}
-	if prefetchWrites {
+	if prefetchWrites && ix.pshards == nil {
 		touchHomes(&ix.shards, ops)
 	}
 	for sh := 0; sh < numShards; sh++ {
@@ -154,10 +170,10 @@ func (ix *Index) applyGrouped(ops []Op, sc *applyScratch, res *ApplyResult) {
 		if lo == hi {
 			continue
 		}
-		s := &ix.shards[sh]
+		s := ix.base(sh)
 		s.beginWrite()
 		for _, oi := range order[lo:hi] {
-			ix.applyOne(s, &ops[oi], nil, res)
+			ix.applyOne(sh, &ops[oi], nil, res)
 		}
 		s.endWrite()
 	}
@@ -171,12 +187,13 @@ func (ix *Index) applyOrdered(ops []Op, res *ApplyResult) {
 	var refused HostBitmap
 	for i := range ops {
 		op := &ops[i]
-		s := &ix.shards[shardOf(uint64(op.Hash))]
+		sh := shardOf(ix.shardKey(op))
+		s := ix.base(sh)
 		s.beginWrite()
 		if op.Kind == OpStore && refused.Has(op.Slot) {
 			s.capDrops++
 			res.CapDrops++
-		} else if !ix.applyOne(s, op, &r, res) {
+		} else if !ix.applyOne(sh, op, &r, res) {
 			refused = refused.Set(op.Slot)
 		}
 		s.endWrite()
@@ -184,9 +201,13 @@ func (ix *Index) applyOrdered(ops []Op, res *ApplyResult) {
 	ix.blocks.Add(-int64(res.Deleted))
 }
 
-// applyOne applies one op to its shard, which the caller has locked. It
+// applyOne applies one op to its shard sh, which the caller has locked. It
 // returns false when a store was refused for room.
-func (ix *Index) applyOne(s *shard, op *Op, r *reserver, res *ApplyResult) bool {
+func (ix *Index) applyOne(sh int, op *Op, r *reserver, res *ApplyResult) bool {
+	if ps := ix.pshards; ps != nil {
+		return ix.applyPaged(&ps[sh], op, r, res)
+	}
+	s := &ix.shards[sh]
 	if op.Hash == 0 || !ix.isAlive(op.Slot) {
 		s.stale++
 		res.Stale++
@@ -206,10 +227,34 @@ func (ix *Index) applyOne(s *shard, op *Op, r *reserver, res *ApplyResult) bool 
 	return true
 }
 
+// applyPaged is applyOne for the paged layout. An op whose place is not
+// consistent (see validPlace) is counted as stale.
+func (ix *Index) applyPaged(s *pshard, op *Op, r *reserver, res *ApplyResult) bool {
+	if op.Hash == 0 || !validPlace(op) || !ix.isAlive(op.Slot) {
+		s.stale++
+		res.Stale++
+		return true
+	}
+	switch op.Kind {
+	case OpStore:
+		created, ok := s.store(op, r)
+		if !ok {
+			res.CapDrops++
+			return false
+		}
+		res.Created += created
+	case OpRemove:
+		res.Deleted -= s.remove(op)
+	}
+	return true
+}
+
 // Store records that pod s holds the blocks of chain on tier t. chain is in
 // chain order (each block the parent of the next), as an engine's
-// BlockStored event lists them. It returns how many leading blocks of chain
-// were stored; fewer than len(chain) only when the cap refused one.
+// BlockStored event lists them; the paged layout takes it to start at the
+// chain's first block (use Apply with placed ops otherwise). It returns how
+// many leading blocks of chain were stored; fewer than len(chain) only when
+// the cap refused one.
 func (ix *Index) Store(s Slot, t Tier, chain []BlockHash) int {
 	ops := ix.opsFor(OpStore, s, t, chain)
 	res := ix.Apply(ops.ops)
@@ -220,7 +265,9 @@ func (ix *Index) Store(s Slot, t Tier, chain []BlockHash) int {
 	return len(chain)
 }
 
-// Remove records that pod s dropped the given blocks from tier t.
+// Remove records that pod s dropped the given blocks from tier t. The
+// paged layout cannot find a block by its hash alone and counts these ops
+// as stale: use Apply with placed ops (Op.SetPlace) there.
 func (ix *Index) Remove(s Slot, t Tier, hashes []BlockHash) {
 	ops := ix.opsFor(OpRemove, s, t, hashes)
 	ix.Apply(ops.ops)
@@ -232,6 +279,11 @@ func (ix *Index) opsFor(kind OpKind, s Slot, t Tier, hashes []BlockHash) *applyS
 	sc.ops = sc.ops[:0]
 	for _, h := range hashes {
 		sc.ops = append(sc.ops, Op{Kind: kind, Slot: s, Tier: t, Hash: h})
+	}
+	if kind == OpStore && ix.pshards != nil {
+		for i := range sc.ops {
+			sc.ops[i].SetPlace(hashes, i)
+		}
 	}
 	return sc
 }

@@ -11,8 +11,15 @@ import (
 // prompt of 32 blocks every pod holds, and chains that one to four pods hold
 // below it, blocks in all.
 func benchIndex(b *testing.B, blocks int) (*Index, [][]BlockHash) {
+	return benchIndexLayout(b, blocks, LayoutBlock)
+}
+
+// benchIndexLayout is benchIndex with the given layout.
+func benchIndexLayout(b *testing.B, blocks int, layout Layout) (*Index, [][]BlockHash) {
 	b.Helper()
-	ix, err := New(DefaultConfig())
+	cfg := DefaultConfig()
+	cfg.Layout = layout
+	ix, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -42,15 +49,38 @@ func benchIndex(b *testing.B, blocks int) (*Index, [][]BlockHash) {
 
 func BenchmarkMatch(b *testing.B) {
 	ix, chains := benchIndex(b, 1<<20)
+	benchMatch(b, ix, chains)
+}
+
+func benchMatch(b *testing.B, ix *Index, chains [][]BlockHash) {
 	var r MatchResult
 	b.ReportAllocs()
 	b.ResetTimer()
-	lookups := 0
+	lookups, rounds := 0, 0
 	for i := 0; i < b.N; i++ {
 		ix.Match(chains[i%len(chains)], &r)
 		lookups += r.Lookups()
+		rounds += r.Rounds()
 	}
 	b.ReportMetric(float64(lookups)/float64(b.N), "lookups/op")
+	b.ReportMetric(float64(rounds)/float64(b.N), "rounds/op")
+}
+
+// BenchmarkMatchLayouts is BenchmarkMatch (1M blocks, beyond the caches)
+// and BenchmarkMatchSmall (32K blocks, in cache) for each layout, side by
+// side; lookups/op counts page reads for the paged layout.
+func BenchmarkMatchLayouts(b *testing.B) {
+	for _, lay := range []Layout{LayoutBlock, LayoutPaged} {
+		for _, size := range []struct {
+			name   string
+			blocks int
+		}{{"1M", 1 << 20}, {"32K", 1 << 15}} {
+			b.Run(string(lay)+"/"+size.name, func(b *testing.B) {
+				ix, chains := benchIndexLayout(b, size.blocks, lay)
+				benchMatch(b, ix, chains)
+			})
+		}
+	}
 }
 
 // BenchmarkMatchWhileWriting measures queries while another goroutine keeps

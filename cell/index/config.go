@@ -30,6 +30,32 @@ type Config struct {
 	// rounding to a power of two); the trace-replay benchmark measures the
 	// gain (loadtest index --expected-blocks).
 	ExpectedBlocks int
+	// Layout chooses how blocks are stored: LayoutBlock (the default, also
+	// for "") keys every block by its own hash; LayoutPaged keeps the blocks
+	// of a chain's page together so that a query reads a page in one access,
+	// and needs every Op to carry its place (Op.Pos, Op.Page). See the
+	// package doc.
+	Layout Layout
+}
+
+// Layout is the storage layout of an Index.
+type Layout string
+
+// The layouts.
+const (
+	LayoutBlock Layout = "block"
+	LayoutPaged Layout = "paged"
+)
+
+// ParseLayout returns the layout named s ("" is LayoutBlock).
+func ParseLayout(s string) (Layout, error) {
+	switch Layout(s) {
+	case "", LayoutBlock:
+		return LayoutBlock, nil
+	case LayoutPaged:
+		return LayoutPaged, nil
+	}
+	return "", fmt.Errorf("%w: unknown layout %q (want %q or %q)", ErrInvalidConfig, s, LayoutBlock, LayoutPaged)
 }
 
 // DefaultConfig returns the configuration celld starts from: room for 32M
@@ -51,6 +77,9 @@ func (c Config) Validate() error {
 	}
 	if c.ExpectedBlocks < 0 || c.ExpectedBlocks > c.MaxBlocks {
 		return fmt.Errorf("%w: ExpectedBlocks must be in [0, MaxBlocks = %d], got %d", ErrInvalidConfig, c.MaxBlocks, c.ExpectedBlocks)
+	}
+	if _, err := ParseLayout(string(c.Layout)); err != nil {
+		return err
 	}
 	if c.SweepWorkers < 1 || c.SweepWorkers > numShards {
 		return fmt.Errorf("%w: SweepWorkers must be in [1, %d], got %d", ErrInvalidConfig, numShards, c.SweepWorkers)

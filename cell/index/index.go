@@ -10,8 +10,10 @@ import (
 type Index struct {
 	cfg    Config
 	shards [numShards]shard
-	alive  [4]atomic.Uint64
-	blocks atomic.Int64
+	// pshards replaces shards in the paged layout (nil in the block one).
+	pshards *[numShards]pshard
+	alive   [4]atomic.Uint64
+	blocks  atomic.Int64
 
 	pods  registry
 	tiers [MaxPods]tierMap
@@ -28,9 +30,19 @@ func New(cfg Config) (*Index, error) {
 		return nil, err
 	}
 	ix := &Index{cfg: cfg}
-	minSize := reservedSlots(cfg.ExpectedBlocks)
-	for i := range ix.shards {
-		ix.shards[i].init(minSize)
+	if cfg.Layout == LayoutPaged {
+		// The directory holds pages, not blocks: reserve for an average
+		// page of pagedReserveDiv blocks.
+		ix.pshards = new([numShards]pshard)
+		minSize := reservedSlots(cfg.ExpectedBlocks / pagedReserveDiv)
+		for i := range ix.pshards {
+			ix.pshards[i].init(minSize)
+		}
+	} else {
+		minSize := reservedSlots(cfg.ExpectedBlocks)
+		for i := range ix.shards {
+			ix.shards[i].init(minSize)
+		}
 	}
 	ix.pods.init()
 	ix.scratch.New = func() any { return new(applyScratch) }
@@ -43,6 +55,37 @@ func New(cfg Config) (*Index, error) {
 // after Close is never swept.
 func (ix *Index) Close() {
 	ix.sweep.stop()
+}
+
+// pagedReserveDiv is the average page, in blocks, the paged layout sizes
+// its directories for from Config.ExpectedBlocks: a full page, so that a
+// directory of 128-byte slots costs about 8 bytes per expected block;
+// shorter pages make it grow.
+const pagedReserveDiv = PageSize
+
+// Layout returns the index's storage layout.
+func (ix *Index) Layout() Layout {
+	if ix.pshards != nil {
+		return LayoutPaged
+	}
+	return LayoutBlock
+}
+
+// base returns shard i's lock, counters and overflow array.
+func (ix *Index) base(i int) *shardBase {
+	if ix.pshards != nil {
+		return &ix.pshards[i].shardBase
+	}
+	return &ix.shards[i].shardBase
+}
+
+// shardKey returns the key that chooses op's shard: its hash, or its page
+// in the paged layout.
+func (ix *Index) shardKey(op *Op) uint64 {
+	if ix.pshards != nil {
+		return uint64(op.Page)
+	}
+	return uint64(op.Hash)
 }
 
 // Alive returns the set of live pod slots.
@@ -80,13 +123,17 @@ type Stats struct {
 // it from a metrics scrape, not from a hot path.
 func (ix *Index) Stats() Stats {
 	st := Stats{Blocks: ix.blocks.Load(), Shards: numShards}
-	for i := range ix.shards {
-		s := &ix.shards[i]
-		s.mu.Lock()
-		st.TableBytes += s.bytes()
-		st.CapDrops += s.capDrops
-		st.StaleOps += s.stale
-		s.mu.Unlock()
+	for i := range numShards {
+		b := ix.base(i)
+		b.mu.Lock()
+		if ix.pshards != nil {
+			st.TableBytes += ix.pshards[i].bytes()
+		} else {
+			st.TableBytes += ix.shards[i].bytes()
+		}
+		st.CapDrops += b.capDrops
+		st.StaleOps += b.stale
+		b.mu.Unlock()
 	}
 	st.LivePods, st.SweepingPods = ix.pods.counts()
 	st.Sweeps = ix.sweep.passes.Load()

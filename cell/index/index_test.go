@@ -187,10 +187,18 @@ func TestCapKeepsChainsWhole(t *testing.T) {
 }
 
 func TestIdempotentOps(t *testing.T) {
+	for _, lay := range testLayouts {
+		t.Run(string(lay), func(t *testing.T) { testIdempotentOps(t, lay) })
+	}
+}
+
+func testIdempotentOps(t *testing.T, lay Layout) {
 	// Every op applied twice leaves the same index as applied once.
 	rng := rand.New(rand.NewPCG(3, 3))
-	once := newTestIndex(t, DefaultConfig())
-	twice := newTestIndex(t, DefaultConfig())
+	cfg := DefaultConfig()
+	cfg.Layout = lay
+	once := newTestIndex(t, cfg)
+	twice := newTestIndex(t, cfg)
 	for _, ix := range []*Index{once, twice} {
 		for i := 0; i < 20; i++ {
 			ix.Register("p" + itoa(i))
@@ -198,6 +206,12 @@ func TestIdempotentOps(t *testing.T) {
 	}
 	for i := 0; i < 2000; i++ {
 		op := Op{Kind: OpKind(1 + rng.IntN(2)), Slot: Slot(rng.IntN(20)), Hash: BlockHash(1 + rng.IntN(300))}
+		// A fixed place per hash, a few pages of a few blocks each.
+		op.Pos = int32(op.Hash % (2 * PageSize))
+		op.Page = op.Hash
+		if op.Pos%PageSize != 0 {
+			op.Page = BlockHash(1000 + op.Hash%7)
+		}
 		once.Apply([]Op{op})
 		twice.Apply([]Op{op, op})
 		if rng.IntN(200) == 0 {
@@ -229,7 +243,15 @@ func TestIdempotentOps(t *testing.T) {
 // once under the race detector, and checks that a pod whose chain nobody
 // touches always matches in full while the rest of the index churns.
 func TestConcurrentReadersWriters(t *testing.T) {
-	ix := newTestIndex(t, DefaultConfig())
+	for _, lay := range testLayouts {
+		t.Run(string(lay), func(t *testing.T) { testConcurrentReadersWriters(t, lay) })
+	}
+}
+
+func testConcurrentReadersWriters(t *testing.T, lay Layout) {
+	cfg := DefaultConfig()
+	cfg.Layout = lay
+	ix := newTestIndex(t, cfg)
 	stable, _ := ix.Register("stable")
 	chain := chainOf(64, 77)
 	ix.Store(stable, TierGPU, chain)
@@ -255,7 +277,7 @@ func TestConcurrentReadersWriters(t *testing.T) {
 				}
 				c := chainOf(1+rng.IntN(40), uint64(rng.IntN(50)))
 				ix.Store(s, TierGPU, c)
-				ix.Remove(s, TierGPU, c[len(c)/2:])
+				ix.Apply(chainOps(OpRemove, s, c, len(c)/2, len(c)))
 				if rng.IntN(10) == 0 {
 					ix.Kill(s)
 				}

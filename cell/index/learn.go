@@ -73,8 +73,8 @@ type learnSlot struct {
 	approx bool
 	max    int // 0: the learner's default
 	set    *lset
-	ops    []Op        // write buffer
-	hashes []BlockHash // removal buffer
+	ops    []Op     // write buffer
+	hashes []lblock // removal buffer
 }
 
 type learnCounters struct {
@@ -235,7 +235,7 @@ func (l *Learner) learn(s Slot, chain []BlockHash, k uint8, now time.Time) int {
 	// Store the new blocks first: the cap may refuse some.
 	st.ops = st.ops[:0]
 	for i := d; i < len(chain); i++ {
-		st.ops = append(st.ops, Op{Kind: OpStore, Slot: s, Tier: TierGPU, Hash: chain[i]})
+		st.ops = append(st.ops, Op{Kind: OpStore, Slot: s, Tier: TierGPU, Hash: chain[i], Pos: int32(i), Page: PageKey(chain, i)})
 	}
 	n := len(chain)
 	if len(st.ops) > 0 {
@@ -254,7 +254,7 @@ func (l *Learner) learn(s Slot, chain []BlockHash, k uint8, now time.Time) int {
 				p = j
 			}
 		}
-		set.add(chain[i], ph, p, i+1, k, ttl(k))
+		set.add(chain[i], ph, PageKey(chain, i), p, i+1, k, ttl(k))
 	}
 	for i := n - 1; i >= e; i-- {
 		j, _ := set.lookup(chain[i])
@@ -274,14 +274,14 @@ func (l *Learner) learn(s Slot, chain []BlockHash, k uint8, now time.Time) int {
 // are prefix-closed, so it bisects. The caller holds the slot's lock, so
 // no exact write for the slot runs meanwhile.
 func (l *Learner) heldDepth(s Slot, chain []BlockHash) int {
-	if !l.ix.holds(s, chain[0]) {
+	if !l.ix.holdsAt(s, chain, 0) {
 		return 0
 	}
-	if l.ix.holds(s, chain[len(chain)-1]) {
+	if l.ix.holdsAt(s, chain, len(chain)-1) {
 		return len(chain)
 	}
 	// chain[0] is held, chain[n-1] not: the first block not held.
-	return firstTrue(1, len(chain)-1, func(i int) bool { return !l.ix.holds(s, chain[i]) })
+	return firstTrue(1, len(chain)-1, func(i int) bool { return !l.ix.holdsAt(s, chain, i) })
 }
 
 // firstTrue returns the least i in [lo, hi] with f(i), given that f is
@@ -348,8 +348,8 @@ func (l *Learner) flush(s Slot) {
 		return
 	}
 	st.ops = st.ops[:0]
-	for _, h := range st.hashes {
-		st.ops = append(st.ops, Op{Kind: OpRemove, Slot: s, Tier: TierGPU, Hash: h})
+	for _, b := range st.hashes {
+		st.ops = append(st.ops, Op{Kind: OpRemove, Slot: s, Tier: TierGPU, Hash: b.hash, Pos: b.pos, Page: b.page})
 	}
 	st.hashes = st.hashes[:0]
 	l.ix.apply(st.ops, nil)

@@ -179,10 +179,19 @@ func TestLearnerMatchesReferenceModel(t *testing.T) {
 			t.Errorf("a rule was never exercised: %+v", total)
 		}
 	}()
+	for _, lay := range testLayouts {
+		t.Run(string(lay), func(t *testing.T) { testLearnerMatchesReference(t, lay, &total) })
+	}
+}
+
+func testLearnerMatchesReference(t *testing.T, lay Layout, total *learnTotals) {
 	for seed := uint64(1); seed <= 6; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		tr := newTree(rng, 300)
-		ix := newTestIndex(t, DefaultConfig())
+		// Odd seeds grow deep chains that span pages of the paged layout.
+		tr := newTreeShape(rng, 300, seed%2 == 1)
+		ixCfg := DefaultConfig()
+		ixCfg.Layout = lay
+		ix := newTestIndex(t, ixCfg)
 		cfg := LearnConfig{SpeculativeTTL: 2 * time.Second, ApproximateTTL: 20 * time.Second, MaxBlocksPerSlot: 24}
 		if seed == 3 {
 			cfg.SpeculativeTTL = 0 // speculation off
@@ -248,8 +257,9 @@ func TestLearnerMatchesReferenceModel(t *testing.T) {
 					continue // approximate pods rarely start publishing
 				}
 				end := min(len(path), k+1+rng.IntN(5))
-				stores := path[max(0, k-rng.IntN(2)):end]
-				ix.Store(s, TierGPU, stores)
+				from := max(0, k-rng.IntN(2))
+				stores := path[from:end]
+				ix.Apply(chainOps(OpStore, s, path, from, end))
 				m.exactOps(s, stores, nil)
 			case op < 62: // exact removal of a block and the pod's exact descendants
 				var hs []BlockHash
@@ -268,7 +278,11 @@ func TestLearnerMatchesReferenceModel(t *testing.T) {
 					}
 				}
 				rng.Shuffle(len(rm), func(i, j int) { rm[i], rm[j] = rm[j], rm[i] })
-				ix.Remove(s, TierGPU, rm)
+				rmNodes := make([]int, len(rm))
+				for i, h := range rm {
+					rmNodes[i] = m.node[h]
+				}
+				ix.Apply(tr.placeOps(OpRemove, s, rmNodes))
 				m.exactOps(s, nil, rm)
 			case op < 70: // time passes, expiry
 				now = now.Add(time.Duration(rng.IntN(600)) * time.Millisecond)

@@ -380,7 +380,7 @@ func TestLearnerConcurrentPrefixClosed(t *testing.T) {
 		name := string(rune('a' + k))
 		for _, c := range chains {
 			for i := 1; i < len(c); i++ {
-				if f.ix.holds(s, c[i]) && !f.ix.holds(s, c[i-1]) {
+				if f.ix.holdsAt(s, c, i) && !f.ix.holdsAt(s, c, i-1) {
 					t.Fatalf("pod %s holds block %d of a chain but not block %d", name, i, i-1)
 				}
 			}

@@ -25,6 +25,8 @@ type lnode struct {
 	// is a root filed under phash, so that the parent's removal finds it.
 	phash   BlockHash
 	expires int64 // Unix nanoseconds
+	// page is the block's page key (Op.Page); depth-1 is its Op.Pos.
+	page BlockHash
 	// parent is the learned parent (nilNode when the parent is exact or
 	// absent); child is the first child; next and prev link siblings.
 	parent, child, next, prev int32
@@ -82,7 +84,7 @@ func (s *lset) lookup(h BlockHash) (int32, bool) {
 // expires, under the learned parent p (nilNode: under the exact block phash,
 // or none when phash is 0), and pushes it to the tail of its list. Learned
 // roots already filed under h become its children.
-func (s *lset) add(h, phash BlockHash, p int32, depth int, k uint8, expires int64) int32 {
+func (s *lset) add(h, phash, page BlockHash, p int32, depth int, k uint8, expires int64) int32 {
 	var i int32
 	if n := len(s.free); n > 0 {
 		i = s.free[n-1]
@@ -91,7 +93,7 @@ func (s *lset) add(h, phash BlockHash, p int32, depth int, k uint8, expires int6
 		s.nodes = append(s.nodes, lnode{})
 		i = int32(len(s.nodes) - 1)
 	}
-	s.nodes[i] = lnode{hash: h, phash: phash, expires: expires, parent: p, child: nilNode, next: nilNode, prev: nilNode,
+	s.nodes[i] = lnode{hash: h, phash: phash, page: page, expires: expires, parent: p, child: nilNode, next: nilNode, prev: nilNode,
 		older: nilNode, newer: nilNode, depth: int32(depth), kind: k}
 	s.byHash[h] = i
 	s.link(i)
@@ -204,9 +206,15 @@ func (s *lset) release(i int32) {
 	s.free = append(s.free, i)
 }
 
-// remove deletes node i and its learned subtree, appending their hashes to
+// lblock is a learned block let go of: what its removal op needs.
+type lblock struct {
+	hash, page BlockHash
+	pos        int32
+}
+
+// remove deletes node i and its learned subtree, appending their blocks to
 // out; it returns out.
-func (s *lset) remove(i int32, out []BlockHash) []BlockHash {
+func (s *lset) remove(i int32, out []lblock) []lblock {
 	s.unlink(i)
 	stack := append(s.stack[:0], i)
 	defer func() { s.stack = stack[:0] }()
@@ -216,7 +224,7 @@ func (s *lset) remove(i int32, out []BlockHash) []BlockHash {
 		for c := s.nodes[j].child; c != nilNode; c = s.nodes[c].next {
 			stack = append(stack, c)
 		}
-		out = append(out, s.nodes[j].hash)
+		out = append(out, lblock{s.nodes[j].hash, s.nodes[j].page, s.nodes[j].depth - 1})
 		s.pop(j)
 		s.release(j)
 	}
@@ -242,7 +250,7 @@ func (s *lset) confirm(i int32) {
 // cut removes what the removal of block h from the pod takes with it: h's
 // node if learned, and the learned roots filed under h, each with its
 // subtree. It appends their hashes to out and returns it.
-func (s *lset) cut(h BlockHash, out []BlockHash) []BlockHash {
+func (s *lset) cut(h BlockHash, out []lblock) []lblock {
 	if i, ok := s.byHash[h]; ok {
 		out = s.remove(i, out)
 	}

@@ -61,7 +61,7 @@ func (t *table) findFrom(key, i, k uint64) uint64 {
 }
 
 // decode turns a holder word read under the sequence lock into a bitmap.
-func (s *shard) decode(w uint64) HostBitmap {
+func (s *shardBase) decode(w uint64) HostBitmap {
 	if isOverflow(w) {
 		ov := *s.over.Load()
 		if ref := overflowRef(w); int(ref) < len(ov) {

@@ -24,6 +24,10 @@ type MatchResult struct {
 	// Work space of the search, kept here so that Match allocates nothing.
 	cur, next [maxSpans]span
 	probe     [4 * maxSpans]probeSlot
+	pprobe    [4 * maxSpans]pageProbe // the paged layout's probes
+	words     [PageSize]uint64        // one page's holder words
+	pstack    [PageSize]span          // the bisection inside a page
+	sink      uint64                  // keeps the paged layout's touching loads
 }
 
 // maxSpans bounds the open intervals of a round: each holds at least one
@@ -138,7 +142,11 @@ func (r *MatchResult) Rounds() int { return r.rounds }
 // depth is speculative is only known after SplitLearned.
 func (ix *Index) Match(chain []BlockHash, r *MatchResult) {
 	r.learned, r.approx = HostBitmap{}, HostBitmap{}
-	ix.match(chain, r)
+	if ix.pshards != nil {
+		ix.matchPaged(chain, r)
+	} else {
+		ix.match(chain, r)
+	}
 	if l := ix.learn.Load(); l != nil && r.n > 0 {
 		if a := l.approxSet().And(r.matched); !a.IsEmpty() {
 			r.approx, r.learned = a, a

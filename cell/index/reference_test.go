@@ -78,11 +78,20 @@ type tree struct {
 	children [][]int
 }
 
-func newTree(rng *rand.Rand, nodes int) *tree {
+func newTree(rng *rand.Rand, nodes int) *tree { return newTreeShape(rng, nodes, false) }
+
+// newTreeShape returns a random prefix tree; a deep one mostly extends the
+// last node, so that its chains run over several pages of the paged layout
+// and branch inside pages.
+func newTreeShape(rng *rand.Rand, nodes int, deep bool) *tree {
 	t := &tree{}
 	for i := 0; i < nodes; i++ {
 		p := -1
-		if i > 0 && rng.IntN(8) != 0 {
+		switch {
+		case i == 0:
+		case deep && rng.IntN(16) != 0:
+			p = i - 1
+		case deep || rng.IntN(8) != 0:
 			p = rng.IntN(i)
 		}
 		t.parent = append(t.parent, p)
@@ -106,6 +115,33 @@ func (t *tree) path(n int) []BlockHash {
 	}
 	return rev
 }
+
+// placeOps returns ops of kind for slot s on the GPU tier, one per node
+// given, each with its place in its chain (Op.Pos, Op.Page).
+func (t *tree) placeOps(kind OpKind, s Slot, nodes []int) []Op {
+	ops := make([]Op, 0, len(nodes))
+	for _, n := range nodes {
+		p := t.path(n)
+		op := Op{Kind: kind, Slot: s, Tier: TierGPU, Hash: t.hash[n]}
+		op.SetPlace(p, len(p)-1)
+		ops = append(ops, op)
+	}
+	return ops
+}
+
+// chainOps returns ops of kind for blocks [from, to) of chain, placed.
+func chainOps(kind OpKind, s Slot, chain []BlockHash, from, to int) []Op {
+	ops := make([]Op, 0, to-from)
+	for i := from; i < to; i++ {
+		op := Op{Kind: kind, Slot: s, Tier: TierGPU, Hash: chain[i]}
+		op.SetPlace(chain, i)
+		ops = append(ops, op)
+	}
+	return ops
+}
+
+// testLayouts are the layouts every reference-model test runs against.
+var testLayouts = []Layout{LayoutBlock, LayoutPaged}
 
 // subtree returns node n and all its descendants.
 func (t *tree) subtree(n int) []int {
@@ -147,10 +183,29 @@ func checkMatch(t *testing.T, ix *Index, ref *refIndex, chain []BlockHash, r *Ma
 // clear, kill, register and query to the index and to the reference model
 // and compares every answer and, at the end, the whole content.
 func TestMatchesReferenceModel(t *testing.T) {
+	for _, lay := range testLayouts {
+		for _, deep := range []bool{false, true} {
+			name := string(lay) + "/shallow"
+			if deep {
+				name = string(lay) + "/deep"
+			}
+			t.Run(name, func(t *testing.T) { testMatchesReference(t, lay, deep) })
+		}
+	}
+}
+
+func testMatchesReference(t *testing.T, lay Layout, deep bool) {
+	deepest := int32(0)
+	defer func() {
+		if lay == LayoutPaged && deep && !t.Failed() && deepest < 2*PageSize {
+			t.Errorf("deepest block held at %d: the test never reaches a third page", deepest)
+		}
+	}()
 	for seed := uint64(1); seed <= 6; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 99))
-		tr := newTree(rng, 400)
+		tr := newTreeShape(rng, 400, deep)
 		cfg := DefaultConfig()
+		cfg.Layout = lay
 		if seed%2 == 0 {
 			cfg.ExpectedBlocks = 64 << 10 // pre-sized tables, never shrunk
 		}
@@ -196,10 +251,14 @@ func TestMatchesReferenceModel(t *testing.T) {
 				for k < len(nodes) && held[s][nodes[k]] {
 					k++
 				}
-				end := min(len(p), k+1+rng.IntN(6))
+				ext := 6
+				if deep {
+					ext = 2 * PageSize // reach later pages
+				}
+				end := min(len(p), k+1+rng.IntN(ext))
 				from := max(0, k-rng.IntN(3)) // re-store a few held blocks too
 				for n := 0; n < 1+b2i(twice); n++ {
-					ix.Store(s, TierGPU, p[from:end])
+					ix.Apply(chainOps(OpStore, s, p, from, end))
 				}
 				for i := from; i < end; i++ {
 					ref.store(s, p[i])
@@ -215,17 +274,17 @@ func TestMatchesReferenceModel(t *testing.T) {
 				}
 				sort.Ints(hs)
 				victim := hs[rng.IntN(len(hs))]
-				var rm []BlockHash
+				var rm []int
 				for _, n := range tr.subtree(victim) {
 					if held[s][n] {
-						rm = append(rm, tr.hash[n])
+						rm = append(rm, n)
 						delete(held[s], n)
 						ref.remove(s, tr.hash[n])
 					}
 				}
 				rng.Shuffle(len(rm), func(i, j int) { rm[i], rm[j] = rm[j], rm[i] })
 				for n := 0; n < 1+b2i(twice); n++ {
-					ix.Remove(s, TierGPU, rm)
+					ix.Apply(tr.placeOps(OpRemove, s, rm))
 				}
 			case op < 68: // clear
 				ix.ClearPod(s)
@@ -258,11 +317,27 @@ func TestMatchesReferenceModel(t *testing.T) {
 		if len(got) != len(want) {
 			t.Fatalf("seed %d: Dump has %d blocks, reference %d", seed, len(got), len(want))
 		}
+		node := map[BlockHash]int{}
+		for n, h := range tr.hash {
+			node[h] = n
+		}
+		maxPos := int32(0)
 		for i := range got {
-			if got[i] != want[i] {
+			if got[i].Hash != want[i].Hash || got[i].Holders != want[i].Holders {
 				t.Fatalf("seed %d: Dump[%d] = %+v, want %+v", seed, i, got[i], want[i])
 			}
+			if lay == LayoutPaged {
+				place := tr.placeOps(OpStore, 0, []int{node[got[i].Hash]})[0]
+				if got[i].Pos != place.Pos || got[i].Page != place.Page {
+					t.Fatalf("seed %d: Dump[%d] at %d in page %x, want %d in %x", seed, i, got[i].Pos, got[i].Page, place.Pos, place.Page)
+				}
+				maxPos = max(maxPos, got[i].Pos)
+			}
 		}
+		if lay == LayoutPaged && deep && maxPos < PageSize {
+			t.Fatalf("seed %d: deepest block held at %d: the test does not reach a second page", seed, maxPos)
+		}
+		deepest = max(deepest, maxPos)
 		if st := ix.Stats(); st.Blocks != int64(len(want)) {
 			t.Fatalf("seed %d: Stats.Blocks = %d, want %d", seed, st.Blocks, len(want))
 		}

@@ -33,26 +33,33 @@ func (o *ovBitmap) store(b HostBitmap) {
 	o[3].Store(b[3])
 }
 
-// shard is one of the index's 256 independent partitions.
+// shardBase is what both layouts' shards share: the writers' lock and the
+// readers' sequence counter, the overflow array of full holder bitmaps, and
+// the counters.
 //
 // Concurrency: writers take mu and make seq odd while they change anything
 // (a sequence lock); readers take no lock: they read seq, read the table with
 // atomic loads, and retry when seq was odd or has moved. A reader therefore
 // never writes a shared cache line, which is what a sync.RWMutex read lock
 // would do on every lookup. Writers of one shard are serialised by mu.
-type shard struct {
+type shardBase struct {
 	mu   sync.Mutex
 	seq  atomic.Uint64
-	tab  atomic.Pointer[table]
 	over atomic.Pointer[[]ovBitmap]
 
 	// Fields below are owned by the holder of mu.
-	count    int      // occupied table slots (distinct blocks)
 	free     []uint32 // free overflow entries
 	overUsed int      // overflow entries handed out, free ones included
 	capDrops uint64   // stores refused because the index was full
 	stale    uint64   // ops for slots that were not alive
 	minSize  int      // the table never shrinks below this (Config.ExpectedBlocks)
+}
+
+// shard is one of the block layout's 256 independent partitions.
+type shard struct {
+	shardBase
+	tab   atomic.Pointer[table]
+	count int // occupied table slots (distinct blocks); owned by the holder of mu
 
 	_ [64]byte // keep neighbouring shards off this shard's cache lines
 }
@@ -69,20 +76,33 @@ func reservedSlots(expected int) int {
 func (s *shard) init(minSize int) {
 	s.minSize = tableSize(minSize)
 	s.tab.Store(newTable(s.minSize))
+	s.initOverflow()
+}
+
+func (s *shardBase) initOverflow() {
 	empty := make([]ovBitmap, 0)
 	s.over.Store(&empty)
 }
 
 // holders returns the holder set of key (empty when absent). It takes no
 // lock and may be called concurrently with writers.
-func (s *shard) holders(key uint64) HostBitmap {
+func (s *shard) holders(key uint64) (b HostBitmap) {
+	s.readStable(func() { b = s.decode(s.tab.Load().find(key)) })
+	return b
+}
+
+// readStable runs read, which reads the shard without a lock, until a run
+// saw no writer: the sequence was even before it and unchanged after. When
+// writers keep moving the shard for readSpinTime, it runs read once more
+// under the shard's lock instead.
+func (s *shardBase) readStable(read func()) {
 	var deadline time.Time
 	for spins := 0; ; spins++ {
 		s1 := s.seq.Load()
 		if s1&1 == 0 {
-			b := s.decode(s.tab.Load().find(key))
+			read()
 			if s.seq.Load() == s1 {
-				return b
+				return
 			}
 		}
 		if spins&63 == 63 {
@@ -90,7 +110,10 @@ func (s *shard) holders(key uint64) HostBitmap {
 			if deadline.IsZero() {
 				deadline = now.Add(readSpinTime)
 			} else if now.After(deadline) {
-				return s.holdersLocked(key)
+				s.mu.Lock()
+				read()
+				s.mu.Unlock()
+				return
 			}
 		}
 	}
@@ -105,22 +128,14 @@ func (s *shard) holders(key uint64) HostBitmap {
 // its section; then sleeping beats spinning.
 const readSpinTime = 20 * time.Microsecond
 
-// holdersLocked reads key's holders under the shard's lock.
-func (s *shard) holdersLocked(key uint64) HostBitmap {
-	s.mu.Lock()
-	b := s.decode(s.tab.Load().find(key))
-	s.mu.Unlock()
-	return b
-}
-
 // beginWrite locks the shard and opens a write section.
-func (s *shard) beginWrite() {
+func (s *shardBase) beginWrite() {
 	s.mu.Lock()
 	s.seq.Add(1)
 }
 
 // endWrite closes the write section and unlocks.
-func (s *shard) endWrite() {
+func (s *shardBase) endWrite() {
 	s.seq.Add(1)
 	s.mu.Unlock()
 }
@@ -146,6 +161,17 @@ func (s *shard) store(key uint64, sl Slot, res *reserver) (created int, ok bool)
 		return 1, true
 	}
 	w := t.slots[i].val.Load()
+	if nw := s.addHolder(w, sl, maxInline, 0); nw != w {
+		t.slots[i].val.Store(nw)
+	}
+	return 0, true
+}
+
+// addHolder returns holder word w with slot sl added: inline while the
+// word has room for maxIn slots, else in an overflow bitmap. extra holds
+// bits the word keeps beside its holders (the paged layout's offset).
+// Writers only.
+func (s *shardBase) addHolder(w uint64, sl Slot, maxIn int, extra uint64) uint64 {
 	switch {
 	case isOverflow(w):
 		ov := *s.over.Load()
@@ -153,14 +179,38 @@ func (s *shard) store(key uint64, sl Slot, res *reserver) (created int, ok bool)
 		if !b.Has(sl) {
 			ov[overflowRef(w)].store(b.Set(sl))
 		}
+		return w
 	case inlineHas(w, sl):
-	case holderCount(w) < maxInline:
-		t.slots[i].val.Store(inlineAdd(w, sl))
-	default:
-		ref := s.allocOverflow(inlineBitmap(w).Set(sl))
-		t.slots[i].val.Store(makeOverflow(ref))
+		return w
+	case holderCount(w) < maxIn:
+		return inlineAdd(w, sl)
 	}
-	return 0, true
+	return makeOverflow(s.allocOverflow(inlineBitmap(w).Set(sl))) | extra
+}
+
+// dropHolder returns holder word w without slot sl, 0 when sl was its last
+// holder; see addHolder. Writers only.
+func (s *shardBase) dropHolder(w uint64, sl Slot, maxIn int, extra uint64) uint64 {
+	if !isOverflow(w) {
+		if !inlineHas(w, sl) {
+			return w
+		}
+		return inlineRemove(w, sl)
+	}
+	ref := overflowRef(w)
+	ov := *s.over.Load()
+	b := ov[ref].load()
+	if !b.Has(sl) {
+		return w
+	}
+	b = b.Clear(sl)
+	if b.Count() > maxIn {
+		ov[ref].store(b)
+		return w
+	}
+	ov[ref].store(HostBitmap{})
+	s.free = append(s.free, ref)
+	return inlineFromBitmap(b) | extra
 }
 
 // remove drops slot sl from key's holders and deletes the block when nobody
@@ -172,29 +222,12 @@ func (s *shard) remove(key uint64, sl Slot) int {
 		return 0
 	}
 	w := t.slots[i].val.Load()
-	if isOverflow(w) {
-		ref := overflowRef(w)
-		ov := *s.over.Load()
-		b := ov[ref].load()
-		if !b.Has(sl) {
-			return 0
-		}
-		b = b.Clear(sl)
-		if b.Count() > maxInline {
-			ov[ref].store(b)
-			return 0
-		}
-		t.slots[i].val.Store(inlineFromBitmap(b))
-		ov[ref].store(HostBitmap{})
-		s.free = append(s.free, ref)
+	nw := s.dropHolder(w, sl, maxInline, 0)
+	if nw == w {
 		return 0
 	}
-	if !inlineHas(w, sl) {
-		return 0
-	}
-	w = inlineRemove(w, sl)
-	if w != 0 {
-		t.slots[i].val.Store(w)
+	if nw != 0 {
+		t.slots[i].val.Store(nw)
 		return 0
 	}
 	t.deleteAt(i)
@@ -206,7 +239,7 @@ func (s *shard) remove(key uint64, sl Slot) int {
 }
 
 // allocOverflow returns an overflow entry holding b. Writers only.
-func (s *shard) allocOverflow(b HostBitmap) uint32 {
+func (s *shardBase) allocOverflow(b HostBitmap) uint32 {
 	ov := *s.over.Load()
 	if n := len(s.free); n > 0 {
 		ref := s.free[n-1]

@@ -97,9 +97,14 @@ func (ix *Index) sweepShards(dead HostBitmap) {
 				if i >= numShards {
 					return
 				}
-				s := &ix.shards[i]
+				s := ix.base(i)
 				s.beginWrite()
-				deleted := s.sweep(dead)
+				var deleted int
+				if ix.pshards != nil {
+					deleted = ix.pshards[i].sweep(dead)
+				} else {
+					deleted = ix.shards[i].sweep(dead)
+				}
 				s.endWrite()
 				ix.blocks.Add(-int64(deleted))
 			}

@@ -81,7 +81,7 @@ func (tm *tierMap) update(ix *Index, op Op, held map[slotHash]bool) bool {
 			// Holding it already means it is on the GPU; else this tier alone.
 			holds, pending := held[slotHash{op.Slot, op.Hash}]
 			if !pending {
-				holds = ix.holds(op.Slot, op.Hash)
+				holds = ix.holdsOp(&op)
 			}
 			if holds {
 				cur = gpuOnly
@@ -120,9 +120,22 @@ func (tm *tierMap) reset() {
 	tm.mu.Unlock()
 }
 
-// holds reports whether slot s holds block h right now.
-func (ix *Index) holds(s Slot, h BlockHash) bool {
-	return ix.shards[shardOf(uint64(h))].holders(uint64(h)).Has(s)
+// holdsOp reports whether op's slot holds op's block right now.
+func (ix *Index) holdsOp(op *Op) bool {
+	if ix.pshards != nil {
+		return validPlace(op) && ix.pshards[shardOf(uint64(op.Page))].holders(uint64(op.Page), int(op.Pos%PageSize), uint64(op.Hash)).Has(op.Slot)
+	}
+	return ix.shards[shardOf(uint64(op.Hash))].holders(uint64(op.Hash)).Has(op.Slot)
+}
+
+// holdsAt reports whether slot s holds block i of chain right now.
+func (ix *Index) holdsAt(s Slot, chain []BlockHash, i int) bool {
+	h := uint64(chain[i])
+	if ix.pshards != nil {
+		page := uint64(PageKey(chain, i))
+		return ix.pshards[shardOf(page)].holders(page, i%PageSize, h).Has(s)
+	}
+	return ix.shards[shardOf(h)].holders(h).Has(s)
 }
 
 // TierOf returns the best tier on which pod s holds block h: GPU when the

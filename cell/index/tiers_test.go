@@ -13,14 +13,27 @@ import (
 // engine batch) once left the tier map without the GPU copy, so that a
 // later CPU removal dropped a block still on the GPU.
 func TestTiersAgainstReference(t *testing.T) {
+	for _, lay := range testLayouts {
+		t.Run(string(lay), func(t *testing.T) { testTiersAgainstReference(t, lay) })
+	}
+}
+
+func testTiersAgainstReference(t *testing.T, lay Layout) {
+	cfg := DefaultConfig()
+	cfg.Layout = lay
 	for seed := uint64(1); seed <= 20; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 11))
-		ix := newTestIndex(t, DefaultConfig())
+		ix := newTestIndex(t, cfg)
 		slots := make([]Slot, 2)
 		for i := range slots {
 			slots[i], _ = ix.Register(string(rune('a' + i)))
 		}
-		hashes := chainOf(4, seed)
+		// A chain across a page boundary, so that both pages are written.
+		hashes := chainOf(PageSize+4, seed)[PageSize-2:]
+		places := make([]Op, len(hashes))
+		for i := range places {
+			places[i].SetPlace(chainOf(PageSize+4, seed), PageSize-2+i)
+		}
 		type key struct {
 			s Slot
 			h BlockHash
@@ -29,7 +42,9 @@ func TestTiersAgainstReference(t *testing.T) {
 		for step := 0; step < 300; step++ {
 			ops := make([]Op, 1+rng.IntN(6))
 			for i := range ops {
-				op := Op{Kind: OpStore, Slot: slots[rng.IntN(len(slots))], Tier: Tier(rng.IntN(3)), Hash: hashes[rng.IntN(len(hashes))]}
+				hi := rng.IntN(len(hashes))
+				op := Op{Kind: OpStore, Slot: slots[rng.IntN(len(slots))], Tier: Tier(rng.IntN(3)), Hash: hashes[hi],
+					Pos: places[hi].Pos, Page: places[hi].Page}
 				if rng.IntN(2) == 0 {
 					op.Kind = OpRemove
 				}
@@ -43,9 +58,9 @@ func TestTiersAgainstReference(t *testing.T) {
 			}
 			ix.Apply(ops)
 			for _, s := range slots {
-				for _, h := range hashes {
+				for hi, h := range hashes {
 					want := ref[key{s, h}]
-					if got := ix.holds(s, h); got != (want != 0) {
+					if got := ix.holdsOp(&Op{Slot: s, Hash: h, Pos: places[hi].Pos, Page: places[hi].Page}); got != (want != 0) {
 						t.Fatalf("seed %d step %d: slot %d block %x: got held %v, want tiers %03b (ops %v)", seed, step, s, h, got, want, ops)
 					}
 					if want == 0 {

@@ -22,3 +22,12 @@ const (
 
 // BlockHash is the router's chained block hash.
 type BlockHash = blockhash.Hash
+
+// PageSize is the number of chain positions in one page of the paged
+// layout: the blocks at positions [k*PageSize, (k+1)*PageSize) of a chain
+// are kept together, under the hash of the page's first block.
+const PageSize = 32
+
+// PageKey returns the page key of the block at position i of chain: the
+// hash of its page's first block.
+func PageKey(chain []BlockHash, i int) BlockHash { return chain[i-i%PageSize] }

@@ -65,6 +65,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	tlsKey := fs.String("tls-key", "", "override tls.key_file: its private key (PEM)")
 	tlsCA := fs.String("tls-ca", "", "override tls.ca_file: the CA callers' certificates chain to (PEM)")
 	keyring := fs.String("gossip-keyring", "", "override gossip.keyring_file")
+	indexLayout := fs.String("index-layout", "", "override index.layout: the block index's storage layout, block or paged")
 	applyLimits := edge.BindFlags(fs, cell.DefaultConfig().EdgeLimits())
 	applySnapshot := cell.BindSnapshotFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -115,7 +116,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 		flag string
 		dst  *string
 	}{{*apiKeys, &cfg.Auth.KeyFile}, {*tlsCert, &cfg.TLS.CertFile}, {*tlsKey, &cfg.TLS.KeyFile}, {*tlsCA, &cfg.TLS.CAFile},
-		{*keyring, &cfg.Gossip.KeyringFile}} {
+		{*keyring, &cfg.Gossip.KeyringFile}, {*indexLayout, &cfg.Index.Layout}} {
 		if o.flag != "" {
 			*o.dst = o.flag
 		}

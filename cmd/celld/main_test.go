@@ -69,6 +69,8 @@ func TestCheckConfig(t *testing.T) {
 		{"advertise flag", []string{"--check-config", wildcard, "--gossip-advertise", "10.1.2.3:7947"}, "gossip :7947", ""},
 		{"bad advertise flag", []string{"--check-config", wildcard, "--gossip-advertise", "10.1.2.3"}, "", "advertise"},
 		{"bad secret flag", []string{"--check-config", wildcard, "--gossip-secret-key", "not base64!"}, "", "secret key"},
+		{"index layout flag", []string{"--check-config", example, "--index-layout", "paged"}, "ok: cell cell-a", ""},
+		{"bad index layout flag", []string{"--check-config", example, "--index-layout", "pages"}, "", "unknown layout \"pages\""},
 		{"zmq endpoint", []string{"--check-config", badZMQ}, "", "bad-zmq.yaml: cell: invalid config: pods[0]"},
 		{"misspelt key", []string{"--check-config", badKey}, "", "secert_key"},
 		{"missing file", []string{"--check-config", filepath.Join(dir, "none.yaml")}, "", "none.yaml"},

@@ -7,6 +7,7 @@
 //
 //	go run ./cmd/loadtest index --json          # the full benchmark
 //	go run ./cmd/loadtest index --quick         # under a minute, readable table
+//	go run ./cmd/loadtest index --layout both   # block and paged layouts side by side
 //
 // The restart subcommand measures a cell's restart with the full trace's
 // index state: restoring a snapshot against replaying every event into an

@@ -40,6 +40,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	verify := fs.Bool("verify", d.Verify, "check every query against the engine model and between indexers before timing")
 	baseline := fs.Bool("baseline", d.Baseline, "also benchmark the naive baseline indexer")
 	learner := fs.Bool("learner", d.Learner, "attach an idle learner to cell/index, as celld does (exact writes take its slot locks)")
+	layout := fs.String("layout", "block", "cell/index storage layout: block, paged, or both (side by side in one run, block first)")
 	if help, err := parseFlags("index", fs, args); help || err != nil {
 		return err
 	}
@@ -68,6 +69,7 @@ func runIndex(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	apply("verify", func() { cfg.Verify = *verify })
 	apply("baseline", func() { cfg.Baseline = *baseline })
 	apply("learner", func() { cfg.Learner = *learner })
+	apply("layout", func() { cfg.Layout = *layout })
 	tracePathFound, err := locateTrace("index", cfg.TracePath)
 	if err != nil {
 		return err

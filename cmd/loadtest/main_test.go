@@ -20,6 +20,7 @@ func TestDispatchErrors(t *testing.T) {
 		{"bad workers", []string{"index", "--workers", "0"}, "Workers must be in [1, 256], got 0"},
 		{"bad block size", []string{"index", "--block-size", "24"}, "BlockSize must divide 512, got 24"},
 		{"bad window", []string{"index", "--window", "0s"}, "Window must be >= 1ms"},
+		{"bad layout", []string{"index", "--layout", "pages"}, `Layout must be "block", "paged" or "both", got "pages"`},
 		{"stray argument", []string{"index", "extra"}, `unexpected argument "extra"`},
 		{"missing trace", []string{"index", "--trace", "does-not-exist.jsonl", "--quiet"}, "does-not-exist.jsonl"},
 		{"missing tokenizer", []string{"enginesim", "--tokenizer-json", "no-such-tokenizer.json"}, "no-such-tokenizer.json"},

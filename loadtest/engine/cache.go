@@ -34,6 +34,17 @@ type Admission struct {
 	// block's descendants always come before it). It is the removed buffer
 	// passed to Admit, reused from its start.
 	Removed []blockhash.Hash
+	// RemovedPlaces, when the cache was given a page size (SetPageSize), has
+	// where each removed block sat: RemovedPlaces[i] for Removed[i]. Like
+	// Removed it is reused by the next Admit.
+	RemovedPlaces []Place
+}
+
+// Place is a block's position in its chain (0 for a first block) and the
+// hash of the first block of its page: the block at Pos - Pos%pageSize.
+type Place struct {
+	Pos  int32
+	Page blockhash.Hash
 }
 
 // Cache is a paged prefix cache of fixed capacity with leaf-first LRU
@@ -44,7 +55,14 @@ type Cache struct {
 	free     []int32
 	index    map[blockhash.Hash]int32
 	leaves   leafHeap
+
+	pageSize int     // > 0: evictions report their Place
+	places   []Place // RemovedPlaces' buffer
 }
+
+// SetPageSize makes Admit report the place of every block it evicts
+// (Admission.RemovedPlaces) for pages of n positions; 0 turns it off.
+func (c *Cache) SetPageSize(n int) { c.pageSize = max(0, n) }
 
 // NewCache returns an empty cache of capacityBlocks blocks. It panics if
 // capacityBlocks < 1: callers validate their configuration first.
@@ -102,6 +120,7 @@ func (c *Cache) Lookup(chain []blockhash.Hash) int {
 // first time or removed lacks capacity.
 func (c *Cache) Admit(now int64, chain []blockhash.Hash, removed []blockhash.Hash) Admission {
 	removed = removed[:0]
+	c.places = c.places[:0]
 	tail := none
 	m := 0
 	for ; m < len(chain); m++ {
@@ -142,7 +161,11 @@ func (c *Cache) Admit(now int64, chain []blockhash.Hash, removed []blockhash.Has
 	if tail != none && c.nodes[tail].children == 0 {
 		c.leaves.push(tail)
 	}
-	return Admission{Matched: m, Stored: chain[m:j], Removed: removed}
+	ad := Admission{Matched: m, Stored: chain[m:j], Removed: removed}
+	if c.pageSize > 0 {
+		ad.RemovedPlaces = c.places
+	}
+	return ad
 }
 
 // evict removes leaf v (already out of the heap) and returns its hash. Its
@@ -151,6 +174,14 @@ func (c *Cache) Admit(now int64, chain []blockhash.Hash, removed []blockhash.Has
 func (c *Cache) evict(v, pinned int32) blockhash.Hash {
 	n := &c.nodes[v]
 	h := n.hash
+	if c.pageSize > 0 {
+		pos := n.depth - 1
+		a := v
+		for k := pos % int32(c.pageSize); k > 0; k-- {
+			a = c.nodes[a].parent // the leaf's ancestors are all cached
+		}
+		c.places = append(c.places, Place{Pos: pos, Page: c.nodes[a].hash})
+	}
 	if p := n.parent; p != none {
 		c.nodes[p].children--
 		if c.nodes[p].children == 0 && p != pinned {
@@ -205,4 +236,18 @@ func (c *Cache) AppendContents(dst []blockhash.Hash) []blockhash.Hash {
 		dst = append(dst, e.hash)
 	}
 	return dst
+}
+
+// PlaceOf returns where cached block h sits in its chain, for pages of
+// pageSize positions; ok is false when h is not cached.
+func (c *Cache) PlaceOf(h blockhash.Hash, pageSize int) (p Place, ok bool) {
+	v, ok := c.index[h]
+	if !ok || pageSize < 1 {
+		return Place{}, false
+	}
+	pos := c.nodes[v].depth - 1
+	for k := pos % int32(pageSize); k > 0; k-- {
+		v = c.nodes[v].parent
+	}
+	return Place{Pos: pos, Page: c.nodes[v].hash}, true
 }

@@ -111,3 +111,32 @@ func TestNewCachePanicsOnBadCapacity(t *testing.T) {
 	}()
 	NewCache(0)
 }
+
+// TestPlaces checks that evictions and PlaceOf report each block's position
+// and the first block of its page.
+func TestPlaces(t *testing.T) {
+	c := NewCache(6)
+	c.SetPageSize(2)
+	chain := hs(1, 2, 3, 4, 5)
+	c.Admit(1, chain, nil)
+	for i, h := range chain {
+		p, ok := c.PlaceOf(h, 2)
+		if want := (Place{Pos: int32(i), Page: chain[i-i%2]}); !ok || p != want {
+			t.Errorf("PlaceOf(%v) = %+v, %v; want %+v", h, p, ok, want)
+		}
+	}
+	if _, ok := c.PlaceOf(hs(9)[0], 2); ok {
+		t.Error("PlaceOf of a block not cached: ok")
+	}
+	// A second chain evicts the first one's leaves, deepest first.
+	ad := c.Admit(2, hs(6, 7, 8), nil)
+	if len(ad.Removed) != 2 || len(ad.RemovedPlaces) != 2 {
+		t.Fatalf("removed %v places %v, want two of each", ad.Removed, ad.RemovedPlaces)
+	}
+	for i, h := range ad.Removed {
+		pos := int32(slices.Index(chain, h))
+		if want := (Place{Pos: pos, Page: chain[pos-pos%2]}); ad.RemovedPlaces[i] != want {
+			t.Errorf("removed %v at %+v, want %+v", h, ad.RemovedPlaces[i], want)
+		}
+	}
+}

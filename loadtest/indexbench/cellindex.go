@@ -21,7 +21,18 @@ var (
 // tables sized for expected blocks, and registers pods "worker-000".. as
 // slots 0..pods-1.
 func newCellIndexer(pods, expected int) (Indexer, error) {
-	return buildCellIndexer(pods, expected, false)
+	return buildCellIndexer(pods, expected, false, index.LayoutBlock)
+}
+
+// newPagedIndexer is newCellIndexer with the paged layout.
+func newPagedIndexer(pods, expected int) (Indexer, error) {
+	return buildCellIndexer(pods, expected, false, index.LayoutPaged)
+}
+
+// newPagedIndexerWithLearner is newCellIndexerWithLearner with the paged
+// layout.
+func newPagedIndexerWithLearner(pods, expected int) (Indexer, error) {
+	return buildCellIndexer(pods, expected, true, index.LayoutPaged)
 }
 
 // newCellIndexerWithLearner is newCellIndexer with an index.Learner
@@ -30,11 +41,12 @@ func newCellIndexer(pods, expected int) (Indexer, error) {
 // here (no routing): it measures the cost of the attachment for a fleet
 // without approximate pods.
 func newCellIndexerWithLearner(pods, expected int) (Indexer, error) {
-	return buildCellIndexer(pods, expected, true)
+	return buildCellIndexer(pods, expected, true, index.LayoutBlock)
 }
 
-func buildCellIndexer(pods, expected int, learner bool) (Indexer, error) {
+func buildCellIndexer(pods, expected int, learner bool, layout index.Layout) (Indexer, error) {
 	cfg := index.DefaultConfig()
+	cfg.Layout = layout
 	cfg.ExpectedBlocks = min(expected, cfg.MaxBlocks)
 	ix, err := index.New(cfg)
 	if err != nil {
@@ -79,3 +91,10 @@ type cellMatcher struct {
 func (m *cellMatcher) Match(chain []blockhash.Hash) { m.ix.Match(chain, &m.res) }
 
 func (m *cellMatcher) Depth(s index.Slot) int { return m.res.Depth(s) }
+
+// Lookups returns the lookups (block layout) or page reads (paged layout)
+// of the last Match.
+func (m *cellMatcher) Lookups() int { return m.res.Lookups() }
+
+// Rounds returns the dependent rounds of those reads.
+func (m *cellMatcher) Rounds() int { return m.res.Rounds() }

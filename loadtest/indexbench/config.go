@@ -67,6 +67,10 @@ type Config struct {
 	// Learner attaches an idle index.Learner to cell/index, as celld does
 	// (see CellIndexWithLearner).
 	Learner bool
+	// Layout is cell/index's storage layout: "block" (the default, also
+	// ""), "paged", or "both" to benchmark the two side by side in one run,
+	// block first (Report.Paged then holds the paged layout's figures).
+	Layout string
 	// Progress, if not nil, receives one line per phase and step.
 	Progress func(format string, args ...any) `json:"-"`
 }
@@ -136,10 +140,31 @@ func (c Config) Validate() error {
 		return fmt.Errorf("indexbench: MaxBatchOps must be >= 1, got %d", c.MaxBatchOps)
 	case !(c.MinRatio > 0 && c.MinRatio <= 1):
 		return fmt.Errorf("indexbench: MinRatio must be in (0, 1], got %v", c.MinRatio)
+	case c.Layout != "" && c.Layout != LayoutBoth && c.Layout != string(index.LayoutBlock) && c.Layout != string(index.LayoutPaged):
+		return fmt.Errorf("indexbench: Layout must be %q, %q or %q, got %q", index.LayoutBlock, index.LayoutPaged, LayoutBoth, c.Layout)
 	case !(c.MaxBacklog >= 0 && c.MaxBacklog < 1):
 		return fmt.Errorf("indexbench: MaxBacklog must be in [0, 1), got %v", c.MaxBacklog)
 	}
 	return nil
+}
+
+// LayoutBoth is the Config.Layout that benchmarks both layouts in one run.
+const LayoutBoth = "both"
+
+// cellFactories returns the cell/index factories Layout asks for, in the
+// order they run.
+func (c Config) cellFactories() []Factory {
+	block, paged := CellIndex, PagedIndex
+	if c.Learner {
+		block, paged = CellIndexWithLearner, PagedIndexWithLearner
+	}
+	switch c.Layout {
+	case string(index.LayoutPaged):
+		return []Factory{paged}
+	case LayoutBoth:
+		return []Factory{block, paged}
+	}
+	return []Factory{block}
 }
 
 // expectedBlocks returns the effective capacity hint (see ExpectedBlocks).

@@ -74,6 +74,24 @@
 // what the capacity hint reserved up front: tables sized for the fleet's
 // capacity but holding the smaller final state count in full.
 //
+// # Layouts
+//
+// Config.Layout (loadtest index --layout) picks cell/index's storage layout:
+// block (the default), paged, or both, which benchmarks the block layout
+// and then the paged one in the same run on the same workload (the report's
+// top level is the block layout's, "paged" the paged one's, and
+// "paged_vs_block" their ratios). Every op carries its place in its chain
+// (index.Op Pos and Page), which the paged layout needs: stores take it
+// from the request's chain, removals from the engine model
+// (engine.Cache.SetPageSize), the final state from engine.Cache.PlaceOf.
+// Verify checks every query of every cell/index layout.
+//
+// The idle pass also times each sampled query five times and reports the
+// percentiles of each query's fastest run (idle_best_p50_ns, p99): on a
+// shared machine a single run's p99 is mostly preemption. It reports the
+// reads (block lookups, or page reads) and dependent rounds per query too,
+// which do not depend on the machine.
+//
 // # Baseline
 //
 // The naive indexer (Naive) is one map from block hash to a slice of pod

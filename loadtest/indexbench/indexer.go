@@ -39,6 +39,9 @@ type Factory struct {
 	Name string
 	// New builds the indexer.
 	New func(pods, expected int) (Indexer, error)
+	// Sampled: Verify checks a sample of its queries rather than all (a
+	// slow indexer).
+	Sampled bool
 }
 
 // CellIndex is the Factory of the real cell/index.Index.
@@ -47,5 +50,11 @@ var CellIndex = Factory{Name: "cell/index", New: newCellIndexer}
 // CellIndexWithLearner is CellIndex with an idle index.Learner attached.
 var CellIndexWithLearner = Factory{Name: "cell/index+learner", New: newCellIndexerWithLearner}
 
+// PagedIndex is CellIndex with the paged layout (index.LayoutPaged).
+var PagedIndex = Factory{Name: "cell/index[paged]", New: newPagedIndexer}
+
+// PagedIndexWithLearner is PagedIndex with an idle index.Learner attached.
+var PagedIndexWithLearner = Factory{Name: "cell/index[paged]+learner", New: newPagedIndexerWithLearner}
+
 // NaiveIndex is the Factory of the naive baseline.
-var NaiveIndex = Factory{Name: "naive", New: func(pods, expected int) (Indexer, error) { return NewNaive(pods, expected), nil }}
+var NaiveIndex = Factory{Name: "naive", New: func(pods, expected int) (Indexer, error) { return NewNaive(pods, expected), nil }, Sampled: true}

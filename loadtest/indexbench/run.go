@@ -32,10 +32,8 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	rep.PrepS = time.Since(begin).Seconds()
 	cfg.progress("built the timeline in %.1fs: %d events, %d queries, %d block-ops", rep.PrepS, rep.Events, rep.Queries, rep.BlockOps)
 
-	factories := []Factory{CellIndex}
-	if cfg.Learner {
-		factories[0] = CellIndexWithLearner
-	}
+	factories := cfg.cellFactories()
+	cells := len(factories)
 	if cfg.Baseline {
 		factories = append(factories, NaiveIndex)
 	}
@@ -62,10 +60,15 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	rep.Result = results[0]
 	rep.Valid = results[0].Valid
-	if cfg.Baseline {
-		rep.Baseline = &results[1]
+	if cells == 2 {
+		rep.Paged = &results[1]
 		rep.Valid = rep.Valid && results[1].Valid
-		if b := results[1].ThresholdBlockOpsPerS; b > 0 {
+		rep.PagedVsBlock = compareLayouts(&results[1], &results[0])
+	}
+	if cfg.Baseline {
+		rep.Baseline = &results[cells]
+		rep.Valid = rep.Valid && results[cells].Valid
+		if b := results[cells].ThresholdBlockOpsPerS; b > 0 {
 			rep.Speedup = results[0].ThresholdBlockOpsPerS / b
 		}
 	}
@@ -78,6 +81,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 func newReport(cfg Config, w *Workload) Report {
 	r := Report{
 		Trace:           cfg.TracePath,
+		Layout:          cfg.Layout,
 		Requests:        len(w.Chains),
 		Workers:         cfg.Workers,
 		Seed:            cfg.Seed,
@@ -125,8 +129,11 @@ func benchIndexer(ctx context.Context, f Factory, w *Workload, cfg Config) (Resu
 		res.AccountedBytesPerBlock = float64(fig.accountedBytes) / float64(fig.blocks)
 	}
 	res.IdleQueryP50Ns, res.IdleQueryP99Ns, res.MatchAllocsPerOp = fig.idleP50, fig.idleP99, fig.allocsPerMatch
-	cfg.progress("%s: %.1f bytes/block, idle query p50 %d ns p99 %d ns, %.2f allocs/Match",
-		f.Name, res.BytesPerBlock, fig.idleP50, fig.idleP99, fig.allocsPerMatch)
+	res.IdleBestP50Ns, res.IdleBestP99Ns = fig.bestP50, fig.bestP99
+	res.IdleLookupsP50, res.IdleLookupsP99 = fig.lookupsP50, fig.lookupsP99
+	res.IdleRoundsP50, res.IdleRoundsP99 = fig.roundsP50, fig.roundsP99
+	cfg.progress("%s: %.1f bytes/block, idle query p50 %d ns p99 %d ns (best of %d: %d / %d ns), reads p99 %d in %d rounds, %.2f allocs/Match",
+		f.Name, res.BytesPerBlock, fig.idleP50, fig.idleP99, idleRepeats, fig.bestP50, fig.bestP99, fig.lookupsP99, fig.roundsP99, fig.allocsPerMatch)
 
 	pilot, err := runStep(ctx, f, w, makePlan(w, 0, cfg.Window), cfg)
 	if err != nil {

@@ -3,6 +3,7 @@ package indexbench
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,5 +223,62 @@ func TestLearnerAttachedMatches(t *testing.T) {
 	}
 	if err := Verify(w, CellIndex, CellIndexWithLearner); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPagedLayoutMatches checks the paged layout, with and without an idle
+// learner, against the engine model and the block layout, query by query
+// and pod by pod: every op the workload built carries its place.
+func TestPagedLayoutMatches(t *testing.T) {
+	recs, err := trace.ReadFile(smallTrace, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := smallConfig()
+	cfg.BlocksPerWorker = 512 // evictions, so removals are placed too
+	w, err := BuildWorkload(recs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.RemovedBlocks == 0 {
+		t.Fatal("the workload removes no block: removals are not exercised")
+	}
+	if err := Verify(w, CellIndex, PagedIndex, PagedIndexWithLearner); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRunBothLayouts runs both layouts in one run and checks the side by
+// side report.
+func TestRunBothLayouts(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Layout = LayoutBoth
+	cfg.Baseline = false
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Paged == nil || rep.PagedVsBlock == nil {
+		t.Fatalf("got paged %v, ratios %v: want both", rep.Paged, rep.PagedVsBlock)
+	}
+	if rep.Result.Indexer != CellIndex.Name || rep.Paged.Indexer != PagedIndex.Name {
+		t.Errorf("got indexers %q and %q, want %q and %q", rep.Result.Indexer, rep.Paged.Indexer, CellIndex.Name, PagedIndex.Name)
+	}
+	for _, res := range []*Result{&rep.Result, rep.Paged} {
+		checkResult(t, res, rep)
+		if res.IdleLookupsP99 < res.IdleLookupsP50 || res.IdleRoundsP50 < 1 || res.IdleBestP99Ns < res.IdleBestP50Ns {
+			t.Errorf("%s: reads p50 %d p99 %d, rounds p50 %d, best p50 %d p99 %d: want ordered percentiles and at least a round",
+				res.Indexer, res.IdleLookupsP50, res.IdleLookupsP99, res.IdleRoundsP50, res.IdleBestP50Ns, res.IdleBestP99Ns)
+		}
+	}
+	if want := rep.Paged.BytesPerBlock / rep.Result.BytesPerBlock; math.Abs(rep.PagedVsBlock.BytesPerBlock-want) > 1e-9*want {
+		t.Errorf("got bytes ratio %v, want %v", rep.PagedVsBlock.BytesPerBlock, want)
+	}
+	var buf strings.Builder
+	if err := rep.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "paged / block") || !strings.Contains(buf.String(), PagedIndex.Name) {
+		t.Errorf("the table does not show the paged layout:\n%s", buf.String())
 	}
 }

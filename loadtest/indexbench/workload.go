@@ -45,8 +45,10 @@ type Workload struct {
 	// Hit[i] is the engine model's prefix hit for request i in blocks: the
 	// depth the index must report for Worker[i] when the query runs.
 	Hit []int32
-	// Final holds, per worker, the blocks cached at the end (parents first).
-	Final [][]blockhash.Hash
+	// Final holds, per worker, the blocks cached at the end (parents first),
+	// and FinalPlaces where each sits in its chain (index.Op Pos and Page).
+	Final       [][]blockhash.Hash
+	FinalPlaces [][]engine.Place
 	// Counts of the whole timeline.
 	StoredEvents, RemovedEvents        int64
 	StoredBlocks, RemovedBlocks        int64
@@ -143,6 +145,7 @@ func (w *Workload) replay(cfg Config) {
 	caches := make([]*engine.Cache, cfg.Workers)
 	for i := range caches {
 		caches[i] = engine.NewCache(cfg.BlocksPerWorker)
+		caches[i].SetPageSize(index.PageSize) // every op carries its place
 	}
 	var removed []blockhash.Hash
 	for i, chain := range w.Chains {
@@ -152,20 +155,25 @@ func (w *Workload) replay(cfg Config) {
 		w.Hit[i] = int32(ad.Matched)
 		s := &w.streams[wk%na]
 		if len(ad.Removed) > 0 {
-			s.add(index.OpRemove, wk, ad.Removed, w.At[i], i)
+			s.addRemoved(wk, ad.Removed, ad.RemovedPlaces, w.At[i], i)
 			w.RemovedEvents++
 			w.RemovedBlocks += int64(len(ad.Removed))
 		}
 		if len(ad.Stored) > 0 {
-			s.add(index.OpStore, wk, ad.Stored, w.At[i], i)
+			s.addStored(wk, chain, ad.Matched, len(ad.Stored), w.At[i], i)
 			w.StoredEvents++
 			w.StoredBlocks += int64(len(ad.Stored))
 		}
 	}
 	w.Final = make([][]blockhash.Hash, cfg.Workers)
+	w.FinalPlaces = make([][]engine.Place, cfg.Workers)
 	var all []blockhash.Hash
 	for i, c := range caches {
 		w.Final[i] = c.AppendContents(nil)
+		w.FinalPlaces[i] = make([]engine.Place, len(w.Final[i]))
+		for j, h := range w.Final[i] {
+			w.FinalPlaces[i][j], _ = c.PlaceOf(h, index.PageSize)
+		}
 		all = append(all, w.Final[i]...)
 		caches[i] = nil
 	}
@@ -174,11 +182,27 @@ func (w *Workload) replay(cfg Config) {
 	w.DistinctFinal = int64(len(slices.Compact(all)))
 }
 
-// add appends one event of pod wk.
-func (s *stream) add(kind index.OpKind, wk int, hashes []blockhash.Hash, at int64, req int) {
-	for _, h := range hashes {
-		s.ops = append(s.ops, index.Op{Kind: kind, Slot: index.Slot(wk), Tier: index.TierGPU, Hash: h})
+// addStored appends the event of pod wk that stores chain[from:from+n].
+func (s *stream) addStored(wk int, chain []blockhash.Hash, from, n int, at int64, req int) {
+	for i := from; i < from+n; i++ {
+		op := index.Op{Kind: index.OpStore, Slot: index.Slot(wk), Tier: index.TierGPU, Hash: chain[i]}
+		op.SetPlace(chain, i)
+		s.ops = append(s.ops, op)
 	}
+	s.close(at, req)
+}
+
+// addRemoved appends the event of pod wk that removes hashes, placed.
+func (s *stream) addRemoved(wk int, hashes []blockhash.Hash, places []engine.Place, at int64, req int) {
+	for i, h := range hashes {
+		s.ops = append(s.ops, index.Op{Kind: index.OpRemove, Slot: index.Slot(wk), Tier: index.TierGPU, Hash: h,
+			Pos: places[i].Pos, Page: places[i].Page})
+	}
+	s.close(at, req)
+}
+
+// close ends the event whose ops were just appended.
+func (s *stream) close(at int64, req int) {
 	s.end = append(s.end, int32(len(s.ops)))
 	s.at = append(s.at, at)
 	s.req = append(s.req, int32(req))
@@ -188,8 +212,9 @@ func (s *stream) add(kind index.OpKind, wk int, hashes []blockhash.Hash, at int6
 func (w *Workload) FinalOps() []index.Op {
 	ops := make([]index.Op, 0, w.Finals)
 	for wk, hs := range w.Final {
-		for _, h := range hs {
-			ops = append(ops, index.Op{Kind: index.OpStore, Slot: index.Slot(wk), Tier: index.TierGPU, Hash: h})
+		for i, h := range hs {
+			p := w.FinalPlaces[wk][i]
+			ops = append(ops, index.Op{Kind: index.OpStore, Slot: index.Slot(wk), Tier: index.TierGPU, Hash: h, Pos: p.Pos, Page: p.Page})
 		}
 	}
 	return ops
