@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/cell/snapshot"
 )
 
@@ -76,7 +77,11 @@ func (c Config) snapshotIdentity() (snapshot.Identity, error) {
 	if err != nil {
 		return snapshot.Identity{}, err
 	}
-	return snapshot.Identity{CellID: c.CellID, Model: c.Events.DefaultModel, BlockSize: c.Events.BlockSize, HashFingerprint: fp}, nil
+	layout, err := index.ParseLayout(c.Index.Layout)
+	if err != nil {
+		return snapshot.Identity{}, err
+	}
+	return snapshot.Identity{CellID: c.CellID, Model: c.Events.DefaultModel, BlockSize: c.Events.BlockSize, HashFingerprint: fp, Layout: layout}, nil
 }
 
 // BindSnapshotFlags registers the snapshot section's flags on fs and

@@ -31,6 +31,10 @@ type ExportedHolder struct {
 type ExportedBlock struct {
 	Hash    BlockHash
 	Holders []ExportedHolder
+	// Pos and Page place the block in its chain in the paged layout (see
+	// Op); the block layout does not keep them and leaves them zero.
+	Pos  int32
+	Page BlockHash
 }
 
 // LivePods returns the live slots and their pod ids, by slot.
@@ -65,13 +69,11 @@ func (ix *Index) Export(fn func([]ExportedBlock) error) error {
 		hold  []ExportedHolder
 		slots []Slot
 	)
-	for i := range ix.shards {
+	for i := 0; i < ix.shardCount(); i++ {
 		raw = raw[:0]
 		// Copy under the shard lock, filter after: the learner's and the
 		// tier maps' locks are taken before shard locks elsewhere.
-		ix.shards[i].forEach(func(k uint64, b HostBitmap) {
-			raw = append(raw, DumpEntry{Hash: BlockHash(k), Holders: b})
-		})
+		ix.forEachInShard(i, func(e DumpEntry) { raw = append(raw, e) })
 		alive := ix.Alive()
 		batch, hold = batch[:0], hold[:0]
 		for _, e := range raw {
@@ -84,7 +86,7 @@ func (ix *Index) Export(fn func([]ExportedBlock) error) error {
 				hold = append(hold, ExportedHolder{Slot: s, Tiers: ix.exportTiers(s, e.Hash)})
 			}
 			if len(hold) > start {
-				batch = append(batch, ExportedBlock{Hash: e.Hash, Holders: hold[start:len(hold):len(hold)]})
+				batch = append(batch, ExportedBlock{Hash: e.Hash, Holders: hold[start:len(hold):len(hold)], Pos: e.Pos, Page: e.Page})
 			}
 		}
 		if len(batch) == 0 {
@@ -95,6 +97,26 @@ func (ix *Index) Export(fn func([]ExportedBlock) error) error {
 		}
 	}
 	return nil
+}
+
+// shardCount is the number of shards of the index's layout.
+func (ix *Index) shardCount() int {
+	if ix.pshards != nil {
+		return len(ix.pshards)
+	}
+	return len(ix.shards)
+}
+
+// forEachInShard calls fn with every block of shard i, under its lock, with
+// its place in the paged layout.
+func (ix *Index) forEachInShard(i int, fn func(DumpEntry)) {
+	if ix.pshards != nil {
+		ix.pshards[i].forEach(func(page uint64, pos int64, k uint64, b HostBitmap) {
+			fn(DumpEntry{Hash: BlockHash(k), Holders: b, Pos: int32(pos), Page: BlockHash(page)})
+		})
+		return
+	}
+	ix.shards[i].forEach(func(k uint64, b HostBitmap) { fn(DumpEntry{Hash: BlockHash(k), Holders: b}) })
 }
 
 // learnedBit reports whether slot s holds h only as a learned block.
@@ -131,19 +153,21 @@ func (ix *Index) exportTiers(s Slot, h BlockHash) TierSet {
 	return TierSet(ts)
 }
 
-// RestoreOps appends to ops the writes that give slot s block h on tiers
-// (0: the GPU alone), in an order Apply turns into exactly that holding.
+// RestoreOps appends to ops the writes that give slot s block b's hash on
+// tiers (0: the GPU alone), at b's place (Pos, Page: the paged layout
+// needs them), in an order Apply turns into exactly that holding.
 // Restoring an export is: Register each pod, then Apply the RestoreOps of
-// its blocks in batches. The index should be fresh (or the pods cleared).
-func RestoreOps(ops []Op, s Slot, h BlockHash, tiers TierSet) []Op {
+// its blocks in batches. The index should be fresh (or the pods cleared),
+// and of the layout the export was taken from.
+func RestoreOps(ops []Op, s Slot, b *ExportedBlock, tiers TierSet) []Op {
 	if tiers == 0 {
-		return append(ops, Op{Kind: OpStore, Slot: s, Tier: TierGPU, Hash: h})
+		return append(ops, Op{Kind: OpStore, Slot: s, Tier: TierGPU, Hash: b.Hash, Pos: b.Pos, Page: b.Page})
 	}
 	// GPU first: a store on another tier of a block not yet held records
 	// that tier alone, and a GPU store after it adds the GPU.
 	for t := TierGPU; t <= TierStorage; t++ {
 		if tiers.Has(t) {
-			ops = append(ops, Op{Kind: OpStore, Slot: s, Tier: t, Hash: h})
+			ops = append(ops, Op{Kind: OpStore, Slot: s, Tier: t, Hash: b.Hash, Pos: b.Pos, Page: b.Page})
 		}
 	}
 	return ops

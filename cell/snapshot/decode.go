@@ -3,6 +3,7 @@ package snapshot
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/cellrouter/cellrouter/cell/events"
@@ -118,6 +119,7 @@ func Decode(data []byte, want Identity) (*Snapshot, error) {
 	s.Model = d.str()
 	s.BlockSize = int(d.uv())
 	s.HashFingerprint = d.u64()
+	s.Layout = index.Layout(d.str())
 	s.Created = time.Unix(0, d.sv())
 	s.StreamSeq = d.uv()
 	if d.err != nil {
@@ -141,7 +143,7 @@ func Decode(data []byte, want Identity) (*Snapshot, error) {
 	var known index.HostBitmap
 	s.Pods = readPods(d, func(slot index.Slot, _ string) { known = known.Set(slot) })
 	s.blocksOff = d.off
-	s.Blocks = readBlocks(d, known, nil)
+	s.Blocks = readBlocks(d, known, s.layout() == index.LayoutPaged, nil)
 	if d.err == nil && d.off != len(b) {
 		d.fail("%d bytes after the end", len(b)-d.off)
 	}
@@ -251,9 +253,10 @@ func readHolder(d *decoder, st *events.HolderState, keep bool) int {
 
 // readBlocks reads the blocks section, checking each holder slot against
 // known, and calls fn (when not nil) with each block's hash and holders.
-func readBlocks(d *decoder, known index.HostBitmap, fn func(index.BlockHash, []index.ExportedHolder)) int {
+func readBlocks(d *decoder, known index.HostBitmap, paged bool, fn func(*index.ExportedBlock)) int {
 	total := 0
 	var hs []index.ExportedHolder
+	var b index.ExportedBlock
 	for d.err == nil {
 		n := d.count(11)
 		if n == 0 {
@@ -261,6 +264,15 @@ func readBlocks(d *decoder, known index.HostBitmap, fn func(index.BlockHash, []i
 		}
 		for i := 0; i < n && d.err == nil; i++ {
 			h := index.BlockHash(d.u64())
+			var pos int64
+			var page index.BlockHash
+			if paged {
+				pos = d.sv()
+				page = index.BlockHash(d.u64())
+				if d.err == nil && (pos < 0 || pos > math.MaxInt32 || page == 0 || (pos%index.PageSize == 0) != (page == h)) {
+					d.fail("block %#x at position %d of page %#x", h, pos, page)
+				}
+			}
 			k := d.count(2)
 			if d.err == nil && (k == 0 || k > index.MaxPods) {
 				d.fail("block %#x with %d holders", h, k)
@@ -286,7 +298,8 @@ func readBlocks(d *decoder, known index.HostBitmap, fn func(index.BlockHash, []i
 				d.fail("block with the reserved zero hash")
 			}
 			if d.err == nil && fn != nil {
-				fn(h, hs)
+				b = index.ExportedBlock{Hash: h, Holders: hs, Pos: int32(pos), Page: page}
+				fn(&b)
 			}
 		}
 		total += n
@@ -306,6 +319,9 @@ const restoreBatch = 1 << 14
 // it in only on success, as celld does.
 func (s *Snapshot) Restore(ix *index.Index, a *events.Applier, now time.Time) (index.ApplyResult, error) {
 	var total index.ApplyResult
+	if ix.Layout() != s.layout() {
+		return total, fmt.Errorf("snapshot: taken from the %s index layout, restored into %s", s.layout(), ix.Layout())
+	}
 	d := &decoder{b: s.body, off: s.podsOff}
 	var slots [index.MaxPods]index.Slot
 	var known index.HostBitmap
@@ -342,9 +358,9 @@ func (s *Snapshot) Restore(ix *index.Index, a *events.Applier, now time.Time) (i
 		ops = ops[:0]
 	}
 	d.off = s.blocksOff
-	readBlocks(d, known, func(h index.BlockHash, hs []index.ExportedHolder) {
-		for _, x := range hs {
-			ops = index.RestoreOps(ops, slots[x.Slot], h, x.Tiers)
+	readBlocks(d, known, s.layout() == index.LayoutPaged, func(b *index.ExportedBlock) {
+		for _, x := range b.Holders {
+			ops = index.RestoreOps(ops, slots[x.Slot], b, x.Tiers)
 		}
 		if len(ops) >= restoreBatch {
 			flush()

@@ -12,8 +12,12 @@
 // format version, a body, and a trailer with the body's length, its CRC32C
 // and an end marker. The body starts with the identity of the cell that
 // wrote it (cell id, default model, router block size and a fingerprint of
-// the block hash function), which a loading cell must share: a foreign
-// snapshot's hashes would never match, or match the wrong blocks. Counts
+// the block hash function, and the index layout), which a loading cell must
+// share: a foreign snapshot's hashes would never match, or match the wrong
+// blocks. The paged index layout keeps each block's place in its chain
+// (position and page), which the snapshot carries for it; the block layout
+// keeps none, so a snapshot loads only into the layout it was taken from
+// (a cell that switches layouts starts empty and catches up). Counts
 // are checked against the bytes left before anything is allocated, so a
 // hostile file costs at most its own size (FuzzDecode).
 //

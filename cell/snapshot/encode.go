@@ -92,6 +92,7 @@ func Write(w io.Writer, id Identity, src Source, now time.Time) (WriteStats, err
 	e.str(id.Model)
 	e.uv(uint64(id.BlockSize))
 	e.u64(id.HashFingerprint)
+	e.str(string(id.layout()))
 	e.sv(now.UnixNano())
 	e.uv(streamSeq)
 
@@ -122,6 +123,10 @@ func Write(w io.Writer, id Identity, src Source, now time.Time) (WriteStats, err
 	}
 	st.Pods = len(pods)
 
+	if src.Index.Layout() != id.layout() {
+		return st, fmt.Errorf("snapshot: the identity names the %s layout, the index is %s", id.layout(), src.Index.Layout())
+	}
+	paged := id.layout() == index.LayoutPaged
 	err := src.Index.Export(func(bs []index.ExportedBlock) error {
 		n := 0
 		for i := range bs {
@@ -139,6 +144,10 @@ func Write(w io.Writer, id Identity, src Source, now time.Time) (WriteStats, err
 				continue
 			}
 			e.u64(uint64(bs[i].Hash))
+			if paged {
+				e.sv(int64(bs[i].Pos))
+				e.u64(uint64(bs[i].Page))
+			}
 			e.uv(uint64(k))
 			for _, h := range bs[i].Holders {
 				if known.Has(h.Slot) {

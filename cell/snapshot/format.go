@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cell/index"
 )
 
 // The file layout (all integers little-endian; "uv" is an unsigned varint,
@@ -18,7 +19,8 @@ import (
 //	trailer  body length (uint64), CRC32C of the body (uint32), magic "CRSNEND\x00"
 //
 //	meta     str cell id, str model, uv block size, uint64 hash fingerprint,
-//	         sv created (unix ns), uv JetStream stream sequence (0: none)
+//	         str index layout ("block", "paged"), sv created (unix ns), uv
+//	         JetStream stream sequence (0: none)
 //	holders  per holder a uv 1, then: str id, str pod, uint8 flags
 //	         (1: has seq, 2: has group), uv last seq, sv group, uv blocks,
 //	         then per block: uint64 engine hash, sv parent (-1: none, else an
@@ -27,8 +29,10 @@ import (
 //	         tokens then uv each; a uv 0 ends the holders
 //	pods     uv count, then per pod: uint8 slot, str id (slots increasing)
 //	blocks   runs of blocks, each uv count (> 0) then per block: uint64
-//	         hash, uv holders, then per holder: uint8 slot (a pod above),
-//	         uint8 tiers (0: GPU only); a uv 0 ends the runs
+//	         hash, in the paged layout sv position in the chain and uint64
+//	         page (the hash of the page's first block), uv holders, then per
+//	         holder: uint8 slot (a pod above), uint8 tiers (0: GPU only); a
+//	         uv 0 ends the runs
 //
 // The checksum is verified before any of the body is read, and the whole
 // body's structure (counts, bounds, slots, parents) is checked before
@@ -80,6 +84,18 @@ type Identity struct {
 	// HashFingerprint identifies the block hash function at BlockSize
 	// (Fingerprint): hashes written by another one would never match.
 	HashFingerprint uint64
+	// Layout is the index's storage layout ("" is index.LayoutBlock): the
+	// paged layout needs each block's place in its chain, which the block
+	// layout does not keep, so a snapshot loads only into its own layout.
+	Layout index.Layout
+}
+
+// layout returns id's layout, "" read as the block layout.
+func (id Identity) layout() index.Layout {
+	if id.Layout == "" {
+		return index.LayoutBlock
+	}
+	return id.Layout
 }
 
 // Meta is a snapshot's header information.
@@ -121,6 +137,8 @@ func (id Identity) check(want Identity) error {
 		return refuse(ErrForeign, "written at block size %d, this cell has %d", id.BlockSize, want.BlockSize)
 	case id.HashFingerprint != want.HashFingerprint:
 		return refuse(ErrForeign, "hash fingerprint %#x, this cell's is %#x", id.HashFingerprint, want.HashFingerprint)
+	case id.layout() != want.layout():
+		return refuse(ErrForeign, "written from the %s index layout, this cell's index is %s", id.layout(), want.layout())
 	}
 	return nil
 }

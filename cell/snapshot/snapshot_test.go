@@ -30,7 +30,7 @@ func restore(t testing.TB, data []byte, id Identity) (*cellState, *Snapshot) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newCellState(t)
+	s := newCellStateIn(t, id.layout())
 	if _, err := snap.Restore(s.ix, s.a, time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +63,44 @@ func sameState(t *testing.T, what string, a, b *cellState) {
 	}
 }
 
+// samePlaces fails unless a and b keep every exact block at the same place
+// in its chain (the paged layout's position and page; zero in the block
+// layout).
+func samePlaces(t *testing.T, a, b *index.Index) {
+	t.Helper()
+	type place struct {
+		pos  int32
+		page index.BlockHash
+	}
+	places := func(ix *index.Index) map[index.BlockHash]place {
+		out := map[index.BlockHash]place{}
+		if err := ix.Export(func(bs []index.ExportedBlock) error {
+			for _, x := range bs {
+				out[x.Hash] = place{x.Pos, x.Page}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	pa, pb := places(a), places(b)
+	if !reflect.DeepEqual(pa, pb) {
+		t.Fatalf("places differ after restore (%d blocks vs %d)", len(pa), len(pb))
+	}
+	if a.Layout() == index.LayoutPaged {
+		deep := 0
+		for _, p := range pa {
+			if p.pos >= index.PageSize {
+				deep++
+			}
+		}
+		if deep == 0 {
+			t.Fatal("no block past the first page: the workload does not exercise pages")
+		}
+	}
+}
+
 // forest renders a forest canonically (the export's order depends on map
 // iteration): each block with its parent's hash.
 func forest(bs []eventsBlock) string {
@@ -86,8 +124,17 @@ func forest(bs []eventsBlock) string {
 }
 
 func TestRoundTripMatchesReference(t *testing.T) {
+	for _, layout := range []index.Layout{index.LayoutBlock, index.LayoutPaged} {
+		t.Run(string(layout), func(t *testing.T) { testRoundTrip(t, layout) })
+	}
+}
+
+// testRoundTrip checks a snapshot of an index of layout against the state
+// it was taken from, before and after the same continuation.
+func testRoundTrip(t *testing.T, layout index.Layout) {
 	id := testIdentity(t)
-	orig := newCellState(t)
+	id.Layout = layout
+	orig := newCellStateIn(t, layout)
 	w := newWorkload(1, 5)
 	feed(t, w, 3000, orig)
 	// A learned block must not come back: it has no learner state to
@@ -102,6 +149,7 @@ func TestRoundTripMatchesReference(t *testing.T) {
 		t.Fatalf("meta: got %+v", snap.Meta)
 	}
 	sameState(t, "after restore", orig, back)
+	samePlaces(t, orig.ix, back.ix)
 	if _, ok := dumpByID(back.ix)[spec[0]]; ok {
 		t.Fatal("a speculative block was restored as exact")
 	}
@@ -179,6 +227,13 @@ func TestRefusedSnapshots(t *testing.T) {
 		{"foreign model", other(func(i *Identity) { i.Model = "other" }), ErrForeign},
 		{"foreign block size", other(func(i *Identity) { i.BlockSize = 16 }), ErrForeign},
 		{"foreign hash", other(func(i *Identity) { i.HashFingerprint++ }), ErrForeign},
+		{"another index layout", func() []byte {
+			o := newCellStateIn(t, index.LayoutPaged)
+			feed(t, newWorkload(3, 3), 300, o)
+			pid := id
+			pid.Layout = index.LayoutPaged
+			return encode(t, o, pid)
+		}(), ErrForeign},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -37,7 +37,15 @@ type cellState struct {
 
 func newCellState(t testing.TB) *cellState {
 	t.Helper()
-	ix, err := index.New(index.DefaultConfig())
+	return newCellStateIn(t, index.LayoutBlock)
+}
+
+// newCellStateIn is newCellState with an index of the given layout.
+func newCellStateIn(t testing.TB, layout index.Layout) *cellState {
+	t.Helper()
+	cfg := index.DefaultConfig()
+	cfg.Layout = layout
+	ix, err := index.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,11 +129,18 @@ func (w *workload) event(p *podGen) events.Event {
 		return events.Event{Kind: events.KindAllBlocksCleared}
 	}
 	n := 1 + w.rng.IntN(5)
+	deep := r < 24 // a long run continuing the newest block: chains past a page
+	if deep {
+		n = 20 + w.rng.IntN(30)
+	}
 	ev := events.Event{Kind: events.KindBlockStored, BlockSize: engineBS, TokenIDs: w.tokens(n * engineBS)}
-	if r < 30 {
+	if r >= 24 && r < 30 {
 		ev.Medium = "CPU"
 	}
-	if len(p.blocks) > 0 && w.rng.IntN(3) > 0 {
+	switch {
+	case deep && len(p.blocks) > 0:
+		ev.ParentHash, ev.HasParent = p.blocks[len(p.blocks)-1], true
+	case len(p.blocks) > 0 && w.rng.IntN(3) > 0:
 		ev.ParentHash, ev.HasParent = p.blocks[w.rng.IntN(len(p.blocks))], true
 	}
 	for i := 0; i < n; i++ {
