@@ -87,9 +87,11 @@ type IndexConfig struct {
 	// no pre-sizing (tables grow from empty); a positive value is used as
 	// given and must not exceed max_blocks.
 	ExpectedBlocks int `yaml:"expected_blocks"`
-	// Layout is the index's storage layout (index.Config Layout): "block"
-	// (the default, also "") or "paged", whose queries read a chain's
-	// blocks a page of index.PageSize positions at a time.
+	// Layout is the index's storage layout (index.Config Layout): "paged"
+	// (the cell's default), whose queries read a chain's blocks a page of
+	// index.PageSize positions at a time, or "block" ("" is block too, as in
+	// package index; DefaultConfig sets paged). Paged won on throughput,
+	// memory and query latency side by side (loadtest index --layout both).
 	Layout string `yaml:"layout"`
 }
 
@@ -205,7 +207,7 @@ func DefaultConfig() Config {
 		CellID:          "cell-0",
 		HTTPAddr:        "127.0.0.1:8080",
 		GRPCAddr:        "127.0.0.1:9090",
-		Index:           IndexConfig{MaxBlocks: ic.MaxBlocks, SweepWorkers: ic.SweepWorkers},
+		Index:           IndexConfig{MaxBlocks: ic.MaxBlocks, SweepWorkers: ic.SweepWorkers, Layout: string(index.LayoutPaged)},
 		Events:          EventsConfig{BlockSize: ec.BlockSize, MaxBlocksPerPod: ec.MaxBlocksPerPod, DeadAfter: ec.DeadAfter},
 		ZMQ:             ZMQConfig{TopicPrefix: "kv@", QueueDepth: 4096, ReplayTimeout: 5 * time.Second},
 		NATS:            defaultNATS(),

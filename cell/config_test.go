@@ -115,7 +115,7 @@ func TestIndexLayout(t *testing.T) {
 		yaml string
 		want index.Layout
 	}{
-		{"", ""},
+		{"", index.LayoutPaged}, // the cell's default since it won (issue 15)
 		{"index: {layout: block}\n", index.LayoutBlock},
 		{"index: {layout: paged}\n", index.LayoutPaged},
 	} {

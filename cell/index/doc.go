@@ -44,8 +44,10 @@
 //
 // # The paged layout
 //
-// Config.Layout chooses between the layout above (LayoutBlock, the
-// default) and LayoutPaged, built for the query's memory rounds: a query
+// Config.Layout chooses between the layout above (LayoutBlock, this
+// package's zero value) and LayoutPaged (celld's default, since it won on
+// threshold throughput, bytes per block and query latency side by side),
+// built for the query's memory rounds: a query
 // over the block layout bisects over positions, one random lookup each, so
 // the trace's p99 query takes 64 lookups in 8 dependent rounds, and on a
 // machine where a dependent miss costs 160-260 ns that bounds its latency.
@@ -93,8 +95,8 @@
 // fills both from a chain), and the paged layout counts an op without a
 // consistent place as stale. The event applier tracks the place of every
 // engine block in its chain forest, the learner keeps each learned block's
-// page key, Dump reports each block's place, and a snapshot must carry
-// them to restore into a paged index. Index.Store takes its chain to start
+// page key, Dump and Export report each block's place, and a snapshot
+// carries them (package snapshot) to restore into a paged index. Index.Store takes its chain to start
 // at position 0 there, and Index.Remove, which gives hashes only, cannot
 // remove from a paged index (use Apply). Every other contract holds as in
 // the block layout (idempotent batched writes, prefix-closed holders,
