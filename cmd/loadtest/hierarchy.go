@@ -172,4 +172,3 @@ func parseFloats(s string) ([]float64, error) {
 	}
 	return out, nil
 }
-
