@@ -3,7 +3,6 @@ package cell
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -36,26 +35,10 @@ func testConfig() Config {
 	return cfg
 }
 
+// startCell runs a cell, logging nowhere, until the test ends.
 func startCell(t *testing.T, cfg Config, opts ...Option) *Cell {
 	t.Helper()
-	c, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), opts...)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run returned %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	})
+	c, _ := runCell(t, cfg, nil, opts...)
 	return c
 }
 

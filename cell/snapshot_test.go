@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -27,12 +26,12 @@ import (
 
 // runCell starts a cell and returns it with a stop function that ends Run
 // gracefully and waits for it (the cleanup does so too, once).
-func runCell(t *testing.T, cfg Config, log io.Writer) (*Cell, func()) {
+func runCell(t *testing.T, cfg Config, log io.Writer, opts ...Option) (*Cell, func()) {
 	t.Helper()
 	if log == nil {
 		log = io.Discard
 	}
-	c, err := New(cfg, slog.New(slog.NewTextHandler(log, nil)))
+	c, err := New(cfg, slog.New(slog.NewTextHandler(log, nil)), opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -341,15 +340,7 @@ func TestSnapshotConfigValidate(t *testing.T) {
 // snapshot's stream position, so only the batches published while the
 // cell was down are applied, none twice and nothing cleared.
 func TestSnapshotRestartResumesJetStream(t *testing.T) {
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(20 * time.Second) {
-		t.Fatal("nats server not ready")
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	ns := startNATS(t)
 	cfg := testConfig()
 	cfg.Events.DefaultModel = "m"
 	cfg.NATS.URL = ns.ClientURL()

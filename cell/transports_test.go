@@ -75,9 +75,10 @@ func TestCellOverZMQ(t *testing.T) {
 	}
 }
 
-// TestCellOverNATS runs celld with the NATS JetStream transport against an
-// embedded NATS server.
-func TestCellOverNATS(t *testing.T) {
+// startNATS runs an embedded NATS server with JetStream on 127.0.0.1 until
+// the test ends.
+func startNATS(t *testing.T) *server.Server {
+	t.Helper()
 	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +88,13 @@ func TestCellOverNATS(t *testing.T) {
 		t.Fatal("nats server not ready")
 	}
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	return ns
+}
+
+// TestCellOverNATS runs celld with the NATS JetStream transport against an
+// embedded NATS server.
+func TestCellOverNATS(t *testing.T) {
+	ns := startNATS(t)
 
 	cfg := testConfig()
 	cfg.NATS.URL = ns.ClientURL()

@@ -38,3 +38,39 @@ func TestRoutedLoads(t *testing.T) {
 		t.Fatalf("after new gossip got %+v with %d entries, want %+v and none", later[0].Load, len(m), fresh)
 	}
 }
+
+// TestNoteRoutedCountsTheCellThatTakesTheRequest: the data plane counts a
+// request against the cell chosen on its probe answer and against a lone
+// candidate handed the request without a probe, but not against a cold
+// prompt's cell nor a cell whose probe failed (a fallback).
+func TestNoteRoutedCountsTheCellThatTakesTheRequest(t *testing.T) {
+	load := CellLoad{ActiveRequests: 1, ActiveBlocks: 100, FreeBlocks: 1000, Pods: 2}
+	views := []CellView{{ID: "a", Load: load}, {ID: "b", Load: load}}
+	for _, tc := range []struct {
+		name string
+		d    Decision
+		want bool
+	}{
+		{"chosen on its answer", Decision{Order: []int{1, 0}, Answers: []ProbeAnswer{{Cell: 0}, {Cell: 1}}}, true},
+		{"lone candidate without a probe", Decision{Order: []int{1}, Unprobed: true}, true},
+		{"cold prompt", Decision{Order: []int{1}}, false},
+		{"its probe failed", Decision{Order: []int{1, 0}, Answers: []ProbeAnswer{{Cell: 1, Err: errNoPick}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt, err := NewRouter(DefaultConfig(), StaticDirectory(views), instantProber{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := tc.d
+			d.Views, d.gossiped, d.Blocks = views, views, 40
+			rt.noteRouted(&d)
+			got := rt.views()
+			if noted := got[1].Load != load; noted != tc.want {
+				t.Fatalf("cell b's load %+v: noted %v, want %v", got[1].Load, noted, tc.want)
+			}
+			if got[0].Load != load {
+				t.Fatalf("cell a's load changed to %+v", got[0].Load)
+			}
+		})
+	}
+}

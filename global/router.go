@@ -134,26 +134,23 @@ func (rt *Router) viewsAndGossiped() (views, gossiped []CellView) {
 // noteRouted records the load the chosen cell takes on when the data
 // plane hands the request to it (a dry run records nothing).
 func (rt *Router) noteRouted(d *Decision) {
-	gossiped := d.gossiped
-	if len(d.Order) == 0 || gossiped == nil {
+	if len(d.Order) == 0 {
 		return
 	}
 	c := d.Order[0]
-	if d.Unprobed && c < len(gossiped) && gossiped[c].ID == d.Views[c].ID {
-		// The lone candidate, handed the request without a probe.
-		rt.mu.Lock()
-		rt.routed.note(&d.Views[c], gossiped[c].Load, d.Blocks)
-		rt.mu.Unlock()
+	if c >= len(d.gossiped) || d.gossiped[c].ID != d.Views[c].ID {
 		return
 	}
-	for _, a := range d.Answers {
-		if a.Cell == c && a.Err == nil && c < len(gossiped) && gossiped[c].ID == d.Views[c].ID {
-			rt.mu.Lock()
-			rt.routed.note(&d.Views[c], gossiped[c].Load, d.Blocks)
-			rt.mu.Unlock()
-			return
-		}
+	// The cell takes the request on its probe answer, or as the lone
+	// candidate handed it without a probe; not when it is only a fallback
+	// of a cold prompt or of failed probes.
+	answered := slices.ContainsFunc(d.Answers, func(a ProbeAnswer) bool { return a.Cell == c && a.Err == nil })
+	if !answered && !d.Unprobed {
+		return
 	}
+	rt.mu.Lock()
+	rt.routed.note(&d.Views[c], d.gossiped[c].Load, d.Blocks)
+	rt.mu.Unlock()
 }
 
 // SetDraining marks a cell draining (or not); it reports whether it changed.
@@ -239,7 +236,7 @@ func (rt *Router) decideToSend(ctx context.Context, req *Request) (*Decision, er
 func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool) (*Decision, error) {
 	start := time.Now()
 	views, gossiped := rt.viewsAndGossiped()
-	d := &Decision{Views: views, Prompt: req.Kind()}
+	d := &Decision{Views: views, Prompt: req.Kind(), gossiped: gossiped}
 	toks := rt.tokenize(ctx, req, views, d)
 	chain := rt.chain(req, toks)
 	_, span := rt.tr.Start(ctx, "global.summary_lookup")
@@ -261,9 +258,6 @@ func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool) (*De
 			d.Order = append(d.Order, c.Cell)
 		}
 		d.Unprobed = !cold
-		if d.Unprobed {
-			d.gossiped = gossiped
-		}
 	} else {
 		probe := &cellv1.RouteRequest{Model: req.Model, TokenIds: toks, MaxCandidates: 1}
 		if req.CacheSalt != "" {
@@ -280,7 +274,6 @@ func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool) (*De
 			a.Distance = rt.dist.of(id)
 		}
 		d.Order = Choose(rt.cfg.Choose, d.Answers, len(chain))
-		d.gossiped = gossiped
 	}
 	d.Order = appendFallbacks(d.Order, views, rt.cfg.MaxAttempts)
 	d.Took = time.Since(start)

@@ -96,6 +96,31 @@ func (r *rig) startSub() {
 	r.stop = runSubscriber(r.t, s)
 }
 
+// restartInto starts a new subscriber feeding got, after the previous one
+// stopped: in bind mode on the same address, so that the engine's socket
+// reconnects to it; eager names the dialed pod in the config, so that the
+// subscriber catches it up at connection. A bind port still held by the
+// stopped subscriber is retried.
+func (r *rig) restartInto(got *cell, eager bool) {
+	r.got = got
+	if r.bind {
+		r.scfg.Bind = r.sub.BindEndpoint()
+	} else if eager {
+		r.scfg.Endpoints[0].Pod, r.scfg.Endpoints[0].Model = testPod, testModel
+	}
+	r.stop = retry(r.t, func() (func(), error) {
+		s, err := New(r.scfg, r.got.a)
+		if err != nil {
+			return nil, err
+		}
+		stop, err := tryRunSubscriber(r.t, s)
+		if err == nil {
+			r.sub = s
+		}
+		return stop, err
+	})
+}
+
 // startPub starts a publisher with r.pcfg.
 func (r *rig) startPub() {
 	r.pub = startPublisher(r.t, r.pcfg)

@@ -62,23 +62,7 @@ func TestSubscriberRestart(t *testing.T) {
 
 			// A new cell starts with an empty index, on the same address in
 			// bind mode so that the engine's socket reconnects to it.
-			r.got = newCell(t)
-			if tc.bind {
-				r.scfg.Bind = r.sub.BindEndpoint()
-			} else if tc.eager {
-				r.scfg.Endpoints[0].Pod, r.scfg.Endpoints[0].Model = testPod, testModel
-			}
-			r.stop = retry(t, func() (func(), error) {
-				s, err := New(r.scfg, r.got.a)
-				if err != nil {
-					return nil, err
-				}
-				stop, err := tryRunSubscriber(t, s)
-				if err == nil {
-					r.sub = s
-				}
-				return stop, err
-			})
+			r.restartInto(newCell(t), tc.eager)
 			if tc.eager {
 				// Caught up before Ready, without a new message.
 				waitEqual(t, r.got, ref)

@@ -59,23 +59,7 @@ func TestSubscriberResumesFromSnapshot(t *testing.T) {
 			restored := restoreCell(t, r.got)
 			publishAll(t, r.pub, ref, testPod, testModel, w.batches(30))
 
-			r.got = restored
-			if tc.bind {
-				r.scfg.Bind = r.sub.BindEndpoint()
-			} else if tc.eager {
-				r.scfg.Endpoints[0].Pod, r.scfg.Endpoints[0].Model = testPod, testModel
-			}
-			r.stop = retry(t, func() (func(), error) {
-				s, err := New(r.scfg, r.got.a)
-				if err != nil {
-					return nil, err
-				}
-				stop, err := tryRunSubscriber(t, s)
-				if err == nil {
-					r.sub = s
-				}
-				return stop, err
-			})
+			r.restartInto(restored, tc.eager)
 			if tc.eager {
 				waitEqual(t, r.got, ref) // before any new message
 			}
