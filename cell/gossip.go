@@ -167,17 +167,16 @@ func (c *Cell) cellLoad() gossip.Load {
 		l.ActiveBlocks += u.Blocks
 		blocks[pod] = u.Blocks
 	})
-	total, least := 0, -1
+	total := 0
+	live := make([]int, 0, len(blocks))
 	for _, p := range c.reg.Snapshot() {
 		if p.State != events.StateDead {
 			l.Pods++
 			total += c.router.pods[p.ID].KVBlocks
-			if b := blocks[p.ID]; least < 0 || b < least {
-				least = b
-			}
+			live = append(live, blocks[p.ID])
 		}
 	}
-	l.LeastPodBlocks = max(0, least)
+	l.SetLightest(live)
 	l.FreeBlocks = max(0, total-l.ActiveBlocks)
 	return l
 }

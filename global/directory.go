@@ -60,7 +60,8 @@ func (d *GossipDirectory) convert(entries []gossip.Entry, now time.Time) []CellV
 			Alive:      e.Member.State == gossip.StateAlive,
 			SummaryGen: e.Gen,
 			Load: CellLoad{ActiveRequests: e.Load.ActiveRequests, ActiveBlocks: e.Load.ActiveBlocks,
-				FreeBlocks: e.Load.FreeBlocks, Pods: e.Load.Pods, LeastPodBlocks: e.Load.LeastPodBlocks},
+				FreeBlocks: e.Load.FreeBlocks, Pods: e.Load.Pods, LeastPodBlocks: e.Load.LeastPodBlocks,
+				Lightest: e.Load.Lightest, NLightest: e.Load.NLightest},
 		}
 		for _, ep := range e.Endpoints {
 			if ep.Member.State == gossip.StateAlive && ep.Member.HTTPAddr != "" {

@@ -69,17 +69,28 @@
 // that is, when each of them may hold a cheaper pod, and the probe of the
 // best of them then decides with exact figures. What remains is staleness:
 // summaries and loads are as old as the last gossip (SummaryInterval, 2 s),
-// while the flat router sees every event at once. To soften it, a Router
-// counts the load its own hand-offs added to each cell until the cell
-// gossips again (CellLoad.Routed: the cell's totals, and its least loaded
-// pod by the request's share over the pods), so the decisions between two
-// gossip messages do not all lean on the same idle pod. The quality
-// benchmark (loadtest hierarchy, its load sweep and its agents workload)
-// measures what is left; the README has the figures: within 1% of the
-// flat router while the fleet is idle or moderately loaded, 2 to 4% once
-// every pod runs several requests and loads move faster than gossip.
-// Probing every cell (--max-probes 8) left 1.7% at 2,000 ms a token, so
-// most of that is not the choice of cells to probe.
+// while the flat router sees every event at once. Loads matter most: a
+// burst of requests arriving together (the Mooncake trace's timestamps come
+// in bursts of about ten at the same millisecond) all see the same gossiped
+// loads, and if each cell's least loaded pod stayed at its gossiped load,
+// the whole burst would rank the same cells first and crowd out the ones
+// whose pods were now cheaper. So a Router counts the load its own
+// hand-offs added to each cell until the cell gossips again
+// (CellLoad.Routed), and cells gossip not only their least loaded pod but
+// their gossip.LightestPods (8) least loaded pods' loads: when a probe says
+// the cell's pick is one of those, that pod's load grows by the request
+// and the next decision sees the cell's next least loaded pod, exactly as
+// the cell will; a pick outside them (a pod chosen for its prefix) leaves
+// them alone. With only the least loaded pod (older cells, or a lone
+// candidate handed off unprobed) the least loaded pod's load rises by the
+// request's share over the cell's pods. On the conversation trace at 2,000
+// ms a token this took the reuse loss from 3.1% to below zero; fresher
+// loads alone (a load announcement every 250 ms) did not help, because a
+// burst's requests arrive with no time between them.
+//
+// The quality benchmark (loadtest hierarchy, its load sweep and its agents
+// workload, each level pooled over three seeds) measures what is left; the
+// README has the figures.
 //
 // At fleet scale the search must not test every cell's summary: a
 // gossip.Bank holds all summaries transposed (one row of cell bits per

@@ -27,10 +27,11 @@ func (m routedLoads) apply(views []CellView) {
 	}
 }
 
-// note records that a request of blocks blocks went to the view's cell.
+// note records that a request of blocks blocks went to the view's cell,
+// whose probe answered a pick of pickLoad active blocks (-1: not probed).
 // v.Load is the load the decision saw (gossiped, or already adjusted).
-func (m routedLoads) note(v *CellView, gossiped CellLoad, blocks int) {
+func (m routedLoads) note(v *CellView, gossiped CellLoad, blocks, pickLoad int) {
 	l := v.Load
-	l.Routed(blocks)
+	l.Routed(blocks, pickLoad)
 	m[v.ID] = routedLoad{gossiped: gossiped, now: l}
 }

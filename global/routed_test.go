@@ -1,6 +1,12 @@
 package global
 
-import "testing"
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/cellrouter/cellrouter/gossip"
+)
 
 // TestRoutedLoads: the load a router adds by its own routing shows in its
 // views until the cell gossips a new load, and only the chosen cell's.
@@ -9,7 +15,7 @@ func TestRoutedLoads(t *testing.T) {
 	views := []CellView{{ID: "a", Load: gossiped}, {ID: "b", Load: gossiped}}
 	m := routedLoads{}
 	// 50 blocks over 4 pods raise the least loaded pod by 13.
-	m.note(&views[0], gossiped, 50)
+	m.note(&views[0], gossiped, 50, -1)
 	got := []CellView{{ID: "a", Load: gossiped}, {ID: "b", Load: gossiped}}
 	m.apply(got)
 	want := CellLoad{ActiveRequests: 4, ActiveBlocks: 950, FreeBlocks: 4950, Pods: 4, LeastPodBlocks: 13}
@@ -17,7 +23,7 @@ func TestRoutedLoads(t *testing.T) {
 		t.Fatalf("after one request got %+v and %+v, want %+v and the gossiped %+v", got[0].Load, got[1].Load, want, gossiped)
 	}
 	// A second request adds its share again.
-	m.note(&got[0], gossiped, 50)
+	m.note(&got[0], gossiped, 50, -1)
 	again := []CellView{{ID: "a", Load: gossiped}}
 	m.apply(again)
 	if again[0].Load.LeastPodBlocks != 26 || again[0].Load.ActiveBlocks != 1000 {
@@ -25,7 +31,7 @@ func TestRoutedLoads(t *testing.T) {
 	}
 	// Without a pod count the least loaded pod stays as gossiped.
 	unknown := CellLoad{ActiveBlocks: 5, LeastPodBlocks: 2}
-	unknown.Routed(50)
+	unknown.Routed(50, -1)
 	if unknown.LeastPodBlocks != 2 || unknown.ActiveBlocks != 55 {
 		t.Fatalf("without pods got %+v, want least 2, active 55", unknown)
 	}
@@ -72,5 +78,49 @@ func TestNoteRoutedCountsTheCellThatTakesTheRequest(t *testing.T) {
 				t.Fatalf("cell a's load changed to %+v", got[0].Load)
 			}
 		})
+	}
+}
+
+// TestRoutedFollowsTheLightestPods: with the lightest pods gossiped and the
+// pick's load from its probe, the global tier's view of the cell follows a
+// naive model of the cell's pods (every pod's load, the pick's raised by
+// the request) for as long as the picks fall among the pods it was told of.
+func TestRoutedFollowsTheLightestPods(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for trial := range 500 {
+		pods := make([]int, 1+r.IntN(20))
+		for i := range pods {
+			pods[i] = r.IntN(10) * 50
+		}
+		var g gossip.Load
+		g.SetLightest(pods)
+		l := CellLoad{Pods: len(pods), LeastPodBlocks: g.LeastPodBlocks, Lightest: g.Lightest, NLightest: g.NLightest}
+		// The model: the pods the gossip named, by load.
+		model := slices.Clone(l.Lightest[:l.NLightest])
+		for range 1 + r.IntN(12) {
+			blocks := 1 + r.IntN(300)
+			var pick int
+			if r.IntN(4) == 0 {
+				pick = 1 << 20 // a pod picked for its prefix, beyond the lightest
+			} else {
+				pick = model[r.IntN(len(model))]
+			}
+			l.Routed(blocks, pick)
+			if j := slices.Index(model, pick); j >= 0 {
+				model[j] += blocks
+			}
+			slices.Sort(model)
+			if got := l.Lightest[:l.NLightest]; !slices.Equal(got, model) || l.LeastPodBlocks != model[0] {
+				t.Fatalf("trial %d: after a request of %d blocks to a pod of %d: got %v (least %d), want %v",
+					trial, blocks, pick, got, l.LeastPodBlocks, model)
+			}
+		}
+	}
+	// Without a probe's pick, every lightest pod rises by the request's
+	// share, as the least loaded pod does without the list.
+	l := CellLoad{Pods: 4, LeastPodBlocks: 10, Lightest: [gossip.LightestPods]int{10, 20}, NLightest: 2}
+	l.Routed(50, -1)
+	if l.LeastPodBlocks != 23 || l.Lightest[0] != 23 || l.Lightest[1] != 33 {
+		t.Fatalf("unprobed: got %+v, want least 23, lightest 23, 33", l)
 	}
 }

@@ -144,12 +144,14 @@ func (rt *Router) noteRouted(d *Decision) {
 	// The cell takes the request on its probe answer, or as the lone
 	// candidate handed it without a probe; not when it is only a fallback
 	// of a cold prompt or of failed probes.
-	answered := slices.ContainsFunc(d.Answers, func(a ProbeAnswer) bool { return a.Cell == c && a.Err == nil })
-	if !answered && !d.Unprobed {
+	pick := -1
+	if j := slices.IndexFunc(d.Answers, func(a ProbeAnswer) bool { return a.Cell == c && a.Err == nil }); j >= 0 {
+		pick = int(d.Answers[j].Load)
+	} else if !d.Unprobed {
 		return
 	}
 	rt.mu.Lock()
-	rt.routed.note(&d.Views[c], d.gossiped[c].Load, d.Blocks)
+	rt.routed.note(&d.Views[c], d.gossiped[c].Load, d.Blocks, pick)
 	rt.mu.Unlock()
 }
 

@@ -1,9 +1,11 @@
 package global
 
 import (
+	"slices"
 	"time"
 
 	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/gossip"
 )
 
 // Estimator estimates how many leading blocks of a chain a cell may hold:
@@ -14,14 +16,28 @@ type Estimator interface {
 
 // CellLoad is a cell's load as it gossips it. LeastPodBlocks is the active
 // blocks of its least loaded pod, the load term of the cheapest pod the
-// cell could offer a request that holds none of its prefix.
+// cell could offer a request that holds none of its prefix; Lightest, when
+// the cell gossips it, holds the active blocks of its NLightest least
+// loaded pods, ascending (Lightest[0] is LeastPodBlocks), which is what
+// lets the global tier follow the cell's least loaded pod through a burst
+// of requests faster than gossip (see Routed).
 type CellLoad struct {
 	ActiveRequests, ActiveBlocks, FreeBlocks, Pods int
 	LeastPodBlocks                                 int
+	Lightest                                       [gossip.LightestPods]int
+	NLightest                                      int
 }
 
 // Routed updates the load after the global tier sent a request of blocks
-// blocks to the cell: the cell's load grows, and its least loaded pod's
+// blocks to the cell, whose pick had pickLoad active blocks (its probe
+// answer), or -1 when no probe said (a lone candidate handed off unprobed).
+//
+// With the cell's lightest pods and a known pick, the update is exact as
+// far as it goes: if the pick is one of the lightest pods (its load is one
+// of theirs), that pod's load grows by the request and the list is
+// sorted again, so the next decision sees the cell's next least loaded
+// pod; a pick outside the list (a pod chosen for its prefix, more loaded
+// than those) leaves them as they are. Otherwise the least loaded pod's
 // load is raised by the request's share over the cell's pods (blocks/Pods,
 // rounded up), the expected rise while the cell's picker spreads requests
 // over its pods. Raising it by the whole request would make one request to
@@ -29,12 +45,29 @@ type CellLoad struct {
 // same session elsewhere (measured: it cost the agents workload 5% of its
 // reuse at the trace's pace). Without a pod count the least loaded pod is
 // left as gossiped.
-func (l *CellLoad) Routed(blocks int) {
+func (l *CellLoad) Routed(blocks, pickLoad int) {
 	l.ActiveRequests++
 	l.ActiveBlocks += blocks
 	l.FreeBlocks = max(0, l.FreeBlocks-blocks)
+	if l.NLightest > 0 && pickLoad >= 0 {
+		light := l.Lightest[:l.NLightest]
+		j := slices.Index(light, pickLoad)
+		if j < 0 {
+			return
+		}
+		light[j] += blocks
+		for ; j+1 < len(light) && light[j] > light[j+1]; j++ {
+			light[j], light[j+1] = light[j+1], light[j]
+		}
+		l.LeastPodBlocks = light[0]
+		return
+	}
 	if l.Pods > 0 {
-		l.LeastPodBlocks += (blocks + l.Pods - 1) / l.Pods
+		share := (blocks + l.Pods - 1) / l.Pods
+		l.LeastPodBlocks += share
+		for j := range l.NLightest {
+			l.Lightest[j] += share
+		}
 	}
 }
 

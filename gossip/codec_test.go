@@ -24,7 +24,8 @@ func sampleSummary(t testing.TB, seed uint64, n int) *Summary {
 func sampleMessages(t testing.TB) (*Header, *Snapshot, *Delta, *FetchRequest) {
 	s1, s2 := sampleSummary(t, 1, 10), sampleSummary(t, 2, 10)
 	h := &Header{Cell: "eu-west-1a", Epoch: 1700000000000000000, Gen: 7, Seq: 19,
-		Load: Load{ActiveRequests: 12, ActiveBlocks: 3400, FreeBlocks: 90000, Pods: 16, LeastPodBlocks: 40}, Params: s2.Params(), Elements: s2.Elements()}
+		Load:   lightestLoad(Load{ActiveRequests: 12, ActiveBlocks: 3400, FreeBlocks: 90000, Pods: 16}, 40, 40, 90, 700, 701, 1200, 1500, 1500, 2000),
+		Params: s2.Params(), Elements: s2.Elements()}
 	snap := &Snapshot{Cell: "eu-west-1a", Epoch: h.Epoch, Gen: 7, Params: s2.Params(), Elements: s2.Elements(), Bits: s2.Words()}
 	d := &Delta{Cell: "eu-west-1a", Epoch: h.Epoch, FromGen: 6, ToGen: 7, Params: s2.Params(), Elements: s2.Elements(), Flipped: diffWords(s1, s2)}
 	f := &FetchRequest{From: "globald-0", Cell: "eu-west-1a", Epoch: h.Epoch, Gen: 6}
@@ -159,4 +160,10 @@ func TestMetaRoundTripAndLimits(t *testing.T) {
 	if n := len(EncodeMeta(max)); n > MaxMetaSize {
 		t.Fatalf("largest metadata is %d bytes, want at most %d", n, MaxMetaSize)
 	}
+}
+
+// lightestLoad is l with its lightest pods taken from every pod's load.
+func lightestLoad(l Load, pods ...int) Load {
+	l.SetLightest(pods)
+	return l
 }

@@ -12,8 +12,10 @@ import (
 // Summary.MayContain): a change to either bumps it. Version 2 introduced the
 // blocked layout; version 3 the publishing replica's node name in headers,
 // snapshots and deltas, peer messages between replicas, and
-// Load.LeastPodBlocks in the load.
-const WireVersion = 3
+// Load.LeastPodBlocks in the load; version 4 the loads of the cell's
+// lightest pods (Load.Lightest), after LeastPodBlocks: a count, then each
+// as its rise over the one before (the first over LeastPodBlocks, so 0).
+const WireVersion = 4
 
 // Message types, the second byte of every message.
 const (
@@ -67,6 +69,13 @@ func (e *encoder) load(l Load) {
 	e.uv(uint64(l.FreeBlocks))
 	e.uv(uint64(l.Pods))
 	e.uv(uint64(l.LeastPodBlocks))
+	n := min(max(l.NLightest, 0), LightestPods)
+	e.uv(uint64(n))
+	prev := l.LeastPodBlocks
+	for _, b := range l.Lightest[:n] {
+		e.uv(uint64(max(0, b-prev)))
+		prev = max(prev, b)
+	}
 }
 
 // decoder reads the wire primitives; the first error sticks and every later
@@ -171,13 +180,34 @@ func (d *decoder) validParams() Params {
 }
 
 func (d *decoder) load() Load {
-	return Load{
+	l := Load{
 		ActiveRequests: int(d.uv("load ActiveRequests", MaxLoadValue)),
 		ActiveBlocks:   int(d.uv("load ActiveBlocks", MaxLoadValue)),
 		FreeBlocks:     int(d.uv("load FreeBlocks", MaxLoadValue)),
 		Pods:           int(d.uv("load Pods", MaxLoadValue)),
 		LeastPodBlocks: int(d.uv("load LeastPodBlocks", MaxLoadValue)),
 	}
+	l.NLightest = int(d.uv("load lightest pods", LightestPods))
+	prev := uint64(l.LeastPodBlocks)
+	for i := range l.NLightest {
+		rise := d.uv("load lightest pod", MaxLoadValue)
+		if d.err != nil {
+			return Load{}
+		}
+		if i == 0 && rise != 0 {
+			d.fail("load: lightest pod %d blocks above the least loaded pod", rise)
+			return Load{}
+		}
+		if prev += rise; prev > MaxLoadValue {
+			d.fail("load: lightest pod above %d blocks", uint64(MaxLoadValue))
+			return Load{}
+		}
+		l.Lightest[i] = int(prev)
+	}
+	if d.err != nil {
+		return Load{}
+	}
+	return l
 }
 
 // cell reads a cell id, which must be non-empty.

@@ -28,6 +28,13 @@ type Config struct {
 	PodsPerCell int `json:"pods_per_cell"`
 	// Seed drives every routing decision's randomness (tie-breaks).
 	Seed uint64 `json:"seed"`
+	// Seeds is how many replays a level pools, with seeds Seed, Seed+1,
+	// ...: a different tie-break early on sends the two routers' caches
+	// down different paths, which moves one replay's reuse by up to a
+	// percent either way, so a single seed cannot tell a 1% loss from
+	// noise. The reuse figures pool every seed's blocks; the others are
+	// the first seed's (see Report.SeedRuns).
+	Seeds int `json:"seeds"`
 	// BlockSize is the engine and router block size in tokens; it must
 	// divide 512 (one trace hash id).
 	BlockSize int `json:"block_size"`
@@ -36,6 +43,11 @@ type Config struct {
 	// SummaryInterval is how often, in trace seconds, every cell rebuilds
 	// and publishes its summary; the global tier sees only the latest.
 	SummaryInterval float64 `json:"summary_interval_s"`
+	// LoadInterval is how often, in trace seconds, every cell announces
+	// its load between summary generations (celld's gossip.load_interval:
+	// a header with the load and no new summary); 0 announces it only with
+	// each summary.
+	LoadInterval float64 `json:"load_interval_s"`
 	// MaxProbes, ProbeSlack and ColdBlocks tune global.Search.
 	MaxProbes  int `json:"max_probes"`
 	ProbeSlack int `json:"probe_slack"`
@@ -88,9 +100,11 @@ func DefaultConfig() Config {
 		Cells:             8,
 		PodsPerCell:       32,
 		Seed:              42,
+		Seeds:             3,
 		BlockSize:         16,
 		BlocksPerPod:      16384,
 		SummaryInterval:   2,
+		LoadInterval:      0,
 		MaxProbes:         2,
 		ProbeSlack:        8,
 		ColdBlocks:        4,
@@ -128,6 +142,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.TracePath == "":
 		return fmt.Errorf("hierarchy: TracePath is empty")
+	case c.Seeds < 1:
+		return fmt.Errorf("hierarchy: Seeds must be >= 1, got %d", c.Seeds)
 	case c.MaxRequests < 0:
 		return fmt.Errorf("hierarchy: MaxRequests must be >= 0, got %d", c.MaxRequests)
 	case c.Cells < 1:
@@ -142,6 +158,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("hierarchy: BlocksPerPod must be >= 1, got %d", c.BlocksPerPod)
 	case !(c.SummaryInterval > 0):
 		return fmt.Errorf("hierarchy: SummaryInterval must be > 0 s, got %v", c.SummaryInterval)
+	case !(c.LoadInterval >= 0):
+		return fmt.Errorf("hierarchy: LoadInterval must be >= 0 s, got %v", c.LoadInterval)
 	case c.MaxProbes < 1:
 		return fmt.Errorf("hierarchy: MaxProbes must be >= 1, got %d", c.MaxProbes)
 	case c.ProbeSlack < 0:

@@ -28,9 +28,12 @@
 //     probed by running its selector in-process (what CellService.Route
 //     does, changing nothing) and global.Choose orders the answers; then the
 //     chosen cell's selector decides again (the hand-off) and its pick
-//     serves the request. Until the next generation the global tier counts
-//     the load its hand-offs added to each cell (global.CellLoad.Routed),
-//     as global.Router does.
+//     serves the request. A cell's gossiped load names its least loaded
+//     pods (gossip.Load.Lightest, as celld's does), and until the next
+//     generation the global tier counts the load its hand-offs added to
+//     each cell, from the probe's pick (global.CellLoad.Routed), as
+//     global.Router does. With Config.LoadInterval (--load-interval) the
+//     cells also announce their load between generations.
 //  5. A request's realised reuse is the engine model's prefix hit on the
 //     pod that served it (Admission.Matched); reuse is matched blocks over
 //     prompt blocks, and reuse_loss is (flat - hier) / flat.
@@ -42,6 +45,17 @@
 // randomness from a generator seeded (Seed, i), so with one cell the
 // hierarchical router makes exactly the flat router's decisions (a test
 // checks it).
+//
+// # Seeds
+//
+// One replay is a chaotic system: a different tie-break early on sends the
+// caches of both routers down different paths, and one seed's flat reuse
+// moves by up to a percent against another's (three flat replays at 2,000
+// ms a token differed from seed 42's by 0.3 to 1.4%). That is the size of
+// the 1% target, so every level replays Config.Seeds seeds (3 by default,
+// --seeds; two at a time on two cores), each seed driving both routers, and
+// pools their matched blocks: reuse_loss is the pooled figure, and
+// seed_runs gives each seed's. The other figures are the first seed's.
 //
 // # Text prompts
 //

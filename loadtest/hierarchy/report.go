@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/cellrouter/cellrouter/loadtest/trace"
@@ -36,6 +37,7 @@ type Report struct {
 	BlockSize         int     `json:"block_size"`
 	BlocksPerPod      int     `json:"blocks_per_pod"`
 	SummaryIntervalS  float64 `json:"summary_interval_s"`
+	LoadIntervalS     float64 `json:"load_interval_s"`
 	MaxProbes         int     `json:"max_probes"`
 	ProbeSlack        int     `json:"probe_slack"`
 	ColdBlocks        int     `json:"cold_blocks"`
@@ -52,12 +54,17 @@ type Report struct {
 	// (absent for token prompts).
 	Prompt   string          `json:"prompt"`
 	Tokenize *TokenizeReport `json:"tokenize,omitempty"`
-	// Reuse.
+	// Reuse, pooled over the seeds: every seed's matched blocks over every
+	// seed's prompt blocks (Config.Seeds); SeedRuns has each seed's.
 	ReuseFlat         float64 `json:"reuse_flat"`
 	ReuseHier         float64 `json:"reuse_hier"`
 	ReuseLoss         float64 `json:"reuse_loss"`
 	MatchedBlocksFlat int64   `json:"matched_blocks_flat"`
 	MatchedBlocksHier int64   `json:"matched_blocks_hier"`
+	// Seeds lists the seeds pooled, and SeedRuns each one's reuse; the
+	// fields below are the first seed's.
+	Seeds    []uint64  `json:"seeds"`
+	SeedRuns []SeedRun `json:"seed_runs"`
 	// Probes per request (0 on the cold path, which hashes to a cell).
 	ProbesP50  int     `json:"probes_p50"`
 	ProbesP95  int     `json:"probes_p95"`
@@ -120,6 +127,43 @@ type Report struct {
 	Levels []*Report `json:"levels,omitempty"`
 }
 
+// SeedRun is one seed's replay of a level.
+type SeedRun struct {
+	Seed      uint64  `json:"seed"`
+	ReuseFlat float64 `json:"reuse_flat"`
+	ReuseHier float64 `json:"reuse_hier"`
+	ReuseLoss float64 `json:"reuse_loss"`
+}
+
+// pool merges the reports of one level's seeds: the first seed's report,
+// with reuse pooled over all of them and each seed's in SeedRuns.
+func pool(reps []*Report) *Report {
+	out := *reps[0]
+	out.Seeds, out.SeedRuns = nil, nil
+	var blocks, flat, hier int64
+	for _, r := range reps {
+		out.Seeds = append(out.Seeds, r.Seed)
+		out.SeedRuns = append(out.SeedRuns, SeedRun{Seed: r.Seed, ReuseFlat: r.ReuseFlat, ReuseHier: r.ReuseHier, ReuseLoss: r.ReuseLoss})
+		blocks += r.Blocks
+		flat += r.MatchedBlocksFlat
+		hier += r.MatchedBlocksHier
+	}
+	out.ReuseFlat, out.ReuseHier, out.ReuseLoss = ratio(flat, blocks), ratio(hier, blocks), 0
+	if out.ReuseFlat > 0 {
+		out.ReuseLoss = (out.ReuseFlat - out.ReuseHier) / out.ReuseFlat
+	}
+	out.accept()
+	return &out
+}
+
+// accept sets the acceptance fields from the figures.
+func (r *Report) accept() {
+	r.ReuseLossOK = r.ReuseLoss <= MaxReuseLoss
+	r.ProbesP95OK = r.ProbesP95 <= MaxProbesP95
+	r.PodShareOK = r.MaxPodShareHier <= r.MaxPodShareFlat
+	r.Pass = r.ReuseLossOK && r.ProbesP95OK && r.PodShareOK
+}
+
 // report assembles the figures after the replay.
 func (s *sim) report(recs []trace.Record) *Report {
 	c, h := s.cfg, s.hier
@@ -127,7 +171,7 @@ func (s *sim) report(recs []trace.Record) *Report {
 		Trace: c.TracePath, Requests: len(recs), Blocks: s.blocks,
 		TraceSeconds: float64(recs[len(recs)-1].Timestamp-recs[0].Timestamp) / 1e3,
 		Cells:        c.Cells, PodsPerCell: c.PodsPerCell, Pods: c.Pods(), Seed: c.Seed, BlockSize: c.BlockSize,
-		BlocksPerPod: c.BlocksPerPod, SummaryIntervalS: c.SummaryInterval, MaxProbes: c.MaxProbes,
+		BlocksPerPod: c.BlocksPerPod, SummaryIntervalS: c.SummaryInterval, LoadIntervalS: c.LoadInterval, MaxProbes: c.MaxProbes,
 		ProbeSlack: c.ProbeSlack, ColdBlocks: c.ColdBlocks, Stride: c.Stride, FalsePositiveRate: c.FalsePositiveRate,
 		OverlapWeight: c.OverlapWeight, Temperature: c.Temperature, BusyThreshold: c.BusyThreshold,
 		DecodeMsPerToken: c.DecodeMsPerToken, Prompt: c.Prompt, PrefillMsPerBlock: c.PrefillMsPerBlock, Workload: c.Workload,
@@ -191,10 +235,9 @@ func (s *sim) report(recs []trace.Record) *Report {
 		}
 	}
 	r.MaxCellShare = maxShare(r.CellRequests, len(recs))
-	r.ReuseLossOK = r.ReuseLoss <= MaxReuseLoss
-	r.ProbesP95OK = r.ProbesP95 <= MaxProbesP95
-	r.PodShareOK = r.MaxPodShareHier <= r.MaxPodShareFlat
-	r.Pass = r.ReuseLossOK && r.ProbesP95OK && r.PodShareOK
+	r.Seeds = []uint64{c.Seed}
+	r.SeedRuns = []SeedRun{{Seed: c.Seed, ReuseFlat: r.ReuseFlat, ReuseHier: r.ReuseHier, ReuseLoss: r.ReuseLoss}}
+	r.accept()
 	return r
 }
 
@@ -227,6 +270,18 @@ func histQuantile(hist []int64, q float64) int {
 	return len(hist) - 1
 }
 
+// seedLosses lists each seed's reuse loss.
+func seedLosses(runs []SeedRun) string {
+	var b strings.Builder
+	for i, r := range runs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%.4f", r.ReuseLoss)
+	}
+	return b.String()
+}
+
 // maxShare returns the largest count's share of total.
 func maxShare(counts []int64, total int) float64 {
 	var m int64
@@ -247,7 +302,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "trace\t%s (%d requests, %d blocks, %.0f s)\n", r.Trace, r.Requests, r.Blocks, r.TraceSeconds)
 	fmt.Fprintf(tw, "fleet\t%d cells x %d pods, %d blocks/pod of %d tokens, seed %d\n", r.Cells, r.PodsPerCell, r.BlocksPerPod, r.BlockSize, r.Seed)
-	fmt.Fprintf(tw, "global tier\tsummaries every %gs, stride %d, fpr %g; max %d probes, slack %d\n", r.SummaryIntervalS, r.Stride, r.FalsePositiveRate, r.MaxProbes, r.ProbeSlack)
+	fmt.Fprintf(tw, "global tier\tsummaries every %gs, loads every %gs, stride %d, fpr %g; max %d probes, slack %d\n", r.SummaryIntervalS, r.LoadIntervalS, r.Stride, r.FalsePositiveRate, r.MaxProbes, r.ProbeSlack)
 	if t := r.Tokenize; t != nil {
 		fmt.Fprintf(tw, "prompts\t%s, tokenized by the engines, the global tier and the cells (%s tokenizer, %s template), %.0f tokens each\n",
 			r.Prompt, t.Tokenizer, t.ChatTemplate, t.TokensPerRequest)
@@ -261,7 +316,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(tw, "evicted blocks\t%d\t%d\n", r.EvictedBlocksFlat, r.EvictedBlocksHier)
 	fmt.Fprintf(tw, "requests per cell\t\t%v (busiest %.4f, %d of %d cells used)\n", r.CellRequests, r.MaxCellShare, r.CellsUsed, r.Cells)
 	fmt.Fprintf(tw, "\t\n")
-	fmt.Fprintf(tw, "reuse loss\t%.4f\t(target <= %.2f: %s)\n", r.ReuseLoss, MaxReuseLoss, ok(r.ReuseLossOK))
+	fmt.Fprintf(tw, "reuse loss\t%.4f\t(target <= %.2f: %s; pooled over seeds %v, each: %s)\n", r.ReuseLoss, MaxReuseLoss, ok(r.ReuseLossOK), r.Seeds, seedLosses(r.SeedRuns))
 	fmt.Fprintf(tw, "probes p50 / p95 / max\t%d / %d / %d\t(target p95 <= %d: %s)\n", r.ProbesP50, r.ProbesP95, r.ProbesMax, MaxProbesP95, ok(r.ProbesP95OK))
 	fmt.Fprintf(tw, "busiest pod, hier vs flat\t\t(target no worse: %s)\n", ok(r.PodShareOK))
 	fmt.Fprintf(tw, "probes mean\t%.3f\n", r.ProbesMean)
@@ -275,10 +330,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(tw, "index consistent\t%v\n", r.IndexConsistent)
 	if len(r.Levels) > 0 {
 		fmt.Fprintf(tw, "\t\n")
-		fmt.Fprintf(tw, "load sweep (ms/token)\treuse flat / hier\tloss\tprobes p50/p95\tfalse probes\tbusiest pod flat/hier\tbusiest cell\tqueued flat/hier\tTTFT mean flat/hier ms\tpass\n")
+		fmt.Fprintf(tw, "load sweep (ms/token)\treuse flat / hier\tloss (each seed)\tprobes p50/p95\tfalse probes\tbusiest pod flat/hier\tbusiest cell\tqueued flat/hier\tTTFT mean flat/hier ms\tpass\n")
 		for _, l := range r.Levels {
-			fmt.Fprintf(tw, "%g\t%.4f / %.4f\t%.4f\t%d / %d\t%d\t%.4f / %.4f\t%.4f\t%d / %d\t%.0f / %.0f\t%s\n",
-				l.DecodeMsPerToken, l.ReuseFlat, l.ReuseHier, l.ReuseLoss, l.ProbesP50, l.ProbesP95, l.FalseProbes,
+			fmt.Fprintf(tw, "%g\t%.4f / %.4f\t%.4f (%s)\t%d / %d\t%d\t%.4f / %.4f\t%.4f\t%d / %d\t%.0f / %.0f\t%s\n",
+				l.DecodeMsPerToken, l.ReuseFlat, l.ReuseHier, l.ReuseLoss, seedLosses(l.SeedRuns), l.ProbesP50, l.ProbesP95, l.FalseProbes,
 				l.MaxPodShareFlat, l.MaxPodShareHier, l.MaxCellShare, l.QueuedFlat, l.QueuedHier, l.TTFTMeanFlatMs, l.TTFTMeanHierMs, ok(l.Pass))
 		}
 	}

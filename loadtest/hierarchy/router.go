@@ -9,6 +9,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 	"github.com/cellrouter/cellrouter/cell/plugins"
 	"github.com/cellrouter/cellrouter/global"
+	"github.com/cellrouter/cellrouter/gossip"
 )
 
 // request is one trace request as both routers see it.
@@ -100,6 +101,8 @@ type hierRouter struct {
 	served []int64
 	// cap is the KV blocks of one cell, for its gossiped free blocks.
 	cap int
+	// podLoads is cellLoad's buffer.
+	podLoads []int
 
 	out     outcomes
 	answers []global.ProbeAnswer
@@ -149,12 +152,33 @@ func (h *hierRouter) close() {
 	}
 }
 
+// cellLoad is what cell c gossips as its load now.
+func (h *hierRouter) cellLoad(c *cluster) global.CellLoad {
+	h.podLoads = h.podLoads[:0]
+	for i := range c.cands {
+		h.podLoads = append(h.podLoads, c.cands[i].ActiveBlocks)
+	}
+	var g gossip.Load
+	g.SetLightest(h.podLoads)
+	return global.CellLoad{ActiveRequests: c.activeReqs, ActiveBlocks: c.activeBlocks,
+		FreeBlocks: max(0, h.cap-c.activeBlocks), Pods: len(c.cands), LeastPodBlocks: g.LeastPodBlocks,
+		Lightest: g.Lightest, NLightest: g.NLightest}
+}
+
+// announceLoad makes every cell announce its current load (a header
+// without a new summary); the global tier's views replace the load they
+// held, with what their own hand-offs added to it since.
+func (h *hierRouter) announceLoad() {
+	for i, c := range h.cells {
+		h.views[i].Load = h.cellLoad(c)
+	}
+}
+
 // publish makes every cell publish a new summary generation with its
 // current load; the global tier's views then hold it until the next one.
 func (h *hierRouter) publish() error {
 	for i, c := range h.cells {
-		l := global.CellLoad{ActiveRequests: c.activeReqs, ActiveBlocks: c.activeBlocks,
-			FreeBlocks: max(0, h.cap-c.activeBlocks), Pods: len(c.cands), LeastPodBlocks: c.leastPodBlocks()}
+		l := h.cellLoad(c)
 		s, err := h.sums[i].publish(c.held, l)
 		if err != nil {
 			return err
@@ -200,7 +224,7 @@ func (h *hierRouter) route(ctx context.Context, r *request) (int, error) {
 		cell = global.Choose(h.choose, h.answers, len(r.search))[0]
 		for _, a := range h.answers {
 			if a.Cell == cell && a.Err == nil {
-				h.views[cell].Load.Routed(r.blocks)
+				h.views[cell].Load.Routed(r.blocks, int(a.Load))
 			}
 		}
 	}

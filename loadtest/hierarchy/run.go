@@ -1,8 +1,12 @@
 package hierarchy
 
 import (
+	"runtime"
+
 	"context"
 	"fmt"
+	"golang.org/x/sync/errgroup"
+	"math"
 	"time"
 
 	"github.com/cellrouter/cellrouter/cell/blockhash"
@@ -78,8 +82,33 @@ func sweep(ctx context.Context, cfg Config, recs []trace.Record) (*Report, error
 	return &out, nil
 }
 
-// runLevel replays recs once at cfg.DecodeMsPerToken.
+// runLevel replays recs at cfg.DecodeMsPerToken once per seed (cfg.Seeds
+// of them, as many at a time as there are CPUs) and pools the seeds' reuse
+// (see Config.Seeds).
 func runLevel(ctx context.Context, cfg Config, recs []trace.Record) (*Report, error) {
+	start := time.Now()
+	reps := make([]*Report, cfg.Seeds)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(1, runtime.GOMAXPROCS(0)))
+	for k := range reps {
+		c := cfg
+		c.Seed, c.Seeds = cfg.Seed+uint64(k), 1
+		g.Go(func() error {
+			rep, err := runSeed(gctx, c, recs)
+			reps[k] = rep
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	rep := pool(reps)
+	rep.WallSeconds = time.Since(start).Seconds()
+	return rep, nil
+}
+
+// runSeed replays recs once at cfg.DecodeMsPerToken and cfg.Seed.
+func runSeed(ctx context.Context, cfg Config, recs []trace.Record) (*Report, error) {
 	start := time.Now()
 	s, err := newSim(cfg)
 	if err != nil {
@@ -108,6 +137,8 @@ type sim struct {
 	text *texter
 
 	nextGen                  int // the next summary generation's number
+	nextLoad                 int // the next load announcement's number
+	loadIntervalNs           float64
 	blocks                   int64
 	matchedFlat, matchedHier int64
 	summaryIntervalNs        float64
@@ -118,7 +149,7 @@ func newSim(cfg Config) (*sim, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hierarchy: %w", err)
 	}
-	s := &sim{cfg: cfg, hasher: h, seed: blockhash.Seed(blockhash.Keys{Model: Model}), summaryIntervalNs: cfg.SummaryInterval * 1e9}
+	s := &sim{cfg: cfg, hasher: h, seed: blockhash.Seed(blockhash.Keys{Model: Model}), summaryIntervalNs: cfg.SummaryInterval * 1e9, loadIntervalNs: cfg.LoadInterval * 1e9}
 	var tok plugins.Tokenizer
 	if cfg.Prompt != PromptTokens {
 		if s.text, err = newTexter(cfg); err != nil {
@@ -148,6 +179,15 @@ func (s *sim) close() {
 // genAt returns the trace time of summary generation k, in ns.
 func (s *sim) genAt(k int) int64 { return int64(float64(k) * s.summaryIntervalNs) }
 
+// loadAt returns the trace time of load announcement k, in ns (never, when
+// loads go only with summaries).
+func (s *sim) loadAt(k int) int64 {
+	if s.loadIntervalNs <= 0 {
+		return math.MaxInt64
+	}
+	return int64(float64(k) * s.loadIntervalNs)
+}
+
 // replay routes every request, in trace order, through both routers. Each
 // request's prompt is every hash id expanded to 512 tokens; its chain is
 // hashed once here (for the engine models and the global search) and again
@@ -172,13 +212,25 @@ func (s *sim) replay(ctx context.Context, recs []trace.Record) error {
 				float64(s.matchedFlat)/float64(s.blocks), float64(s.matchedHier)/float64(s.blocks))
 		}
 		now := (rec.Timestamp - t0) * int64(time.Millisecond)
-		// Summaries due by now are published with the load of their time.
-		for s.genAt(s.nextGen) <= now {
-			s.hier.load.advance(s.genAt(s.nextGen))
-			if err := s.hier.publish(); err != nil {
-				return err
+		// Summaries due by now are published with the load of their time,
+		// and between them the loads announced.
+		for {
+			gen, load := s.genAt(s.nextGen), s.loadAt(s.nextLoad)
+			if gen <= load && gen <= now {
+				s.hier.load.advance(gen)
+				if err := s.hier.publish(); err != nil {
+					return err
+				}
+				s.nextGen++
+				continue
 			}
-			s.nextGen++
+			if load <= now {
+				s.hier.load.advance(load)
+				s.hier.announceLoad()
+				s.nextLoad++
+				continue
+			}
+			break
 		}
 		s.flat.load.advance(now)
 		s.hier.load.advance(now)

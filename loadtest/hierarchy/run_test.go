@@ -16,13 +16,14 @@ import (
 const smallTrace = "../../testdata/mooncake_small.jsonl"
 
 // smallConfig is a tiny fleet on the small trace: 2 cells of 4 pods with
-// caches small enough to evict.
+// caches small enough to evict, one seed.
 func smallConfig() Config {
 	c := DefaultConfig()
 	c.TracePath = smallTrace
 	c.Cells, c.PodsPerCell = 2, 4
 	c.BlocksPerPod = 2048
 	c.MaxRequests = 200
+	c.Seeds = 1
 	return c
 }
 

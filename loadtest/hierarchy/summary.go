@@ -51,8 +51,7 @@ func (s *summarizer) publish(held *heldSet, load global.CellLoad) (*gossip.Summa
 	s.seq++
 	hdr := gossip.EncodeHeader(&gossip.Header{
 		Cell: s.pub.Cell(), Epoch: s.pub.Epoch(), Gen: gen, Seq: s.seq,
-		Load: gossip.Load{ActiveRequests: load.ActiveRequests, ActiveBlocks: load.ActiveBlocks, FreeBlocks: load.FreeBlocks, Pods: load.Pods,
-			LeastPodBlocks: load.LeastPodBlocks},
+		Load:   wireLoad(load),
 		Params: sum.Params(), Elements: sum.Elements(),
 	})
 	n := len(hdr)
@@ -83,10 +82,15 @@ func (s *summarizer) heartbeat(load global.CellLoad) int {
 	cur := s.pub.Current()
 	hdr := gossip.EncodeHeader(&gossip.Header{
 		Cell: s.pub.Cell(), Epoch: s.pub.Epoch(), Gen: s.pub.Gen(), Seq: s.seq,
-		Load: gossip.Load{ActiveRequests: load.ActiveRequests, ActiveBlocks: load.ActiveBlocks, FreeBlocks: load.FreeBlocks, Pods: load.Pods,
-			LeastPodBlocks: load.LeastPodBlocks},
+		Load:   wireLoad(load),
 		Params: cur.Params(), Elements: cur.Elements(),
 	})
 	s.wireBytes += int64(len(hdr))
 	return len(hdr)
+}
+
+// wireLoad is the gossip form of a cell's load.
+func wireLoad(l global.CellLoad) gossip.Load {
+	return gossip.Load{ActiveRequests: l.ActiveRequests, ActiveBlocks: l.ActiveBlocks, FreeBlocks: l.FreeBlocks, Pods: l.Pods,
+		LeastPodBlocks: l.LeastPodBlocks, Lightest: l.Lightest, NLightest: l.NLightest}
 }

@@ -3,6 +3,7 @@ package hierarchy
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"slices"
 	"testing"
 
@@ -181,5 +182,42 @@ func TestRunScaleSmall(t *testing.T) {
 	bad.Cells = 0
 	if _, err := RunScale(context.Background(), bad); err == nil {
 		t.Error("RunScale with 0 cells got no error")
+	}
+}
+
+// TestSeedsPool: a level of several seeds is each seed's replay, as a run
+// of that seed alone makes it, with the reuse pooled over their blocks.
+func TestSeedsPool(t *testing.T) {
+	cfg := smallConfig()
+	cfg.DecodeMsPerToken = 2000 // loaded, so that tie-breaks matter
+	cfg.Seeds = 3
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Seeds, []uint64{42, 43, 44}) || len(rep.SeedRuns) != 3 {
+		t.Fatalf("seeds %v, runs %+v; want 42, 43 and 44", rep.Seeds, rep.SeedRuns)
+	}
+	var flat, hier float64
+	for _, sr := range rep.SeedRuns {
+		one := cfg
+		one.Seed, one.Seeds = sr.Seed, 1
+		alone, err := Run(context.Background(), one)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if alone.ReuseFlat != sr.ReuseFlat || alone.ReuseHier != sr.ReuseHier || alone.ReuseLoss != sr.ReuseLoss {
+			t.Fatalf("seed %d pooled as %+v, alone %v / %v / %v", sr.Seed, sr, alone.ReuseFlat, alone.ReuseHier, alone.ReuseLoss)
+		}
+		flat += sr.ReuseFlat
+		hier += sr.ReuseHier
+	}
+	// Every seed replays the same requests, so pooling their blocks is the
+	// mean of their reuse.
+	if math.Abs(rep.ReuseFlat-flat/3) > 1e-12 || math.Abs(rep.ReuseHier-hier/3) > 1e-12 {
+		t.Fatalf("pooled reuse %v / %v, want the seeds' mean %v / %v", rep.ReuseFlat, rep.ReuseHier, flat/3, hier/3)
+	}
+	if want := (rep.ReuseFlat - rep.ReuseHier) / rep.ReuseFlat; math.Abs(rep.ReuseLoss-want) > 1e-12 || rep.ReuseLossOK != (want <= MaxReuseLoss) {
+		t.Fatalf("pooled loss %v (ok %v), want %v", rep.ReuseLoss, rep.ReuseLossOK, want)
 	}
 }
