@@ -116,6 +116,17 @@ func TestRoutedFollowsTheLightestPods(t *testing.T) {
 			}
 		}
 	}
+	// A pick whose load fell since the cell gossiped (its requests ended)
+	// is the least loaded of the lightest pods above it.
+	stale := CellLoad{Pods: 4, LeastPodBlocks: 10, Lightest: [gossip.LightestPods]int{10, 20, 30}, NLightest: 3}
+	stale.Routed(100, 15)
+	if got := stale.Lightest[:stale.NLightest]; !slices.Equal(got, []int{10, 30, 115}) || stale.LeastPodBlocks != 10 {
+		t.Fatalf("stale pick: got %v (least %d), want 10, 30, 115", got, stale.LeastPodBlocks)
+	}
+	stale.Routed(100, 5)
+	if got := stale.Lightest[:stale.NLightest]; !slices.Equal(got, []int{30, 105, 115}) || stale.LeastPodBlocks != 30 {
+		t.Fatalf("stale least pick: got %v (least %d), want 30, 105, 115", got, stale.LeastPodBlocks)
+	}
 	// Without a probe's pick, every lightest pod rises by the request's
 	// share, as the least loaded pod does without the list.
 	l := CellLoad{Pods: 4, LeastPodBlocks: 10, Lightest: [gossip.LightestPods]int{10, 20}, NLightest: 2}

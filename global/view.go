@@ -32,12 +32,14 @@ type CellLoad struct {
 // blocks to the cell, whose pick had pickLoad active blocks (its probe
 // answer), or -1 when no probe said (a lone candidate handed off unprobed).
 //
-// With the cell's lightest pods and a known pick, the update is exact as
-// far as it goes: if the pick is one of the lightest pods (its load is one
-// of theirs), that pod's load grows by the request and the list is
-// sorted again, so the next decision sees the cell's next least loaded
-// pod; a pick outside the list (a pod chosen for its prefix, more loaded
-// than those) leaves them as they are. Otherwise the least loaded pod's
+// With the cell's lightest pods and a known pick, the update follows the
+// cell: a pick no more loaded than the most loaded of the lightest pods is
+// one of them, so that pod's load grows by the request and the list is
+// sorted again, and the next decision sees the cell's next least loaded
+// pod. Which entry is the pick's: the one with its load, or else (its
+// load fell since the cell gossiped, as requests ended) the least loaded
+// one above it. A pick more loaded than all of them (a pod chosen for its
+// prefix) leaves them as they are. Otherwise the least loaded pod's
 // load is raised by the request's share over the cell's pods (blocks/Pods,
 // rounded up), the expected rise while the cell's picker spreads requests
 // over its pods. Raising it by the whole request would make one request to
@@ -51,11 +53,11 @@ func (l *CellLoad) Routed(blocks, pickLoad int) {
 	l.FreeBlocks = max(0, l.FreeBlocks-blocks)
 	if l.NLightest > 0 && pickLoad >= 0 {
 		light := l.Lightest[:l.NLightest]
-		j := slices.Index(light, pickLoad)
-		if j < 0 {
+		j, _ := slices.BinarySearch(light, pickLoad)
+		if j == len(light) {
 			return
 		}
-		light[j] += blocks
+		light[j] = pickLoad + blocks
 		for ; j+1 < len(light) && light[j] > light[j+1]; j++ {
 			light[j], light[j+1] = light[j+1], light[j]
 		}

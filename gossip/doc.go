@@ -62,7 +62,8 @@
 // Every message starts with WireVersion and a type byte, then uvarints,
 // length-prefixed strings and, for snapshots, raw little-endian words; a
 // delta ends with roaring's portable serialisation. A header's load carries
-// the cell's totals and its least loaded pod's active blocks (version 3). Decoders bound every
+// the cell's totals, its least loaded pod's active blocks (version 3) and its
+// eight least loaded pods' (version 4, Load.Lightest). Decoders bound every
 // length before allocating (strings by MaxCellIDLen and friends, filters by
 // MaxFilterBits = 16 MiB, roaring container counts by the filter size),
 // reject trailing bytes, never panic (fuzz tests), and wrap ErrMalformed.

@@ -130,11 +130,13 @@ func runHierarchy(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	apply("prompt", func() { cfg.Prompt = *prompt })
 	apply("tokenizer-json", func() { cfg.TokenizerJSON = *tokJSON })
 	apply("chat-template", func() { cfg.ChatTemplate = *chatTmpl })
-	tracePathFound, err := locateTrace("hierarchy", cfg.TracePath)
-	if err != nil {
-		return err
+	if cfg.Workload != hierarchy.WorkloadAgents { // generated: no trace to find
+		found, err := locateTrace("hierarchy", cfg.TracePath)
+		if err != nil {
+			return err
+		}
+		cfg.TracePath = found
 	}
-	cfg.TracePath = tracePathFound
 	if !*quiet {
 		start := time.Now()
 		cfg.Progress = func(format string, a ...any) {

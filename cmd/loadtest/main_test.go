@@ -79,3 +79,25 @@ func TestIndexJSON(t *testing.T) {
 		t.Errorf("stderr got %q, want progress lines", errOut.String())
 	}
 }
+
+// TestHierarchyAgentsNeedsNoTrace: the agents workload is generated, so
+// it runs without the trace file the conversation workload reads.
+func TestHierarchyAgentsNeedsNoTrace(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"hierarchy", "--workload", "agents", "--trace", "does-not-exist.jsonl", "--max-requests", "150",
+		"--cells", "2", "--pods-per-cell", "4", "--seeds", "1", "--loads", "20", "--json", "--quiet"}
+	if err := dispatch(context.Background(), args, &out, &errOut); err != nil {
+		t.Fatalf("dispatch: %v\nstderr:\n%s", err, errOut.String())
+	}
+	var rep struct {
+		Workload string `json:"workload"`
+		Requests int    `json:"requests"`
+		Seeds    []int  `json:"seeds"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Workload != "agents" || rep.Requests != 150 || len(rep.Seeds) != 1 {
+		t.Fatalf("report %+v, want agents, 150 requests, one seed", rep)
+	}
+}

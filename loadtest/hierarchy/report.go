@@ -61,8 +61,9 @@ type Report struct {
 	ReuseLoss         float64 `json:"reuse_loss"`
 	MatchedBlocksFlat int64   `json:"matched_blocks_flat"`
 	MatchedBlocksHier int64   `json:"matched_blocks_hier"`
-	// Seeds lists the seeds pooled, and SeedRuns each one's reuse; the
-	// fields below are the first seed's.
+	// Seeds lists the seeds pooled, and SeedRuns each one's reuse and
+	// busiest pod and cell; the fields below are the first seed's, but for
+	// max_pod_share_* and max_cell_share, the seeds' mean.
 	Seeds    []uint64  `json:"seeds"`
 	SeedRuns []SeedRun `json:"seed_runs"`
 	// Probes per request (0 on the cold path, which hashes to a cell).
@@ -129,25 +130,41 @@ type Report struct {
 
 // SeedRun is one seed's replay of a level.
 type SeedRun struct {
-	Seed      uint64  `json:"seed"`
-	ReuseFlat float64 `json:"reuse_flat"`
-	ReuseHier float64 `json:"reuse_hier"`
-	ReuseLoss float64 `json:"reuse_loss"`
+	Seed            uint64  `json:"seed"`
+	ReuseFlat       float64 `json:"reuse_flat"`
+	ReuseHier       float64 `json:"reuse_hier"`
+	ReuseLoss       float64 `json:"reuse_loss"`
+	MaxPodShareFlat float64 `json:"max_pod_share_flat"`
+	MaxPodShareHier float64 `json:"max_pod_share_hier"`
+	MaxCellShare    float64 `json:"max_cell_share"`
+}
+
+// seedRun is the report's figures of its one seed.
+func (r *Report) seedRun() SeedRun {
+	return SeedRun{Seed: r.Seed, ReuseFlat: r.ReuseFlat, ReuseHier: r.ReuseHier, ReuseLoss: r.ReuseLoss,
+		MaxPodShareFlat: r.MaxPodShareFlat, MaxPodShareHier: r.MaxPodShareHier, MaxCellShare: r.MaxCellShare}
 }
 
 // pool merges the reports of one level's seeds: the first seed's report,
-// with reuse pooled over all of them and each seed's in SeedRuns.
+// with reuse pooled over all of them, the busiest pod's and cell's shares
+// their mean over the seeds, and each seed's in SeedRuns.
 func pool(reps []*Report) *Report {
 	out := *reps[0]
 	out.Seeds, out.SeedRuns = nil, nil
 	var blocks, flat, hier int64
+	var podFlat, podHier, cell float64
 	for _, r := range reps {
 		out.Seeds = append(out.Seeds, r.Seed)
-		out.SeedRuns = append(out.SeedRuns, SeedRun{Seed: r.Seed, ReuseFlat: r.ReuseFlat, ReuseHier: r.ReuseHier, ReuseLoss: r.ReuseLoss})
+		out.SeedRuns = append(out.SeedRuns, r.seedRun())
 		blocks += r.Blocks
 		flat += r.MatchedBlocksFlat
 		hier += r.MatchedBlocksHier
+		podFlat += r.MaxPodShareFlat
+		podHier += r.MaxPodShareHier
+		cell += r.MaxCellShare
 	}
+	n := float64(len(reps))
+	out.MaxPodShareFlat, out.MaxPodShareHier, out.MaxCellShare = podFlat/n, podHier/n, cell/n
 	out.ReuseFlat, out.ReuseHier, out.ReuseLoss = ratio(flat, blocks), ratio(hier, blocks), 0
 	if out.ReuseFlat > 0 {
 		out.ReuseLoss = (out.ReuseFlat - out.ReuseHier) / out.ReuseFlat
@@ -236,7 +253,7 @@ func (s *sim) report(recs []trace.Record) *Report {
 	}
 	r.MaxCellShare = maxShare(r.CellRequests, len(recs))
 	r.Seeds = []uint64{c.Seed}
-	r.SeedRuns = []SeedRun{{Seed: c.Seed, ReuseFlat: r.ReuseFlat, ReuseHier: r.ReuseHier, ReuseLoss: r.ReuseLoss}}
+	r.SeedRuns = []SeedRun{r.seedRun()}
 	r.accept()
 	return r
 }

@@ -198,7 +198,7 @@ func TestSeedsPool(t *testing.T) {
 	if !slices.Equal(rep.Seeds, []uint64{42, 43, 44}) || len(rep.SeedRuns) != 3 {
 		t.Fatalf("seeds %v, runs %+v; want 42, 43 and 44", rep.Seeds, rep.SeedRuns)
 	}
-	var flat, hier float64
+	var flat, hier, pod float64
 	for _, sr := range rep.SeedRuns {
 		one := cfg
 		one.Seed, one.Seeds = sr.Seed, 1
@@ -206,11 +206,15 @@ func TestSeedsPool(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if alone.ReuseFlat != sr.ReuseFlat || alone.ReuseHier != sr.ReuseHier || alone.ReuseLoss != sr.ReuseLoss {
+		if alone.seedRun() != sr {
 			t.Fatalf("seed %d pooled as %+v, alone %v / %v / %v", sr.Seed, sr, alone.ReuseFlat, alone.ReuseHier, alone.ReuseLoss)
 		}
 		flat += sr.ReuseFlat
 		hier += sr.ReuseHier
+		pod += sr.MaxPodShareHier
+	}
+	if math.Abs(rep.MaxPodShareHier-pod/3) > 1e-12 {
+		t.Fatalf("busiest pod %v, want the seeds' mean %v", rep.MaxPodShareHier, pod/3)
 	}
 	// Every seed replays the same requests, so pooling their blocks is the
 	// mean of their reuse.
