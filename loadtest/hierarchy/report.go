@@ -97,6 +97,10 @@ type Report struct {
 	CellRequests []int64 `json:"cell_requests"`
 	MaxCellShare float64 `json:"max_cell_share"`
 	CellsUsed    int     `json:"cells_used"`
+	// MaxCellShareFlat is the same share for the flat router's picks, its
+	// pods grouped into the same cells: how much a hot prefix concentrates
+	// traffic when nothing but cost decides.
+	MaxCellShareFlat float64 `json:"max_cell_share_flat"`
 	// Queued counts requests routed to a pod that was busy on arrival
 	// (active blocks above BusyThreshold of its cache): they would wait.
 	// Nothing is refused (the busy filter is soft).
@@ -130,19 +134,20 @@ type Report struct {
 
 // SeedRun is one seed's replay of a level.
 type SeedRun struct {
-	Seed            uint64  `json:"seed"`
-	ReuseFlat       float64 `json:"reuse_flat"`
-	ReuseHier       float64 `json:"reuse_hier"`
-	ReuseLoss       float64 `json:"reuse_loss"`
-	MaxPodShareFlat float64 `json:"max_pod_share_flat"`
-	MaxPodShareHier float64 `json:"max_pod_share_hier"`
-	MaxCellShare    float64 `json:"max_cell_share"`
+	Seed             uint64  `json:"seed"`
+	ReuseFlat        float64 `json:"reuse_flat"`
+	ReuseHier        float64 `json:"reuse_hier"`
+	ReuseLoss        float64 `json:"reuse_loss"`
+	MaxPodShareFlat  float64 `json:"max_pod_share_flat"`
+	MaxPodShareHier  float64 `json:"max_pod_share_hier"`
+	MaxCellShare     float64 `json:"max_cell_share"`
+	MaxCellShareFlat float64 `json:"max_cell_share_flat"`
 }
 
 // seedRun is the report's figures of its one seed.
 func (r *Report) seedRun() SeedRun {
 	return SeedRun{Seed: r.Seed, ReuseFlat: r.ReuseFlat, ReuseHier: r.ReuseHier, ReuseLoss: r.ReuseLoss,
-		MaxPodShareFlat: r.MaxPodShareFlat, MaxPodShareHier: r.MaxPodShareHier, MaxCellShare: r.MaxCellShare}
+		MaxPodShareFlat: r.MaxPodShareFlat, MaxPodShareHier: r.MaxPodShareHier, MaxCellShare: r.MaxCellShare, MaxCellShareFlat: r.MaxCellShareFlat}
 }
 
 // pool merges the reports of one level's seeds: the first seed's report,
@@ -152,7 +157,7 @@ func pool(reps []*Report) *Report {
 	out := *reps[0]
 	out.Seeds, out.SeedRuns = nil, nil
 	var blocks, flat, hier int64
-	var podFlat, podHier, cell float64
+	var podFlat, podHier, cell, cellFlat float64
 	for _, r := range reps {
 		out.Seeds = append(out.Seeds, r.Seed)
 		out.SeedRuns = append(out.SeedRuns, r.seedRun())
@@ -162,9 +167,10 @@ func pool(reps []*Report) *Report {
 		podFlat += r.MaxPodShareFlat
 		podHier += r.MaxPodShareHier
 		cell += r.MaxCellShare
+		cellFlat += r.MaxCellShareFlat
 	}
 	n := float64(len(reps))
-	out.MaxPodShareFlat, out.MaxPodShareHier, out.MaxCellShare = podFlat/n, podHier/n, cell/n
+	out.MaxPodShareFlat, out.MaxPodShareHier, out.MaxCellShare, out.MaxCellShareFlat = podFlat/n, podHier/n, cell/n, cellFlat/n
 	out.ReuseFlat, out.ReuseHier, out.ReuseLoss = ratio(flat, blocks), ratio(hier, blocks), 0
 	if out.ReuseFlat > 0 {
 		out.ReuseLoss = (out.ReuseFlat - out.ReuseHier) / out.ReuseFlat
@@ -252,6 +258,11 @@ func (s *sim) report(recs []trace.Record) *Report {
 		}
 	}
 	r.MaxCellShare = maxShare(r.CellRequests, len(recs))
+	flatCells := make([]int64, c.Cells)
+	for g, n := range s.flat.served {
+		flatCells[g/c.PodsPerCell] += n
+	}
+	r.MaxCellShareFlat = maxShare(flatCells, len(recs))
 	r.Seeds = []uint64{c.Seed}
 	r.SeedRuns = []SeedRun{r.seedRun()}
 	r.accept()
@@ -332,6 +343,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(tw, "busiest pod share\t%.4f\t%.4f\n", r.MaxPodShareFlat, r.MaxPodShareHier)
 	fmt.Fprintf(tw, "evicted blocks\t%d\t%d\n", r.EvictedBlocksFlat, r.EvictedBlocksHier)
 	fmt.Fprintf(tw, "requests per cell\t\t%v (busiest %.4f, %d of %d cells used)\n", r.CellRequests, r.MaxCellShare, r.CellsUsed, r.Cells)
+	fmt.Fprintf(tw, "busiest cell share\t%.4f\t%.4f\t(flat: its pods grouped into the same cells)\n", r.MaxCellShareFlat, r.MaxCellShare)
 	fmt.Fprintf(tw, "\t\n")
 	fmt.Fprintf(tw, "reuse loss\t%.4f\t(target <= %.2f: %s; pooled over seeds %v, each: %s)\n", r.ReuseLoss, MaxReuseLoss, ok(r.ReuseLossOK), r.Seeds, seedLosses(r.SeedRuns))
 	fmt.Fprintf(tw, "probes p50 / p95 / max\t%d / %d / %d\t(target p95 <= %d: %s)\n", r.ProbesP50, r.ProbesP95, r.ProbesMax, MaxProbesP95, ok(r.ProbesP95OK))
@@ -347,11 +359,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	fmt.Fprintf(tw, "index consistent\t%v\n", r.IndexConsistent)
 	if len(r.Levels) > 0 {
 		fmt.Fprintf(tw, "\t\n")
-		fmt.Fprintf(tw, "load sweep (ms/token)\treuse flat / hier\tloss (each seed)\tprobes p50/p95\tfalse probes\tbusiest pod flat/hier\tbusiest cell\tqueued flat/hier\tTTFT mean flat/hier ms\tpass\n")
+		fmt.Fprintf(tw, "load sweep (ms/token)\treuse flat / hier\tloss (each seed)\tprobes p50/p95\tfalse probes\tbusiest pod flat/hier\tbusiest cell flat/hier\tqueued flat/hier\tTTFT mean flat/hier ms\tpass\n")
 		for _, l := range r.Levels {
-			fmt.Fprintf(tw, "%g\t%.4f / %.4f\t%.4f (%s)\t%d / %d\t%d\t%.4f / %.4f\t%.4f\t%d / %d\t%.0f / %.0f\t%s\n",
+			fmt.Fprintf(tw, "%g\t%.4f / %.4f\t%.4f (%s)\t%d / %d\t%d\t%.4f / %.4f\t%.4f / %.4f\t%d / %d\t%.0f / %.0f\t%s\n",
 				l.DecodeMsPerToken, l.ReuseFlat, l.ReuseHier, l.ReuseLoss, seedLosses(l.SeedRuns), l.ProbesP50, l.ProbesP95, l.FalseProbes,
-				l.MaxPodShareFlat, l.MaxPodShareHier, l.MaxCellShare, l.QueuedFlat, l.QueuedHier, l.TTFTMeanFlatMs, l.TTFTMeanHierMs, ok(l.Pass))
+				l.MaxPodShareFlat, l.MaxPodShareHier, l.MaxCellShareFlat, l.MaxCellShare, l.QueuedFlat, l.QueuedHier, l.TTFTMeanFlatMs, l.TTFTMeanHierMs, ok(l.Pass))
 		}
 	}
 	fmt.Fprintf(tw, "pass\t%v\n", r.Pass)

@@ -155,6 +155,20 @@ func TestOneCellEqualsFlat(t *testing.T) {
 	if s.matchedFlat == 0 {
 		t.Error("matched blocks got 0, want > 0")
 	}
+	// Two cells of the same pods: the flat router's picks grouped into
+	// those cells give the hierarchical router's cell shares.
+	two := smallConfig()
+	two.Cells, two.PodsPerCell = 2, 4
+	s2, recs := replaySmall(t, two)
+	defer s2.close()
+	rep := s2.report(recs)
+	if rep.MaxCellShare < 0.5 || rep.MaxCellShare > 1 || rep.MaxCellShareFlat < 0.5 || rep.MaxCellShareFlat > 1 {
+		t.Errorf("busiest cell share hier %v flat %v, want both in [0.5, 1]", rep.MaxCellShare, rep.MaxCellShareFlat)
+	}
+	one := s.report(recs)
+	if one.MaxCellShare != 1 || one.MaxCellShareFlat != 1 {
+		t.Errorf("one cell: busiest cell share hier %v flat %v, want 1 and 1", one.MaxCellShare, one.MaxCellShareFlat)
+	}
 }
 
 // TestIndexesMatchCaches checks the simulation's bookkeeping against a
