@@ -282,3 +282,38 @@ func TestTextPromptTokenizedByPod(t *testing.T) {
 		t.Fatalf("got %d %s, want pod a (holder of the tokenized prefix)", resp.StatusCode, b)
 	}
 }
+
+// TestRouteAnswerSaysFailedOpen: the route answer says failed_open when
+// every pod was busy and the soft busy filter was ignored, so the global
+// tier can prefer a cell whose pick is not busy.
+func TestRouteAnswerSaysFailedOpen(t *testing.T) {
+	pods := []*fakePod{newFakePod(t, "a"), newFakePod(t, "b")}
+	c := cellWithPods(t, pods, nil) // 10,000 blocks a pod; busy above 95%
+	body, _ := json.Marshal(map[string]any{"model": "m", "tokenIds": promptTokens(2)})
+	route := func() (pod string, failedOpen bool) {
+		t.Helper()
+		resp, err := http.Post("http://"+c.HTTPAddr()+"/v1/cell/route", "application/json", strings.NewReader(string(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Pick struct {
+				Pod string `json:"pod"`
+			} `json:"pick"`
+			FailedOpen bool `json:"failedOpen"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out.Pick.Pod, out.FailedOpen
+	}
+	c.router.tracker.Start("a", 9900, 0, "")
+	if pod, open := route(); pod != "b" || open {
+		t.Fatalf("one pod busy: pick %q, failed_open %v; want b, false", pod, open)
+	}
+	c.router.tracker.Start("b", 9800, 0, "")
+	if pod, open := route(); pod != "b" || !open {
+		t.Fatalf("both pods busy: pick %q, failed_open %v; want b (the less loaded), true", pod, open)
+	}
+}

@@ -58,6 +58,7 @@ func (s *stateServer) routeResponse(d *decision, max int) *cellv1.RouteResponse 
 		BlockSize:   uint32(s.router.hasher.BlockSize),
 		Profile:     dec.Profile,
 		DecisionNs:  uint64(d.took.Nanoseconds()),
+		FailedOpen:  dec.FailedOpen,
 	}
 	if match != nil {
 		// Which part of each scored pod's match is speculative.

@@ -14,6 +14,10 @@ type ProbeAnswer struct {
 	Matched int
 	Load    float64
 	Cost    float64
+	// Busy says the pick is busy (its active blocks above the cell's busy
+	// threshold): the cell's soft busy filter let it through only because
+	// every pod of the cell was busy.
+	Busy bool
 	// RTT is the probe's round-trip time; Opened says the probe had to
 	// open its connection first, so RTT includes the handshake.
 	RTT    time.Duration
@@ -38,23 +42,26 @@ func DefaultChooseConfig() ChooseConfig { return ChooseConfig{PrefillWeight: 1, 
 
 // Choose orders the answered cells by cost, lowest first: for each,
 // PrefillWeight*(total-matched) + load of its pick + RTTWeight*distance_ms.
-// Cells whose probe failed come last, in their search order. It is pure.
+// A cell whose pick is busy comes after every cell whose pick is not, as
+// the flat router's soft busy filter passes over busy pods while any other
+// is left; cells whose probe failed come last, in their search order. It
+// is pure.
 func Choose(cfg ChooseConfig, answers []ProbeAnswer, total int) []int {
 	type scored struct {
-		cell int
-		cost float64
-		ok   bool
+		cell     int
+		cost     float64
+		ok, busy bool
 	}
 	s := make([]scored, len(answers))
 	for i, a := range answers {
-		s[i] = scored{cell: a.Cell, ok: a.Err == nil}
+		s[i] = scored{cell: a.Cell, ok: a.Err == nil, busy: a.Busy}
 		if a.Err == nil {
 			s[i].cost = cfg.PrefillWeight*float64(total-a.Matched) + a.Load + cfg.RTTWeight*float64(a.Distance)/float64(time.Millisecond)
 		}
 	}
 	// Stable insertion sort: answers are few.
 	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && less(s[j].ok, s[j].cost, s[j-1].ok, s[j-1].cost); j-- {
+		for j := i; j > 0 && less(s[j].ok, s[j].busy, s[j].cost, s[j-1].ok, s[j-1].busy, s[j-1].cost); j-- {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
 	}
@@ -65,9 +72,14 @@ func Choose(cfg ChooseConfig, answers []ProbeAnswer, total int) []int {
 	return out
 }
 
-func less(aok bool, a float64, bok bool, b float64) bool {
-	if aok != bok {
+func less(aok, abusy bool, a float64, bok, bbusy bool, b float64) bool {
+	switch {
+	case aok != bok:
 		return aok
+	case !aok:
+		return false
+	case abusy != bbusy:
+		return !abusy
 	}
-	return aok && a < b
+	return a < b
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -130,5 +131,24 @@ func TestOpeningProbeIsNoDistance(t *testing.T) {
 		if got := views[d.Order[0]].ID; got != tc.want {
 			t.Fatalf("opened=%v: chose %s, want %s (answers %+v)", tc.opened, got, tc.want, d.Answers)
 		}
+	}
+}
+
+// TestChoosePrefersAPickThatIsNotBusy: a cell whose pick is busy (its
+// every pod was, and its soft filter was ignored) comes after every cell
+// whose pick is not, however cheap, as the flat router's soft busy filter
+// passes over busy pods while others are left; among busy picks, and among
+// the others, cost decides.
+func TestChoosePrefersAPickThatIsNotBusy(t *testing.T) {
+	cfg := DefaultChooseConfig()
+	answers := []ProbeAnswer{
+		{Cell: 0, Matched: 60, Load: 100, Busy: true},
+		{Cell: 1, Matched: 0, Load: 900},
+		{Cell: 2, Matched: 10, Load: 100, Busy: true},
+		{Cell: 3, Err: errNoPick},
+		{Cell: 4, Matched: 30, Load: 900},
+	}
+	if got, want := Choose(cfg, answers, 64), []int{4, 1, 0, 2, 3}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
 	}
 }

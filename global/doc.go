@@ -58,7 +58,10 @@
 // those are looked at, which is what spreads a prefix every cell shares (a
 // system prompt) once the cells that hold more of it get busy. The probes
 // return each cell's exact best pod and cost, and Choose takes the cheaper
-// (plus the round trip, which matters across regions). The chosen cell's
+// (plus the round trip, which matters across regions), but never a busy
+// pick while another cell offers one that is not: a cell whose every pod
+// was busy says so (RouteResponse.failed_open), as the flat router's soft
+// busy filter would pass over its pods. The chosen cell's
 // picker then decides with the same cost over its own pods.
 //
 // Why this loses nothing against the flat router: the flat router's pod p

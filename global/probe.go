@@ -151,6 +151,7 @@ func probeAll(ctx context.Context, tr *telemetry.Tracer, pr Prober, timeout time
 		a := ProbeAnswer{Cell: c.Cell, Err: err, RTT: time.Since(start), Opened: opened}
 		if err == nil && resp.GetPick() != nil {
 			a.Pod, a.Matched, a.Load, a.Cost = resp.GetPick().GetPod(), int(resp.GetPick().GetMatchedBlocks()), resp.GetPick().GetLoad(), resp.GetPick().GetCost()
+			a.Busy = resp.GetFailedOpen()
 		} else if err == nil {
 			a.Err = errNoPick
 		}

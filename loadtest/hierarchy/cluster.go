@@ -91,6 +91,9 @@ type pick struct {
 	depth int
 	// best is the deepest match of any pod in the cluster.
 	best int
+	// failedOpen says every pod was busy and the selector ignored its
+	// soft filters (what a probe's answer reports as failed_open).
+	failedOpen bool
 }
 
 // decide runs the cell's selector for req over the current candidates, as
@@ -106,7 +109,7 @@ func (c *cluster) decide(ctx context.Context, req *pipeline.Request, rng *rand.R
 	if err != nil {
 		return pick{}, fmt.Errorf("hierarchy: cell %s: %w", c.id, err)
 	}
-	p := pick{local: d.Pick()}
+	p := pick{local: d.Pick(), failedOpen: d.FailedOpen}
 	if m, ok := pipeline.Match.Get(c.rc); ok && m != nil {
 		p.depth = m.Depth(c.cands[p.local].Slot)
 		if _, b, ok := m.Best(); ok {

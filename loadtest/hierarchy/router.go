@@ -210,6 +210,7 @@ func (h *hierRouter) route(ctx context.Context, r *request) (int, error) {
 			if err == nil {
 				pc := &cl.cands[p.local]
 				a.Pod, a.Matched, a.Load = pc.Pod, p.depth, float64(pc.ActiveBlocks)
+				a.Busy = p.failedOpen
 			}
 			n++
 			// A false probe is one the summary sent for nothing: it

@@ -828,8 +828,8 @@ type Candidate struct {
 	// matched_blocks is the number of leading blocks of the request the pod
 	// already holds.
 	MatchedBlocks uint32 `protobuf:"varint,3,opt,name=matched_blocks,json=matchedBlocks,proto3" json:"matched_blocks,omitempty"`
-	// load is the pod's load as the scorer saw it (active blocks over
-	// capacity, 0..1 and above when overcommitted).
+	// load is the pod's load as the scorer saw it: the KV blocks its
+	// running requests occupy.
 	Load float64 `protobuf:"fixed64,4,opt,name=load,proto3" json:"load,omitempty"`
 	// cost is the pipeline's cost for the pod; lower is better.
 	Cost float64 `protobuf:"fixed64,5,opt,name=cost,proto3" json:"cost,omitempty"`
@@ -1014,7 +1014,11 @@ type RouteResponse struct {
 	// profile names the routing profile that decided.
 	Profile string `protobuf:"bytes,6,opt,name=profile,proto3" json:"profile,omitempty"`
 	// decision_ns is how long the decision took, in nanoseconds.
-	DecisionNs    uint64 `protobuf:"varint,7,opt,name=decision_ns,json=decisionNs,proto3" json:"decision_ns,omitempty"`
+	DecisionNs uint64 `protobuf:"varint,7,opt,name=decision_ns,json=decisionNs,proto3" json:"decision_ns,omitempty"`
+	// failed_open is true when every pod was filtered and the decision
+	// ignored the soft filters (load thresholds): the pick is busy, and the
+	// global tier prefers any other cell whose pick is not.
+	FailedOpen    bool `protobuf:"varint,8,opt,name=failed_open,json=failedOpen,proto3" json:"failed_open,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1096,6 +1100,13 @@ func (x *RouteResponse) GetDecisionNs() uint64 {
 		return x.DecisionNs
 	}
 	return 0
+}
+
+func (x *RouteResponse) GetFailedOpen() bool {
+	if x != nil {
+		return x.FailedOpen
+	}
+	return false
 }
 
 // StreamSnapshotRequest asks for a snapshot of the cell's index state.
@@ -1271,7 +1282,7 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\vFilteredPod\x12\x10\n" +
 	"\x03pod\x18\x01 \x01(\tR\x03pod\x12\x16\n" +
 	"\x06filter\x18\x02 \x01(\tR\x06filter\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xbb\x02\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xdc\x02\n" +
 	"\rRouteResponse\x121\n" +
 	"\x04pick\x18\x01 \x01(\v2\x1d.cellrouter.cell.v1.CandidateR\x04pick\x12=\n" +
 	"\n" +
@@ -1283,7 +1294,9 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"block_size\x18\x05 \x01(\rR\tblockSize\x12\x18\n" +
 	"\aprofile\x18\x06 \x01(\tR\aprofile\x12\x1f\n" +
 	"\vdecision_ns\x18\a \x01(\x04R\n" +
-	"decisionNs\"0\n" +
+	"decisionNs\x12\x1f\n" +
+	"\vfailed_open\x18\b \x01(\bR\n" +
+	"failedOpen\"0\n" +
 	"\x15StreamSnapshotRequest\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\"D\n" +
 	"\rSnapshotChunk\x12\x12\n" +
