@@ -89,15 +89,16 @@ const DefaultCellsPerTenant = 4
 // DefaultScaleConfig returns 1,024 cells of 32 pods of 512 blocks of 512
 // tokens (each pod caches 262,144 tokens, the quality run's 16,384 blocks
 // of 16; a cell holds 16,384 hash ids, about five minutes of one tenant's
-// new prompts), one tenant per 8 cells (128), 600 s of the merged stream
-// (about 260,000 requests at 1,024 cells), 200 ms a token (about one
-// running request per pod: each tenant spreads over several cells, so the
-// search must tell which of them holds a conversation), summaries every
-// 2 s at stride 1 (one sampled hash per 512 tokens, as stride 32 at 16
-// tokens) and 5% false positives (what keeps the gossip into one globald
-// under 2 MB/s; the probe recovers the precision, and ProbeSlack covers the
-// stride), and two probes. See the package documentation's "Fleet scale"
-// for why 512-token blocks stand for 16-token ones here.
+// new prompts), one tenant per 4 cells (256), 1,800 s of the merged stream
+// of which the first 1,200 fill the caches (about 520,000 requests
+// measured at 1,024 cells), 100 ms a token (about one running request per
+// pod: each tenant spreads over several cells, so the search must tell
+// which of them holds a conversation), summaries every 2 s at stride 1
+// (one sampled hash per 512 tokens, as stride 32 at 16 tokens; ProbeSlack
+// 1 covers it) and the cells' default 1% false positives (5% lost 1.7%
+// of the oracle's reuse at 64 cells and 3.1% at 256), and two probes. See the package
+// documentation's "Fleet scale" for why 512-token blocks stand for
+// 16-token ones here.
 func DefaultScaleConfig() ScaleConfig {
 	return ScaleConfig{
 		TracePath: DefaultTrace, Cells: 1024, PodsPerCell: 32, BlocksPerPod: 512,
