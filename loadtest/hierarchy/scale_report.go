@@ -25,7 +25,7 @@ type scaleStats struct {
 	requests, blocks, matched, oracle, deepest int64
 	matchedDeep, oracleDeep, deepestDeep       int64
 	belowOracle                                int64
-	causes                                     [4]int64
+	causes                                     [causeCount]int64
 	// start is when the measurement began (ms of trace time), gossipBase
 	// the gossip bytes sent before it; evicted counts evicted blocks.
 	start, gossipBase, evicted int64
@@ -37,9 +37,9 @@ type scaleStats struct {
 	decisions, linear          []time.Duration
 }
 
-// lossCauses splits the requests served below the oracle's depth by why
-// the global tier did not choose the oracle's cell.
-type lossCauses struct {
+// ScaleLossCauses splits the requests served below the oracle's depth by why
+// the global tier did not choose the oracle's cell, in this order of tests.
+type ScaleLossCauses struct {
 	// Probed: the oracle's cell was probed but another was chosen (an
 	// equal cost, or the oracle's depth reached with a different cell).
 	Probed int64 `json:"probed"`
@@ -57,21 +57,30 @@ type lossCauses struct {
 	Outbid int64 `json:"outbid"`
 }
 
+// The indexes of scaleStats.causes.
+const (
+	causeProbed = iota
+	causeUnknown
+	causeFalseCandidate
+	causeOutbid
+	causeCount
+)
+
 // below records a request served below the oracle's depth.
 func (st *scaleStats) below(or oracleChoice, cands []global.Candidate, cold bool, depths []gossip.CellDepth, cells []*scaleCell, chain []blockhash.Hash) {
 	st.belowOracle++
-	cause := 3
+	cause := causeOutbid
 	switch {
 	case cold:
-		cause = 1
+		cause = causeUnknown
 	case slices.ContainsFunc(cands, func(c global.Candidate) bool { return c.Cell == or.cell }):
-		cause = 0
+		cause = causeProbed
 	case !slices.ContainsFunc(depths, func(d gossip.CellDepth) bool { return d.Cell == or.cell && d.Depth > 0 }):
-		cause = 1
+		cause = causeUnknown
 	case slices.ContainsFunc(cands, func(c global.Candidate) bool {
 		return c.Estimated > 0 && exactDepth(cells[c.Cell].cache, chain) < c.Estimated
 	}):
-		cause = 2
+		cause = causeFalseCandidate
 	}
 	st.causes[cause]++
 }
@@ -120,8 +129,8 @@ type ScaleReport struct {
 	DeepShareHier       float64 `json:"deep_share_hier"`
 	DeepShareDeepest    float64 `json:"deep_share_deepest"`
 	RequestsBelowOracle int64   `json:"requests_below_oracle"`
-	// Why those requests missed the oracle\'s cell (see lossCauses).
-	BelowOracle lossCauses `json:"below_oracle"`
+	// Why those requests missed the oracle's cell (see ScaleLossCauses).
+	BelowOracle ScaleLossCauses `json:"below_oracle"`
 	// Probes per request (0 on the cold path).
 	ProbesP50      int     `json:"probes_p50"`
 	ProbesP95      int     `json:"probes_p95"`
@@ -181,7 +190,8 @@ func (st *scaleStats) report(cfg ScaleConfig, cells []*scaleCell, views []global
 	r.ReuseOracle = ratio(st.oracle, st.blocks)
 	r.ReuseHier = ratio(st.matched, st.blocks)
 	r.ReuseDeepest = ratio(st.deepest, st.blocks)
-	r.BelowOracle = lossCauses{Probed: st.causes[0], Unknown: st.causes[1], FalseCandidate: st.causes[2], Outbid: st.causes[3]}
+	r.BelowOracle = ScaleLossCauses{Probed: st.causes[causeProbed], Unknown: st.causes[causeUnknown],
+		FalseCandidate: st.causes[causeFalseCandidate], Outbid: st.causes[causeOutbid]}
 	r.DeepShareOracle = ratio(st.oracleDeep, st.oracle)
 	r.DeepShareHier = ratio(st.matchedDeep, st.matched)
 	r.DeepShareDeepest = ratio(st.deepestDeep, st.deepest)
@@ -234,6 +244,8 @@ func (r *ScaleReport) WriteTable(w io.Writer) error {
 	fmt.Fprintf(tw, "summaries\tevery %gs, stride %d, fpr %g, %.0f bytes per cell\n", r.SummaryIntS, r.Stride, r.FPR, r.SummaryBytesPerCell)
 	fmt.Fprintf(tw, "reuse oracle / hier\t%.4f / %.4f\tloss %.4f (target <= %.2f: %s); deepest held %.4f; %d requests below the oracle\n",
 		r.ReuseOracle, r.ReuseHier, r.ReuseLoss, ScaleMaxReuseLoss, ok(r.ReuseLossOK), r.ReuseDeepest, r.RequestsBelowOracle)
+	fmt.Fprintf(tw, "below the oracle, why\tprobed %d, unknown %d, false candidate %d, outbid %d\n",
+		r.BelowOracle.Probed, r.BelowOracle.Unknown, r.BelowOracle.FalseCandidate, r.BelowOracle.Outbid)
 	fmt.Fprintf(tw, "reuse past %d tokens\toracle %.4f / hier %.4f / deepest %.4f of the matched blocks\n", r.DeepTokens, r.DeepShareOracle, r.DeepShareHier, r.DeepShareDeepest)
 	fmt.Fprintf(tw, "probes p50 / p95 / mean\t%d / %d / %.2f\t(target p95 <= %d: %s); false %.4f, cold %d\n", r.ProbesP50, r.ProbesP95, r.ProbesMean, MaxProbesP95, ok(r.ProbesP95OK), r.FalseProbeRate, r.ColdRequests)
 	fmt.Fprintf(tw, "decision p50 / p99\t%.1f / %.1f us\t(target p99 < %d: %s); linear search %.1f / %.1f us\n", r.DecisionP50Us, r.DecisionP99Us, ScaleMaxDecisionP99Us, ok(r.DecisionP99OK), r.DecisionLinearP50Us, r.DecisionLinearP99Us)
