@@ -51,8 +51,11 @@ func runHierarchy(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	workload := fs.String("workload", d.Workload, "conversation (the trace) or agents (generated agent sessions with long shared system prompts)")
 	scale := fs.Bool("scale", false, "fleet-scale mode: the global tier over --cells cells (default 1024) of many tenants, against an exact oracle; "+
 		"its defaults differ (see loadtest/hierarchy.DefaultScaleConfig) and only the flags given apply")
-	tenants := fs.Int("tenants", 0, "scale mode: tenants, each a copy of the trace with its own cache salt and time offset (0 = one per cell)")
-	requests := fs.Int("requests", hierarchy.DefaultScaleConfig().Requests, "scale mode: requests replayed from the tenants' merged stream")
+	tenants := fs.Int("tenants", 0, fmt.Sprintf("scale mode: tenants, each a copy of the trace with its own cache salt and time offset (0 = one per %d cells)",
+		hierarchy.DefaultCellsPerTenant))
+	seconds := fs.Float64("seconds", hierarchy.DefaultScaleConfig().Seconds, "scale mode: seconds of trace time replayed from the tenants' merged stream")
+	warmup := fs.Float64("warmup", hierarchy.DefaultScaleConfig().WarmupSeconds, "scale mode: seconds of trace time that fill the caches first, left out of every figure")
+	requests := fs.Int("requests", 0, "scale mode: stop after this many requests (0 = when --seconds of trace time are replayed)")
 	if help, err := parseFlags("hierarchy", fs, args); help || err != nil {
 		return err
 	}
@@ -72,6 +75,8 @@ func runHierarchy(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		apply("fpr", func() { sc.FalsePositiveRate = *fpr })
 		apply("decode-ms-per-token", func() { sc.DecodeMsPerToken = *decode })
 		apply("tenants", func() { sc.Tenants = *tenants })
+		apply("seconds", func() { sc.Seconds = *seconds })
+		apply("warmup", func() { sc.WarmupSeconds = *warmup })
 		apply("requests", func() { sc.Requests = *requests })
 		found, err := locateTrace("hierarchy", sc.TracePath)
 		if err != nil {

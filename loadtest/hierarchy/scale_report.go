@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/cellrouter/cellrouter/cell/blockhash"
 	"github.com/cellrouter/cellrouter/global"
 	"github.com/cellrouter/cellrouter/gossip"
 )
@@ -21,12 +22,67 @@ const (
 
 // scaleStats are a scale run's counters.
 type scaleStats struct {
-	requests, blocks, matched, oracle int64
-	probes, falseProbes, colds        int64
-	probeHist                         []int64
-	served                            []int64
-	generations                       int
-	decisions, linear                 []time.Duration
+	requests, blocks, matched, oracle, deepest int64
+	matchedDeep, oracleDeep, deepestDeep       int64
+	belowOracle                                int64
+	causes                                     [causeCount]int64
+	// start is when the measurement began (ms of trace time), gossipBase
+	// the gossip bytes sent before it; evicted counts evicted blocks.
+	start, gossipBase, evicted int64
+	oracleChecks, oracleWrong  int64
+	probes, falseProbes, colds int64
+	probeHist                  []int64
+	served                     []int64
+	generations                int
+	decisions, linear          []time.Duration
+}
+
+// ScaleLossCauses splits the requests served below the oracle's depth by why
+// the global tier did not choose the oracle's cell, in this order of tests.
+type ScaleLossCauses struct {
+	// Probed: the oracle's cell was probed but another was chosen (an
+	// equal cost, or the oracle's depth reached with a different cell).
+	Probed int64 `json:"probed"`
+	// Unknown: the oracle's cell's summary estimated no prefix (its
+	// blocks arrived after its last summary), or the request went the
+	// cold path.
+	Unknown int64 `json:"unknown"`
+	// FalseCandidate: a probed cell's estimate was above its exact depth
+	// (a false positive or an eviction since the summary) and took the
+	// slot.
+	FalseCandidate int64 `json:"false_candidate"`
+	// Outbid: the probed cells' bounds were honestly lower (their
+	// gossiped load, or the oracle cell's estimate short by more than
+	// the slack).
+	Outbid int64 `json:"outbid"`
+}
+
+// The indexes of scaleStats.causes.
+const (
+	causeProbed = iota
+	causeUnknown
+	causeFalseCandidate
+	causeOutbid
+	causeCount
+)
+
+// below records a request served below the oracle's depth.
+func (st *scaleStats) below(or oracleChoice, cands []global.Candidate, cold bool, depths []gossip.CellDepth, cells []*scaleCell, chain []blockhash.Hash) {
+	st.belowOracle++
+	cause := causeOutbid
+	switch {
+	case cold:
+		cause = causeUnknown
+	case slices.ContainsFunc(cands, func(c global.Candidate) bool { return c.Cell == or.cell }):
+		cause = causeProbed
+	case !slices.ContainsFunc(depths, func(d gossip.CellDepth) bool { return d.Cell == or.cell && d.Depth > 0 }):
+		cause = causeUnknown
+	case slices.ContainsFunc(cands, func(c global.Candidate) bool {
+		return c.Estimated > 0 && exactDepth(cells[c.Cell].cache, chain) < c.Estimated
+	}):
+		cause = causeFalseCandidate
+	}
+	st.causes[cause]++
 }
 
 func newScaleStats(cfg ScaleConfig) *scaleStats {
@@ -34,26 +90,47 @@ func newScaleStats(cfg ScaleConfig) *scaleStats {
 }
 
 // ScaleReport is the outcome of a scale run. Reuse is against the exact
-// oracle: reuse_loss = 1 - (blocks the chosen cells had cached) / (the
-// deepest prefix any cell had cached), summed over requests, in the same
-// fleet state.
+// oracle, the flat router of least exact cost over every cell: reuse_loss
+// = 1 - (blocks the chosen cells had cached) / (blocks the oracle's cells
+// had cached), summed over requests, each in the same fleet state. Reuse
+// is matched blocks over prompt blocks.
 type ScaleReport struct {
-	Trace        string  `json:"trace"`
-	Cells        int     `json:"cells"`
-	PodsPerCell  int     `json:"pods_per_cell"`
-	BlocksPerPod int     `json:"blocks_per_pod"`
-	Tenants      int     `json:"tenants"`
-	Requests     int64   `json:"requests"`
-	Blocks       int64   `json:"blocks"`
-	TraceSeconds float64 `json:"trace_seconds"`
-	Stride       int     `json:"stride"`
-	FPR          float64 `json:"fpr"`
-	SummaryIntS  float64 `json:"summary_interval_s"`
-	MaxProbes    int     `json:"max_probes"`
-	// Reuse against the exact oracle (the deepest prefix any cell held).
-	ReuseOracle float64 `json:"reuse_oracle"`
-	ReuseHier   float64 `json:"reuse_hier"`
-	ReuseLoss   float64 `json:"reuse_loss"`
+	Trace        string `json:"trace"`
+	Cells        int    `json:"cells"`
+	PodsPerCell  int    `json:"pods_per_cell"`
+	BlocksPerPod int    `json:"blocks_per_pod"`
+	BlockSize    int    `json:"block_size"`
+	Tenants      int    `json:"tenants"`
+	Requests     int64  `json:"requests"`
+	Blocks       int64  `json:"blocks"`
+	// TraceSeconds is the trace time measured, after WarmupSeconds.
+	TraceSeconds  float64 `json:"trace_seconds"`
+	WarmupSeconds float64 `json:"warmup_seconds"`
+	// CacheFill is the share of the fleet's cache holding blocks at the
+	// end; EvictedBlocks the blocks evicted while measuring.
+	CacheFill        float64 `json:"cache_fill"`
+	EvictedBlocks    int64   `json:"evicted_blocks"`
+	Stride           int     `json:"stride"`
+	FPR              float64 `json:"fpr"`
+	SummaryIntS      float64 `json:"summary_interval_s"`
+	MaxProbes        int     `json:"max_probes"`
+	DecodeMsPerToken float64 `json:"decode_ms_per_token"`
+	// Reuse of the flat exact oracle, of the global tier (reuse_hier),
+	// and the deepest prefix any cell held (reuse_deepest, a bound no
+	// router reaches once load weighs), all over the prompt blocks.
+	ReuseOracle  float64 `json:"reuse_oracle"`
+	ReuseHier    float64 `json:"reuse_hier"`
+	ReuseDeepest float64 `json:"reuse_deepest"`
+	ReuseLoss    float64 `json:"reuse_loss"`
+	// How deep the reuse is: of each one's matched blocks, the share
+	// beyond the first DeepTokens of the chain (past the system prompt).
+	DeepTokens          int     `json:"deep_tokens"`
+	DeepShareOracle     float64 `json:"deep_share_oracle"`
+	DeepShareHier       float64 `json:"deep_share_hier"`
+	DeepShareDeepest    float64 `json:"deep_share_deepest"`
+	RequestsBelowOracle int64   `json:"requests_below_oracle"`
+	// Why those requests missed the oracle's cell (see ScaleLossCauses).
+	BelowOracle ScaleLossCauses `json:"below_oracle"`
 	// Probes per request (0 on the cold path).
 	ProbesP50      int     `json:"probes_p50"`
 	ProbesP95      int     `json:"probes_p95"`
@@ -88,6 +165,9 @@ type ScaleReport struct {
 	HeapOK        bool    `json:"heap_ok"`
 	Pass          bool    `json:"pass"`
 	WallSeconds   float64 `json:"wall_seconds"`
+
+	// The oracle's checks against a scan of every cell (tests only).
+	oracleChecks, oracleWrong int64
 }
 
 func durQuantiles(d []time.Duration) (p50, p99 float64) {
@@ -104,10 +184,17 @@ func durQuantiles(d []time.Duration) (p50, p99 float64) {
 
 func (st *scaleStats) report(cfg ScaleConfig, cells []*scaleCell, views []global.CellView, bank *gossip.Bank, seconds float64, tenants int) *ScaleReport {
 	r := &ScaleReport{Trace: cfg.TracePath, Cells: cfg.Cells, PodsPerCell: cfg.PodsPerCell, BlocksPerPod: cfg.BlocksPerPod,
-		Tenants: tenants, Requests: st.requests, Blocks: st.blocks, TraceSeconds: seconds, Stride: cfg.Stride, FPR: cfg.FalsePositiveRate,
+		BlockSize: cfg.BlockSize, DecodeMsPerToken: cfg.DecodeMsPerToken, DeepTokens: cfg.DeepTokens, RequestsBelowOracle: st.belowOracle,
+		Tenants: tenants, Requests: st.requests, WarmupSeconds: cfg.WarmupSeconds, Blocks: st.blocks, TraceSeconds: seconds, Stride: cfg.Stride, FPR: cfg.FalsePositiveRate,
 		SummaryIntS: cfg.SummaryInterval, MaxProbes: cfg.MaxProbes, ColdRequests: st.colds, SummaryGenerations: st.generations}
 	r.ReuseOracle = ratio(st.oracle, st.blocks)
 	r.ReuseHier = ratio(st.matched, st.blocks)
+	r.ReuseDeepest = ratio(st.deepest, st.blocks)
+	r.BelowOracle = ScaleLossCauses{Probed: st.causes[causeProbed], Unknown: st.causes[causeUnknown],
+		FalseCandidate: st.causes[causeFalseCandidate], Outbid: st.causes[causeOutbid]}
+	r.DeepShareOracle = ratio(st.oracleDeep, st.oracle)
+	r.DeepShareHier = ratio(st.matchedDeep, st.matched)
+	r.DeepShareDeepest = ratio(st.deepestDeep, st.deepest)
 	if st.oracle > 0 {
 		r.ReuseLoss = 1 - float64(st.matched)/float64(st.oracle)
 	}
@@ -119,7 +206,11 @@ func (st *scaleStats) report(cfg ScaleConfig, cells []*scaleCell, views []global
 		r.GossipBytes += c.sum.wireBytes
 		sumBytes += int64(c.sum.lastBytes)
 	}
+	r.GossipBytes -= st.gossipBase
+	r.oracleChecks, r.oracleWrong = st.oracleChecks, st.oracleWrong
 	r.SummaryBytesPerCell = float64(sumBytes) / float64(len(cells))
+	r.CacheFill = cacheFill(cells)
+	r.EvictedBlocks = st.evicted
 	if seconds > 0 {
 		r.GossipBytesPerS = float64(r.GossipBytes) / seconds
 	}
@@ -147,10 +238,15 @@ func (r *ScaleReport) WriteTable(w io.Writer) error {
 		}
 		return "FAIL"
 	}
-	fmt.Fprintf(tw, "fleet\t%d cells x %d pods x %d blocks, %d tenants, %d requests over %.0f s of trace\n",
-		r.Cells, r.PodsPerCell, r.BlocksPerPod, r.Tenants, r.Requests, r.TraceSeconds)
+	fmt.Fprintf(tw, "fleet\t%d cells x %d pods x %d blocks of %d tokens, %d tenants, %d requests over %.0f s of trace at %g ms a token\n",
+		r.Cells, r.PodsPerCell, r.BlocksPerPod, r.BlockSize, r.Tenants, r.Requests, r.TraceSeconds, r.DecodeMsPerToken)
+	fmt.Fprintf(tw, "caches\t%.0f s of warm-up; %.3f full at the end, %d blocks evicted while measuring\n", r.WarmupSeconds, r.CacheFill, r.EvictedBlocks)
 	fmt.Fprintf(tw, "summaries\tevery %gs, stride %d, fpr %g, %.0f bytes per cell\n", r.SummaryIntS, r.Stride, r.FPR, r.SummaryBytesPerCell)
-	fmt.Fprintf(tw, "reuse oracle / hier\t%.4f / %.4f\tloss %.4f (target <= %.2f: %s)\n", r.ReuseOracle, r.ReuseHier, r.ReuseLoss, ScaleMaxReuseLoss, ok(r.ReuseLossOK))
+	fmt.Fprintf(tw, "reuse oracle / hier\t%.4f / %.4f\tloss %.4f (target <= %.2f: %s); deepest held %.4f; %d requests below the oracle\n",
+		r.ReuseOracle, r.ReuseHier, r.ReuseLoss, ScaleMaxReuseLoss, ok(r.ReuseLossOK), r.ReuseDeepest, r.RequestsBelowOracle)
+	fmt.Fprintf(tw, "below the oracle, why\tprobed %d, unknown %d, false candidate %d, outbid %d\n",
+		r.BelowOracle.Probed, r.BelowOracle.Unknown, r.BelowOracle.FalseCandidate, r.BelowOracle.Outbid)
+	fmt.Fprintf(tw, "reuse past %d tokens\toracle %.4f / hier %.4f / deepest %.4f of the matched blocks\n", r.DeepTokens, r.DeepShareOracle, r.DeepShareHier, r.DeepShareDeepest)
 	fmt.Fprintf(tw, "probes p50 / p95 / mean\t%d / %d / %.2f\t(target p95 <= %d: %s); false %.4f, cold %d\n", r.ProbesP50, r.ProbesP95, r.ProbesMean, MaxProbesP95, ok(r.ProbesP95OK), r.FalseProbeRate, r.ColdRequests)
 	fmt.Fprintf(tw, "decision p50 / p99\t%.1f / %.1f us\t(target p99 < %d: %s); linear search %.1f / %.1f us\n", r.DecisionP50Us, r.DecisionP99Us, ScaleMaxDecisionP99Us, ok(r.DecisionP99OK), r.DecisionLinearP50Us, r.DecisionLinearP99Us)
 	fmt.Fprintf(tw, "gossip into one globald\t%.0f bytes/s\t(target <= %d: %s)\n", r.GossipBytesPerS, ScaleMaxGossipBytesPS, ok(r.GossipOK))

@@ -142,49 +142,6 @@ func TestExactDepthAgainstLookup(t *testing.T) {
 	}
 }
 
-// TestRunScaleSmall runs the scale mode on a small fleet and checks its
-// invariants: reuse never above the oracle's, probes within the budget,
-// every figure the issue names present and sane.
-func TestRunScaleSmall(t *testing.T) {
-	cfg := DefaultScaleConfig()
-	cfg.TracePath = smallTrace
-	cfg.Cells, cfg.PodsPerCell, cfg.BlocksPerPod = 16, 4, 512
-	cfg.Requests, cfg.Tenants = 1500, 6
-	rep, err := RunScale(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rep.Requests != int64(cfg.Requests) || rep.Tenants != 6 {
-		t.Errorf("requests %d tenants %d, want %d and 6", rep.Requests, rep.Tenants, cfg.Requests)
-	}
-	if !(rep.ReuseOracle > 0) || rep.ReuseHier > rep.ReuseOracle || rep.ReuseLoss < 0 || rep.ReuseLoss > 1 {
-		t.Errorf("reuse oracle %v hier %v loss %v, want 0 < hier <= oracle, loss in [0, 1]", rep.ReuseOracle, rep.ReuseHier, rep.ReuseLoss)
-	}
-	if rep.ProbesP95 > cfg.MaxProbes || rep.ProbesMean > float64(cfg.MaxProbes) || rep.ColdRequests < 1 {
-		t.Errorf("probes p95 %d mean %v cold %d, want <= %d and a cold first request", rep.ProbesP95, rep.ProbesMean, rep.ColdRequests, cfg.MaxProbes)
-	}
-	if rep.SummaryBytesPerCell <= 0 || rep.GossipBytesPerS <= 0 || rep.BankBytes <= 0 || rep.GlobalHeapBytes < rep.BankBytes {
-		t.Errorf("summary %v B/cell, gossip %v B/s, bank %d, state %d: want all > 0 and the state to include the bank",
-			rep.SummaryBytesPerCell, rep.GossipBytesPerS, rep.BankBytes, rep.GlobalHeapBytes)
-	}
-	if !(rep.DecisionP50Us > 0 && rep.DecisionP50Us <= rep.DecisionP99Us) || rep.DecisionLinearP99Us <= 0 {
-		t.Errorf("decision p50 %v p99 %v linear p99 %v us, want 0 < p50 <= p99 and a linear sample", rep.DecisionP50Us, rep.DecisionP99Us, rep.DecisionLinearP99Us)
-	}
-	b, _ := json.Marshal(rep)
-	var m map[string]any
-	json.Unmarshal(b, &m)
-	for _, k := range []string{"reuse_loss", "probes_p95", "summary_bytes_per_cell", "gossip_bytes_per_s", "decision_p50_us", "decision_p99_us", "global_heap_bytes"} {
-		if _, ok := m[k]; !ok {
-			t.Errorf("scale JSON lacks %q", k)
-		}
-	}
-	bad := cfg
-	bad.Cells = 0
-	if _, err := RunScale(context.Background(), bad); err == nil {
-		t.Error("RunScale with 0 cells got no error")
-	}
-}
-
 // TestSeedsPool: a level of several seeds is each seed's replay, as a run
 // of that seed alone makes it, with the reuse pooled over their blocks.
 func TestSeedsPool(t *testing.T) {

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+)
+
+// TestHierarchyScaleFlags runs "loadtest hierarchy --scale" on a tiny fleet
+// and checks that the scale flags reach the run and the JSON carries the
+// issue's fields.
+func TestHierarchyScaleFlags(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"hierarchy", "--scale", "--trace", "../../testdata/mooncake_small.jsonl", "--cells", "4", "--pods-per-cell", "2",
+		"--blocks-per-pod", "64", "--tenants", "2", "--seconds", "60", "--warmup", "20", "--fpr", "0.02", "--json", "--quiet"}
+	if err := dispatch(context.Background(), args, &out, &errOut); err != nil {
+		t.Fatalf("dispatch: %v\nstderr:\n%s", err, errOut.String())
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, out.String())
+	}
+	want := map[string]float64{"cells": 4, "pods_per_cell": 2, "blocks_per_pod": 64, "tenants": 2, "warmup_seconds": 20, "fpr": 0.02}
+	for k, v := range want {
+		if rep[k] != v {
+			t.Errorf("%s: got %v, want %v", k, rep[k], v)
+		}
+	}
+	for _, k := range []string{"reuse_loss", "probes_p95", "summary_bytes_per_cell", "gossip_bytes_per_s", "decision_p50_us", "decision_p99_us",
+		"global_heap_bytes", "reuse_oracle", "reuse_hier", "deep_share_oracle"} {
+		if _, ok := rep[k].(float64); !ok {
+			t.Errorf("JSON field %q: got %v, want a number", k, rep[k])
+		}
+	}
+	if s, _ := rep["trace_seconds"].(float64); s < 35 || s > 40 {
+		t.Errorf("trace_seconds %v, want about 40 (60 replayed, 20 of warm-up)", s)
+	}
+}
