@@ -18,6 +18,10 @@ type ProbeAnswer struct {
 	// threshold): the cell's soft busy filter let it through only because
 	// every pod of the cell was busy.
 	Busy bool
+	// CellBlocks is the cell's active blocks as the global tier knows them
+	// (gossiped, plus its own hand-offs since): among picks of equal cost,
+	// the less loaded cell's comes first.
+	CellBlocks int
 	// RTT is the probe's round-trip time; Opened says the probe had to
 	// open its connection first, so RTT includes the handshake.
 	RTT    time.Duration
@@ -44,24 +48,22 @@ func DefaultChooseConfig() ChooseConfig { return ChooseConfig{PrefillWeight: 1, 
 // PrefillWeight*(total-matched) + load of its pick + RTTWeight*distance_ms.
 // A cell whose pick is busy comes after every cell whose pick is not, as
 // the flat router's soft busy filter passes over busy pods while any other
-// is left; cells whose probe failed come last, in their search order. It
+// is left; among equal costs the less loaded cell comes first (CellBlocks:
+// the flat router breaks such ties at random over every pod, which spreads
+// them; the search order would send them all to the cell of the deepest
+// estimate); cells whose probe failed come last, in their search order. It
 // is pure.
 func Choose(cfg ChooseConfig, answers []ProbeAnswer, total int) []int {
-	type scored struct {
-		cell     int
-		cost     float64
-		ok, busy bool
-	}
 	s := make([]scored, len(answers))
 	for i, a := range answers {
-		s[i] = scored{cell: a.Cell, ok: a.Err == nil, busy: a.Busy}
+		s[i] = scored{cell: a.Cell, ok: a.Err == nil, busy: a.Busy, blocks: a.CellBlocks}
 		if a.Err == nil {
 			s[i].cost = cfg.PrefillWeight*float64(total-a.Matched) + a.Load + cfg.RTTWeight*float64(a.Distance)/float64(time.Millisecond)
 		}
 	}
 	// Stable insertion sort: answers are few.
 	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && less(s[j].ok, s[j].busy, s[j].cost, s[j-1].ok, s[j-1].busy, s[j-1].cost); j-- {
+		for j := i; j > 0 && s[j].before(&s[j-1]); j-- {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
 	}
@@ -72,14 +74,25 @@ func Choose(cfg ChooseConfig, answers []ProbeAnswer, total int) []int {
 	return out
 }
 
-func less(aok, abusy bool, a float64, bok, bbusy bool, b float64) bool {
+// scored is one answer as Choose orders it.
+type scored struct {
+	cell     int
+	cost     float64
+	ok, busy bool
+	blocks   int
+}
+
+// before says a goes before b.
+func (a *scored) before(b *scored) bool {
 	switch {
-	case aok != bok:
-		return aok
-	case !aok:
+	case a.ok != b.ok:
+		return a.ok
+	case !a.ok:
 		return false
-	case abusy != bbusy:
-		return !abusy
+	case a.busy != b.busy:
+		return !a.busy
+	case a.cost != b.cost:
+		return a.cost < b.cost
 	}
-	return a < b
+	return a.blocks < b.blocks
 }

@@ -152,3 +152,19 @@ func TestChoosePrefersAPickThatIsNotBusy(t *testing.T) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
 }
+
+// TestChooseBreaksTiesToTheLessLoadedCell: picks of equal cost go to the
+// less loaded cell first, as the flat router's random tie-breaks spread
+// them, rather than all to the cell searched first.
+func TestChooseBreaksTiesToTheLessLoadedCell(t *testing.T) {
+	cfg := DefaultChooseConfig()
+	answers := []ProbeAnswer{
+		{Cell: 0, Matched: 0, Load: 0, CellBlocks: 900},
+		{Cell: 1, Matched: 0, Load: 0, CellBlocks: 100},
+		{Cell: 2, Matched: 0, Load: 0, CellBlocks: 500},
+		{Cell: 3, Matched: 1, Load: 0, CellBlocks: 5000}, // cheaper: first however loaded
+	}
+	if got, want := Choose(cfg, answers, 64), []int{3, 1, 2, 0}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+}

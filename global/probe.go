@@ -148,7 +148,7 @@ func probeAll(ctx context.Context, tr *telemetry.Tracer, pr Prober, timeout time
 		} else {
 			resp, err = pr.Probe(pctx, v, req)
 		}
-		a := ProbeAnswer{Cell: c.Cell, Err: err, RTT: time.Since(start), Opened: opened}
+		a := ProbeAnswer{Cell: c.Cell, Err: err, RTT: time.Since(start), Opened: opened, CellBlocks: v.Load.ActiveBlocks}
 		if err == nil && resp.GetPick() != nil {
 			a.Pod, a.Matched, a.Load, a.Cost = resp.GetPick().GetPod(), int(resp.GetPick().GetMatchedBlocks()), resp.GetPick().GetLoad(), resp.GetPick().GetCost()
 			a.Busy = resp.GetFailedOpen()

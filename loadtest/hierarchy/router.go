@@ -206,7 +206,7 @@ func (h *hierRouter) route(ctx context.Context, r *request) (int, error) {
 		for _, c := range cands {
 			cl := h.cells[c.Cell]
 			p, err := cl.decide(ctx, r.probe, h.dec.reseed(r.i))
-			a := global.ProbeAnswer{Cell: c.Cell, Err: err}
+			a := global.ProbeAnswer{Cell: c.Cell, Err: err, CellBlocks: h.views[c.Cell].Load.ActiveBlocks}
 			if err == nil {
 				pc := &cl.cands[p.local]
 				a.Pod, a.Matched, a.Load = pc.Pod, p.depth, float64(pc.ActiveBlocks)

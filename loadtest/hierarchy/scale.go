@@ -426,7 +426,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleReport, error) {
 					st.falseProbes++
 				}
 				_, least := cells[c.Cell].leastPod()
-				answers = append(answers, global.ProbeAnswer{Cell: c.Cell, Matched: d, Load: float64(least)})
+				answers = append(answers, global.ProbeAnswer{Cell: c.Cell, Matched: d, Load: float64(least), CellBlocks: views[c.Cell].Load.ActiveBlocks})
 				probes++
 			}
 			cell = global.Choose(choose, answers, total)[0]
