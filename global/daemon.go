@@ -174,3 +174,11 @@ func (l *lazyDirectory) Cells() []CellView {
 	}
 	return l.dir.Cells()
 }
+
+// CellsAndDepths implements IndexedDirectory when the directory does.
+func (l *lazyDirectory) CellsAndDepths() ([]CellView, DepthsFunc) {
+	if ix, ok := l.dir.(IndexedDirectory); ok {
+		return ix.CellsAndDepths()
+	}
+	return l.Cells(), nil
+}

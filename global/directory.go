@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cellrouter/cellrouter/cell/blockhash"
 	"github.com/cellrouter/cellrouter/gossip"
 )
 
@@ -21,6 +22,51 @@ type GossipDirectory struct {
 	srcLen int
 	at     time.Time
 	cached []CellView
+
+	// The summaries again, transposed in a gossip.Bank, so one search tests
+	// every cell at once. A cell's bank key is its own for as long as the
+	// directory lives (keys are never reused, so an older snapshot's index
+	// never names another cell's summary); banked is what the bank holds
+	// under each key; index maps the keys to the cached views' indices.
+	bank    *gossip.Bank
+	keys    map[string]int
+	nextKey int
+	banked  map[int]*gossip.Summary
+	index   *bankIndex
+}
+
+// DepthsFunc appends to dst every cell whose summary may hold a prefix of
+// chain, with its estimated depth (what Summary.Depth says), Cell being an
+// index into the views it came with; it must be safe for concurrent use.
+type DepthsFunc func(chain []blockhash.Hash, dst []gossip.CellDepth) []gossip.CellDepth
+
+// An IndexedDirectory also estimates every cell's depth of a chain at once
+// (an inverted index over the summaries), which the search uses instead of
+// testing each cell's summary in turn: at a thousand cells that is the
+// difference between about 10 us and 250 us or more per decision.
+type IndexedDirectory interface {
+	Directory
+	// CellsAndDepths returns Cells() and the estimator of those views.
+	CellsAndDepths() ([]CellView, DepthsFunc)
+}
+
+// bankIndex maps a bank's keys to the indices of one snapshot's views.
+type bankIndex struct {
+	bank *gossip.Bank
+	view map[int]int
+}
+
+// depths implements DepthsFunc for the snapshot.
+func (x *bankIndex) depths(chain []blockhash.Hash, dst []gossip.CellDepth) []gossip.CellDepth {
+	start := len(dst)
+	dst = x.bank.Depths(chain, dst)
+	out := dst[:start]
+	for _, d := range dst[start:] {
+		if i, ok := x.view[d.Cell]; ok {
+			out = append(out, gossip.CellDepth{Cell: i, Depth: d.Depth})
+		}
+	}
+	return out
 }
 
 // AgeRefresh bounds how stale the summary ages of cached views may be.
@@ -32,6 +78,12 @@ func NewGossipDirectory(t *gossip.Table) *GossipDirectory { return &GossipDirect
 // Cells implements Directory: every cell the table knows, alive or not
 // (dead cells stay out of every decision; they are listed for operators).
 func (d *GossipDirectory) Cells() []CellView {
+	vs, _ := d.CellsAndDepths()
+	return vs
+}
+
+// CellsAndDepths implements IndexedDirectory.
+func (d *GossipDirectory) CellsAndDepths() ([]CellView, DepthsFunc) {
 	now := time.Now()
 	if d.Now != nil {
 		now = d.Now()
@@ -44,11 +96,43 @@ func (d *GossipDirectory) Cells() []CellView {
 		first = &entries[0]
 	}
 	if d.cached != nil && first == d.src && len(entries) == d.srcLen && now.Sub(d.at) < AgeRefresh {
-		return d.cached
+		return d.cached, d.index.depths
 	}
 	d.src, d.srcLen, d.at = first, len(entries), now
 	d.cached = d.convert(entries, now)
-	return d.cached
+	d.index = d.rebank(entries)
+	return d.cached, d.index.depths
+}
+
+// rebank brings the bank to the entries' summaries (a summary replaced
+// costs the bits it changed) and returns the index of this snapshot.
+func (d *GossipDirectory) rebank(entries []gossip.Entry) *bankIndex {
+	if d.bank == nil {
+		d.bank, d.keys, d.banked = gossip.NewBank(), map[string]int{}, map[int]*gossip.Summary{}
+	}
+	x := &bankIndex{bank: d.bank, view: make(map[int]int, len(entries))}
+	for i := range entries {
+		e := &entries[i]
+		k, ok := d.keys[e.Cell]
+		if !ok {
+			k = d.nextKey
+			d.nextKey++
+			d.keys[e.Cell] = k
+		}
+		x.view[k] = i
+		if d.banked[k] != e.Summary {
+			d.bank.Set(k, e.Summary) // nil removes
+			d.banked[k] = e.Summary
+		}
+	}
+	for id, k := range d.keys {
+		if _, ok := x.view[k]; !ok { // the cell left the table
+			d.bank.Remove(k)
+			delete(d.banked, k)
+			delete(d.keys, id)
+		}
+	}
+	return x
 }
 
 func (d *GossipDirectory) convert(entries []gossip.Entry, now time.Time) []CellView {

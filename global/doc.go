@@ -98,9 +98,14 @@
 // At fleet scale the search must not test every cell's summary: a
 // gossip.Bank holds all summaries transposed (one row of cell bits per
 // filter bit), so one test covers every cell and the search cost grows with
-// the cells that hold a prefix rather than with the fleet
-// (SearchDepths takes its depths; loadtest hierarchy --scale measures it at
-// 1,024 cells).
+// the cells that hold a prefix rather than with the fleet. globald's
+// GossipDirectory keeps one beside its views (an IndexedDirectory: each
+// new generation costs the bank the bits it changed, at most once per
+// change of the gossip table), and the Router runs SearchDepths on its
+// depths; a directory without one (StaticDirectory) is searched cell by
+// cell with Search, to the same candidates (TestRouterSearchesThroughTheIndex).
+// loadtest hierarchy --scale measures the search at 1,024 cells, and
+// BenchmarkDecideCells the whole decision both ways.
 //
 // A request whose prefix no summary knows (a cold prompt, or a text prompt
 // the global tier could not tokenize) goes to one of two cells chosen by a

@@ -2,6 +2,7 @@ package global
 
 import (
 	"context"
+	"github.com/cellrouter/cellrouter/gossip"
 	"slices"
 	"sync"
 	"time"
@@ -107,18 +108,24 @@ func NewRouter(cfg Config, dir Directory, pr Prober) (*Router, error) {
 // views returns the directory's cells with the router's draining marks
 // and the load its own routing added since each cell last gossiped.
 func (rt *Router) views() []CellView {
-	vs, _ := rt.viewsAndGossiped()
+	vs, _, _ := rt.viewsAndGossiped()
 	return vs
 }
 
-// viewsAndGossiped returns views() and the directory's own views (the
-// gossiped loads).
-func (rt *Router) viewsAndGossiped() (views, gossiped []CellView) {
-	vs := rt.dir.Cells()
+// viewsAndGossiped returns views(), the directory's own views (the
+// gossiped loads), and, from an IndexedDirectory, the estimator of their
+// depths (nil otherwise).
+func (rt *Router) viewsAndGossiped() (views, gossiped []CellView, depths DepthsFunc) {
+	var vs []CellView
+	if ix, ok := rt.dir.(IndexedDirectory); ok {
+		vs, depths = ix.CellsAndDepths()
+	} else {
+		vs = rt.dir.Cells()
+	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if len(rt.draining) == 0 && len(rt.routed) == 0 {
-		return vs, vs
+		return vs, vs, depths
 	}
 	out := make([]CellView, len(vs))
 	copy(out, vs)
@@ -128,7 +135,7 @@ func (rt *Router) viewsAndGossiped() (views, gossiped []CellView) {
 		}
 	}
 	rt.routed.apply(out)
-	return out, vs
+	return out, vs, depths
 }
 
 // noteRouted records the load the chosen cell takes on when the data
@@ -237,14 +244,22 @@ func (rt *Router) decideToSend(ctx context.Context, req *Request) (*Decision, er
 
 func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool) (*Decision, error) {
 	start := time.Now()
-	views, gossiped := rt.viewsAndGossiped()
+	views, gossiped, depthsOf := rt.viewsAndGossiped()
 	d := &Decision{Views: views, Prompt: req.Kind(), gossiped: gossiped}
 	toks := rt.tokenize(ctx, req, views, d)
 	chain := rt.chain(req, toks)
 	_, span := rt.tr.Start(ctx, "global.summary_lookup")
 	sc := rt.cfg.Search
 	sc.PrefillWeight = rt.cfg.Choose.PrefillWeight // one weight for the bound and the choice
-	cands, cold := Search(sc, views, chain, coldKey(req))
+	var cands []Candidate
+	var cold bool
+	if depthsOf != nil {
+		// Every cell's summary at once; the same candidates as Search.
+		var buf [16]gossip.CellDepth
+		cands, cold = SearchDepths(sc, views, nil, depthsOf(chain, buf[:0]), chain, coldKey(req))
+	} else {
+		cands, cold = Search(sc, views, chain, coldKey(req))
+	}
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("cellrouter.candidates", len(cands)), attribute.Bool("cellrouter.cold", cold),
 			attribute.Int("cellrouter.cells", len(views)))
