@@ -138,7 +138,7 @@
 //
 // Measured (README): at 64, 256 and 1,024 cells the oracle reuses 0.37 to
 // 0.36 of the prompt blocks, 84% of its matched blocks past the first
-// 1,024 tokens, and the global tier loses 0.38%, 0.42% and 0.67% of it.
+// 1,024 tokens, and the global tier loses 0.54%, 0.44% and 0.62% of it.
 // What it loses splits into two causes that below_oracle counts. A cell
 // whose filter falsely holds a chain's first block (about FPR x cells of
 // them per request) gets the same bound as the real holders of a
