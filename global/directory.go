@@ -27,12 +27,12 @@ type GossipDirectory struct {
 	// every cell at once. A cell's bank key is its own for as long as the
 	// directory lives (keys are never reused, so an older snapshot's index
 	// never names another cell's summary); banked is what the bank holds
-	// under each key; index maps the keys to the cached views' indices.
+	// under each key; depths estimates through the bank for the cached views.
 	bank    *gossip.Bank
 	keys    map[string]int
 	nextKey int
 	banked  map[int]*gossip.Summary
-	index   *bankIndex
+	depths  DepthsFunc
 }
 
 // DepthsFunc appends to dst every cell whose summary may hold a prefix of
@@ -96,12 +96,12 @@ func (d *GossipDirectory) CellsAndDepths() ([]CellView, DepthsFunc) {
 		first = &entries[0]
 	}
 	if d.cached != nil && first == d.src && len(entries) == d.srcLen && now.Sub(d.at) < AgeRefresh {
-		return d.cached, d.index.depths
+		return d.cached, d.depths
 	}
 	d.src, d.srcLen, d.at = first, len(entries), now
 	d.cached = d.convert(entries, now)
-	d.index = d.rebank(entries)
-	return d.cached, d.index.depths
+	d.depths = d.rebank(entries).depths
+	return d.cached, d.depths
 }
 
 // rebank brings the bank to the entries' summaries (a summary replaced
@@ -143,9 +143,7 @@ func (d *GossipDirectory) convert(entries []gossip.Entry, now time.Time) []CellV
 			ID: e.Cell, HTTPAddr: e.Member.HTTPAddr, GRPCAddr: e.Member.GRPCAddr,
 			Alive:      e.Member.State == gossip.StateAlive,
 			SummaryGen: e.Gen,
-			Load: CellLoad{ActiveRequests: e.Load.ActiveRequests, ActiveBlocks: e.Load.ActiveBlocks,
-				FreeBlocks: e.Load.FreeBlocks, Pods: e.Load.Pods, LeastPodBlocks: e.Load.LeastPodBlocks,
-				Lightest: e.Load.Lightest, NLightest: e.Load.NLightest},
+			Load:       CellLoad(e.Load),
 		}
 		for _, ep := range e.Endpoints {
 			if ep.Member.State == gossip.StateAlive && ep.Member.HTTPAddr != "" {

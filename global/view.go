@@ -14,19 +14,12 @@ type Estimator interface {
 	Depth(chain []blockhash.Hash) int
 }
 
-// CellLoad is a cell's load as it gossips it. LeastPodBlocks is the active
-// blocks of its least loaded pod, the load term of the cheapest pod the
-// cell could offer a request that holds none of its prefix; Lightest, when
-// the cell gossips it, holds the active blocks of its NLightest least
-// loaded pods, ascending (Lightest[0] is LeastPodBlocks), which is what
+// CellLoad is a cell's load as it gossips it (gossip.Load). Its
+// LeastPodBlocks is the load term of the cheapest pod the cell could offer
+// a request that holds none of its prefix, and its Lightest pods are what
 // lets the global tier follow the cell's least loaded pod through a burst
 // of requests faster than gossip (see Routed).
-type CellLoad struct {
-	ActiveRequests, ActiveBlocks, FreeBlocks, Pods int
-	LeastPodBlocks                                 int
-	Lightest                                       [gossip.LightestPods]int
-	NLightest                                      int
-}
+type CellLoad gossip.Load
 
 // Routed updates the load after the global tier sent a request of blocks
 // blocks to the cell, whose pick had pickLoad active blocks (its probe

@@ -191,21 +191,13 @@ func (d *decoder) load() Load {
 	prev := uint64(l.LeastPodBlocks)
 	for i := range l.NLightest {
 		rise := d.uv("load lightest pod", MaxLoadValue)
-		if d.err != nil {
-			return Load{}
-		}
 		if i == 0 && rise != 0 {
 			d.fail("load: lightest pod %d blocks above the least loaded pod", rise)
-			return Load{}
 		}
 		if prev += rise; prev > MaxLoadValue {
 			d.fail("load: lightest pod above %d blocks", uint64(MaxLoadValue))
-			return Load{}
 		}
-		l.Lightest[i] = int(prev)
-	}
-	if d.err != nil {
-		return Load{}
+		l.Lightest[i] = int(min(prev, MaxLoadValue))
 	}
 	return l
 }

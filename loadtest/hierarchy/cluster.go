@@ -156,15 +156,3 @@ func (c *cluster) addLoad(i, reqs, blocks int) {
 	c.activeReqs += reqs
 	c.activeBlocks += blocks
 }
-
-// leastPodBlocks returns the active blocks of the least loaded pod, what
-// a cell gossips as gossip.Load.LeastPodBlocks.
-func (c *cluster) leastPodBlocks() int {
-	least := -1
-	for i := range c.cands {
-		if b := c.cands[i].ActiveBlocks; least < 0 || b < least {
-			least = b
-		}
-	}
-	return max(0, least)
-}

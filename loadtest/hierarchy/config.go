@@ -44,9 +44,9 @@ type Config struct {
 	// and publishes its summary; the global tier sees only the latest.
 	SummaryInterval float64 `json:"summary_interval_s"`
 	// LoadInterval is how often, in trace seconds, every cell announces
-	// its load between summary generations (celld's gossip.load_interval:
-	// a header with the load and no new summary); 0 announces it only with
-	// each summary.
+	// its load between summary generations (a header with the load and no
+	// new summary, as gossip.Node.SetLoad sends); 0 announces it only with
+	// each summary, as celld does.
 	LoadInterval float64 `json:"load_interval_s"`
 	// MaxProbes, ProbeSlack and ColdBlocks tune global.Search.
 	MaxProbes  int `json:"max_probes"`
@@ -104,7 +104,6 @@ func DefaultConfig() Config {
 		BlockSize:         16,
 		BlocksPerPod:      16384,
 		SummaryInterval:   2,
-		LoadInterval:      0,
 		MaxProbes:         2,
 		ProbeSlack:        8,
 		ColdBlocks:        4,

@@ -158,19 +158,21 @@ func (h *hierRouter) cellLoad(c *cluster) global.CellLoad {
 	for i := range c.cands {
 		h.podLoads = append(h.podLoads, c.cands[i].ActiveBlocks)
 	}
-	var g gossip.Load
-	g.SetLightest(h.podLoads)
-	return global.CellLoad{ActiveRequests: c.activeReqs, ActiveBlocks: c.activeBlocks,
-		FreeBlocks: max(0, h.cap-c.activeBlocks), Pods: len(c.cands), LeastPodBlocks: g.LeastPodBlocks,
-		Lightest: g.Lightest, NLightest: g.NLightest}
+	l := gossip.Load{ActiveRequests: c.activeReqs, ActiveBlocks: c.activeBlocks,
+		FreeBlocks: max(0, h.cap-c.activeBlocks), Pods: len(c.cands)}
+	l.SetLightest(h.podLoads)
+	return global.CellLoad(l)
 }
 
 // announceLoad makes every cell announce its current load (a header
-// without a new summary); the global tier's views replace the load they
-// held, with what their own hand-offs added to it since.
+// without a new summary, counted in the gossip bytes); the global tier's
+// views replace the load they held, with what their own hand-offs added to
+// it since.
 func (h *hierRouter) announceLoad() {
 	for i, c := range h.cells {
-		h.views[i].Load = h.cellLoad(c)
+		l := h.cellLoad(c)
+		h.sums[i].heartbeat(l)
+		h.views[i].Load = l
 	}
 }
 

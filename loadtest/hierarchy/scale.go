@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/cellrouter/cellrouter/cell/blockhash"
@@ -201,10 +200,10 @@ func (c *scaleCell) addLoad(pod, blocks int) {
 // load is what the cell gossips: its totals and its least loaded pods, as
 // celld's does.
 func (c *scaleCell) load() global.CellLoad {
-	var g gossip.Load
-	g.SetLightest(c.pods)
-	return global.CellLoad{ActiveRequests: c.running, ActiveBlocks: c.active, Pods: len(c.pods),
-		FreeBlocks: max(0, c.cache.Capacity()-c.active), LeastPodBlocks: g.LeastPodBlocks, Lightest: g.Lightest, NLightest: g.NLightest}
+	l := gossip.Load{ActiveRequests: c.running, ActiveBlocks: c.active, Pods: len(c.pods),
+		FreeBlocks: max(0, c.cache.Capacity()-c.active)}
+	l.SetLightest(c.pods)
+	return global.CellLoad(l)
 }
 
 // tenantCursor walks one tenant's copy of the trace in time order.
@@ -405,6 +404,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleReport, error) {
 			continue
 		}
 		total := len(chain)
+		blocks := total + (rec.OutputLength+cfg.BlockSize-1)/cfg.BlockSize
 
 		// The global decision, timed without the probes' round trip.
 		t0 := time.Now()
@@ -430,10 +430,11 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleReport, error) {
 				probes++
 			}
 			cell = global.Choose(choose, answers, total)[0]
-			// The cell took the request on its probe answer: count its
-			// load until the cell gossips again, as global.Router does.
-			blocks := total + (rec.OutputLength+cfg.BlockSize-1)/cfg.BlockSize
-			views[cell].Load.Routed(blocks, int(answers[slices.IndexFunc(answers, func(a global.ProbeAnswer) bool { return a.Cell == cell })].Load))
+			// The cell took the request on its probe answer (its least
+			// loaded pod's load): count its load until the cell gossips
+			// again, as global.Router does.
+			_, pick := cells[cell].leastPod()
+			views[cell].Load.Routed(blocks, pick)
 			order.moved(views, cell)
 		} else {
 			st.colds++
@@ -472,7 +473,6 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleReport, error) {
 			}
 		}
 		sc.dirty = sc.dirty || len(ad.Removed) > 0 || len(ad.Stored) > 0
-		blocks := total + (rec.OutputLength+cfg.BlockSize-1)/cfg.BlockSize
 		pod, _ := sc.leastPod()
 		sc.addLoad(pod, blocks)
 		heap.Push(&releases, scaleRelease{end: now + int64(float64(rec.OutputLength)*cfg.DecodeMsPerToken), cell: cell, pod: pod, blocks: blocks})

@@ -51,7 +51,7 @@ func (s *summarizer) publish(held *heldSet, load global.CellLoad) (*gossip.Summa
 	s.seq++
 	hdr := gossip.EncodeHeader(&gossip.Header{
 		Cell: s.pub.Cell(), Epoch: s.pub.Epoch(), Gen: gen, Seq: s.seq,
-		Load:   wireLoad(load),
+		Load:   gossip.Load(load),
 		Params: sum.Params(), Elements: sum.Elements(),
 	})
 	n := len(hdr)
@@ -82,15 +82,9 @@ func (s *summarizer) heartbeat(load global.CellLoad) int {
 	cur := s.pub.Current()
 	hdr := gossip.EncodeHeader(&gossip.Header{
 		Cell: s.pub.Cell(), Epoch: s.pub.Epoch(), Gen: s.pub.Gen(), Seq: s.seq,
-		Load:   wireLoad(load),
+		Load:   gossip.Load(load),
 		Params: cur.Params(), Elements: cur.Elements(),
 	})
 	s.wireBytes += int64(len(hdr))
 	return len(hdr)
-}
-
-// wireLoad is the gossip form of a cell's load.
-func wireLoad(l global.CellLoad) gossip.Load {
-	return gossip.Load{ActiveRequests: l.ActiveRequests, ActiveBlocks: l.ActiveBlocks, FreeBlocks: l.FreeBlocks, Pods: l.Pods,
-		LeastPodBlocks: l.LeastPodBlocks, Lightest: l.Lightest, NLightest: l.NLightest}
 }
