@@ -168,3 +168,68 @@ func TestChooseBreaksTiesToTheLessLoadedCell(t *testing.T) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
 }
+
+// busyProber answers each cell's probe with its own response.
+type busyProber map[string]*cellv1.RouteResponse
+
+func (p busyProber) Probe(_ context.Context, c *CellView, _ *cellv1.RouteRequest) (*cellv1.RouteResponse, error) {
+	return p[c.ID], nil
+}
+
+// TestDecideCarriesBusyAndCellLoadToChoose: the router takes a probe's
+// failed_open as a busy pick and each cell's known load as its tie-break,
+// so Choose orders by them: a busy cheap pick after one that is not, and
+// equal costs to the less loaded cell.
+func TestDecideCarriesBusyAndCellLoadToChoose(t *testing.T) {
+	toks := make([]uint32, 64*16)
+	for i := range toks {
+		toks[i] = uint32(i)
+	}
+	chain := blockhash.DefaultHasher().Chain(blockhash.Seed(blockhash.Keys{Model: "m"}), toks, nil)
+	summary := func(depth int) *gossip.Summary {
+		b, err := gossip.NewBuilder(gossip.DefaultSummaryConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for d, x := range chain[:depth] {
+			b.Add(x, d+1)
+		}
+		return b.Build()
+	}
+	// The search ranks a first (its summary knows more), though it is the
+	// more loaded cell.
+	views := []CellView{
+		{ID: "a", HTTPAddr: "127.0.0.1:1", GRPCAddr: "127.0.0.1:2", Alive: true, Summary: summary(32), Load: CellLoad{ActiveBlocks: 900}},
+		{ID: "b", HTTPAddr: "127.0.0.1:3", GRPCAddr: "127.0.0.1:4", Alive: true, Summary: summary(16), Load: CellLoad{ActiveBlocks: 100}},
+	}
+	pick := func(matched uint32, failedOpen bool) *cellv1.RouteResponse {
+		return &cellv1.RouteResponse{Pick: &cellv1.Candidate{Pod: "p", MatchedBlocks: matched}, FailedOpen: failedOpen}
+	}
+	for _, tc := range []struct {
+		name   string
+		answer busyProber
+		want   string
+	}{
+		{"a busy cheap pick goes after one that is not", busyProber{"a": pick(0, false), "b": pick(16, true)}, "a"},
+		{"a cheaper pick goes first", busyProber{"a": pick(0, false), "b": pick(16, false)}, "b"},
+		{"equal costs go to the less loaded cell", busyProber{"a": pick(16, false), "b": pick(16, false)}, "b"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			// No charge for distance: the probes' round trips differ by
+			// microseconds, which would otherwise decide equal costs.
+			cfg.Choose.RTTWeight = 0
+			rt, err := NewRouter(cfg, StaticDirectory(views), tc.answer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := rt.Decide(context.Background(), &Request{Model: "m", TokenIDs: toks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(d.Answers) != 2 || len(d.Order) == 0 || views[d.Order[0]].ID != tc.want {
+				t.Fatalf("answers %+v, order %v: want both probed and %s first", d.Answers, d.Order, tc.want)
+			}
+		})
+	}
+}

@@ -182,3 +182,25 @@ func TestSeedsPool(t *testing.T) {
 		t.Fatalf("pooled loss %v (ok %v), want %v", rep.ReuseLoss, rep.ReuseLossOK, want)
 	}
 }
+
+// TestLoadAnnouncements: with a load interval the cells announce their
+// load between summaries, one header per cell each time, counted in the
+// gossip bytes; without one they announce none.
+func TestLoadAnnouncements(t *testing.T) {
+	cfg := smallConfig()
+	cfg.DecodeMsPerToken = 2000
+	quiet, recs := replaySmall(t, cfg)
+	defer quiet.close()
+	cfg.LoadInterval = 0.5
+	loud, _ := replaySmall(t, cfg)
+	defer loud.close()
+	span := float64(recs[len(recs)-1].Timestamp-recs[0].Timestamp) / 1e3
+	if want := int(span/cfg.LoadInterval) + 1; loud.nextLoad != want || quiet.nextLoad != 0 {
+		t.Fatalf("announcements %d with a %gs interval over %.1f s (want %d), %d without (want 0)", loud.nextLoad, cfg.LoadInterval, span, want, quiet.nextLoad)
+	}
+	q, l := quiet.report(recs), loud.report(recs)
+	if l.GossipBytes <= q.GossipBytes || l.SummaryGenerations != q.SummaryGenerations {
+		t.Fatalf("gossip bytes %d with announcements, %d without; generations %d and %d: want more bytes, the same generations",
+			l.GossipBytes, q.GossipBytes, l.SummaryGenerations, q.SummaryGenerations)
+	}
+}
