@@ -21,17 +21,17 @@ import (
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
 	eventsv1 "github.com/cellrouter/cellrouter/api/events/v1"
 	"github.com/cellrouter/cellrouter/api/openai"
-	"github.com/cellrouter/cellrouter/cell/auth"
-	"github.com/cellrouter/cellrouter/cell/edge"
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/events/grpcpub"
 	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
-	"github.com/cellrouter/cellrouter/cell/proxy"
 	"github.com/cellrouter/cellrouter/cell/replica"
-	"github.com/cellrouter/cellrouter/cell/servers"
-	"github.com/cellrouter/cellrouter/cell/telemetry"
 	"github.com/cellrouter/cellrouter/gossip"
+	"github.com/cellrouter/cellrouter/internal/auth"
+	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/proxy"
+	"github.com/cellrouter/cellrouter/internal/servers"
+	"github.com/cellrouter/cellrouter/internal/telemetry"
 )
 
 // transport is an event source the cell runs: one of the plug-ins behind
@@ -112,7 +112,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Cell, error) {
 	c.snapm = newSnapMetrics()
 	c.metrics = append(c.metrics, c.snapm.collect(cfg.CellID))
 	// The index state comes from a snapshot when there is a valid one
-	// (snapshots.go); the security is built first for a bootstrap's TLS.
+	// (run_snapshots.go); the security is built first for a bootstrap's TLS.
 	if err := c.buildIndexState(); err != nil {
 		return nil, err
 	}

@@ -52,13 +52,13 @@ type Config struct {
 
 	// Gossip joins the cell to the global tier's pool.
 	Gossip GossipConfig `yaml:"gossip"`
-	// Replica says which replica of the cell this celld is (replicas.go).
+	// Replica says which replica of the cell this celld is (run_replicas.go).
 	Replica ReplicaConfig `yaml:"replica"`
 	// Routing configures the routing pipeline and the data plane.
 	Routing RoutingConfig `yaml:"routing"`
 
 	// Auth configures API keys; TLS mutual TLS and TLS to the pods;
-	// Limits what one client may hold of the servers (see security.go).
+	// Limits what one client may hold of the servers (see run_security.go).
 	Auth   AuthConfig   `yaml:"auth"`
 	TLS    TLSConfig    `yaml:"tls"`
 	Limits LimitsConfig `yaml:"limits"`

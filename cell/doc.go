@@ -7,7 +7,7 @@
 //
 //	index.Index          the block index (cell/index), with its Learner: blocks learned
 //	                     from routing (speculative entries, the approximate index of
-//	                     pods with events "none"; learned.go gives such pods a slot)
+//	                     pods with events "none"; run_learned.go gives such pods a slot)
 //	events.Registry      the pods and their states (cell/events)
 //	events.Applier       the one Sink every transport feeds
 //	transports           vLLM ZMQ (zmqsub), NATS JetStream (natsjs), gRPC Publish (grpcpub)
@@ -17,6 +17,27 @@
 //	loops                registry ticks (kill silent pods), pod health checks,
 //	                     expiry of learned blocks
 //
+// The files are grouped by prefix, so that a reader finds each part
+// without scrolling:
+//
+//	cell.go, loops.go, options.go   New, Run and the owned loops
+//	config*.go                      Config, its sections, defaults and Validate
+//	api_*.go                        what the cell serves: the OpenAI data plane
+//	                                (api_inference.go, api_models.go, api_tokenize.go),
+//	                                the CellService (api_state.go, api_route.go,
+//	                                api_snapshot.go) and the one error mapping (api_errors.go)
+//	metrics*.go                     the Prometheus collector, per-stage observers
+//	run_*.go                        the wiring of each running part: router,
+//	                                transports, gossip, replicas, snapshots, security,
+//	                                tokenizer, learned pods, drop diagnostics
+//
+// The state API stays in this package rather than a sub-package of its
+// own: its handlers read the router, registry, applier and drains the
+// daemon owns, and an interface layer between them would be new code for
+// no new concept. The parts that are concepts of their own are the leaf
+// packages beside it (index, events, pipeline, plugins, load, replica,
+// snapshot).
+//
 // Every goroutine Run starts is owned by Run: it stops when Run's context
 // ends, and Run returns only after all of them returned.
 //
@@ -25,7 +46,7 @@
 // stream's backlog), so a load balancer does not route to a cell that is
 // still filling its index.
 //
-// Snapshots (snapshots.go, package cell/snapshot): with snapshot.dir, an
+// Snapshots (run_snapshots.go, package cell/snapshot): with snapshot.dir, an
 // owned loop writes the index state every snapshot.interval (and after
 // snapshot.every_events batches), and Run writes a last one after every
 // writer stopped. New builds the index, learner, registry and applier
@@ -49,7 +70,7 @@
 // pod. Every span names the cell (cellrouter.cell). The spans go to the
 // process's global provider, or to the cell's own (WithTracerProvider).
 //
-// Security (security.go, package cell/edge): with auth.key_file every
+// Security (run_security.go, package internal/edge): with auth.key_file every
 // endpoint but health, readiness and the OpenAPI document needs an API key
 // with its scope (inference, admin, events); with tls, both servers speak
 // mutual TLS, and a caller with a certificate of the CA (globald) is a
@@ -69,7 +90,7 @@
 // same tokenizer in vLLM's shape, so that the global tier, for a model it
 // has no tokenizer file for, hashes exactly what the cell hashes.
 //
-// Replicas (replicas.go, package cell/replica): several celld with the same
+// Replicas (run_replicas.go, package cell/replica): several celld with the same
 // cell_id and distinct replica.id (--replica-id; default $NODE_NAME,
 // $POD_NAME or the host name) serve one cell with no single point of
 // failure. Each consumes every event itself: each dials every pod's ZMQ

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellrouter/cellrouter/cell/servers/servertest"
+	"github.com/cellrouter/cellrouter/internal/servers/servertest"
 )
 
 // fakePod is a recording OpenAI-compatible pod.

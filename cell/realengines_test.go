@@ -13,7 +13,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/events/vllmpub"
 	"github.com/cellrouter/cellrouter/cell/events/vllmwire"
-	"github.com/cellrouter/cellrouter/cell/servers/servertest"
+	"github.com/cellrouter/cellrouter/internal/servers/servertest"
 )
 
 // These tests run the set-ups in which real vLLM streams were seen to go

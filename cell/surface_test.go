@@ -12,10 +12,10 @@ import (
 	"testing"
 
 	"github.com/cellrouter/cellrouter/api/openai"
+	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 	"github.com/cellrouter/cellrouter/cell/plugins"
-	"github.com/cellrouter/cellrouter/cell/servers/servertest"
-	"github.com/cellrouter/cellrouter/cell/tokenizer"
+	"github.com/cellrouter/cellrouter/internal/servers/servertest"
 )
 
 // TestRetrieveModel checks GET /v1/models/{id} at the cell: the pod's entry

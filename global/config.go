@@ -5,9 +5,9 @@ import (
 	"net"
 	"time"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
-	"github.com/cellrouter/cellrouter/cell/edge"
-	"github.com/cellrouter/cellrouter/cell/proxy"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
+	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/proxy"
 )
 
 // Config configures a global router.

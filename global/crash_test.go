@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/gossip"
 )
 

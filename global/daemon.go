@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cellrouter/cellrouter/cell/edge"
-	"github.com/cellrouter/cellrouter/cell/reload"
 	"github.com/cellrouter/cellrouter/gossip"
+	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/reload"
 )
 
 // PoolConfig says how globald joins the gossip pool of cells.

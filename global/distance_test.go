@@ -9,7 +9,7 @@ import (
 	"time"
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/gossip"
 )
 

@@ -211,7 +211,7 @@
 // # Security
 //
 // With Config.Security.KeyFile every endpoint but health, readiness and the
-// OpenAPI document needs an API key with its scope (package cell/edge); the
+// OpenAPI document needs an API key with its scope (package internal/edge); the
 // tenant's limits apply here, its cache salt joins the request's identity
 // (edge.Salt: the body's cache_salt, which the cells hash and the engines
 // partition by), and its name goes to the cell in X-Cellrouter-Tenant. With
@@ -221,7 +221,9 @@
 // lists (the models the cells advertise in gossip, ModelServed) is
 // answered 404 model_not_found here, without a probe.
 //
-// Dependencies: global uses cell/blockhash (hashing), cell/tokenizer,
-// cell/proxy (the relay, shared with the cell), cell/telemetry and
-// api/openai, never the cell daemon itself.
+// Dependencies: global uses cachekey/blockhash (hashing), cachekey/tokenizer,
+// gossip, the server plumbing under internal/ (the relay internal/proxy,
+// shared with the cell; auth, edge, tls, telemetry) and api, and nothing
+// under cell/ (the root's TestDependencies enforces it; test files may
+// start real cells to test the two tiers together).
 package global

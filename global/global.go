@@ -17,11 +17,11 @@ import (
 	"github.com/cellrouter/cellrouter/api"
 	globalv1 "github.com/cellrouter/cellrouter/api/global/v1"
 	"github.com/cellrouter/cellrouter/api/openai"
-	"github.com/cellrouter/cellrouter/cell/auth"
-	"github.com/cellrouter/cellrouter/cell/edge"
-	"github.com/cellrouter/cellrouter/cell/proxy"
-	"github.com/cellrouter/cellrouter/cell/servers"
-	"github.com/cellrouter/cellrouter/cell/telemetry"
+	"github.com/cellrouter/cellrouter/internal/auth"
+	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/proxy"
+	"github.com/cellrouter/cellrouter/internal/servers"
+	"github.com/cellrouter/cellrouter/internal/telemetry"
 )
 
 // Global is a running global router's parts: New builds them and opens the

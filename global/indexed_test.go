@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/gossip"
 )
 

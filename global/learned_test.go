@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/cell"
-	"github.com/cellrouter/cellrouter/cell/blockhash"
 	"github.com/cellrouter/cellrouter/gossip"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellrouter/cellrouter/cell/proxy"
+	"github.com/cellrouter/cellrouter/internal/proxy"
 )
 
 // TestLoneCandidateIsHandedOffWithoutAProbe checks the data plane's short

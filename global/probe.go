@@ -19,7 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
-	"github.com/cellrouter/cellrouter/cell/telemetry"
+	"github.com/cellrouter/cellrouter/internal/telemetry"
 )
 
 // Prober asks one cell for its exact answer (CellService.Route, which

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cellrouter/cellrouter/cell/servers/servertest"
+	"github.com/cellrouter/cellrouter/internal/servers/servertest"
 )
 
 // TestGRPCReflectionListsTheServices checks that grpcurl-style clients can

@@ -13,9 +13,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
-	"github.com/cellrouter/cellrouter/cell/blockhash"
-	"github.com/cellrouter/cellrouter/cell/telemetry"
-	"github.com/cellrouter/cellrouter/cell/tokenizer"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
+	"github.com/cellrouter/cellrouter/internal/telemetry"
 )
 
 // Request is what the global router needs of a request.

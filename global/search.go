@@ -5,7 +5,7 @@ import (
 
 	"github.com/zeebo/xxh3"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/gossip"
 )
 

@@ -15,15 +15,15 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	globalv1 "github.com/cellrouter/cellrouter/api/global/v1"
-	"github.com/cellrouter/cellrouter/cell/auth"
-	"github.com/cellrouter/cellrouter/cell/edge"
-	"github.com/cellrouter/cellrouter/cell/reload"
-	"github.com/cellrouter/cellrouter/cell/tlsconf"
+	"github.com/cellrouter/cellrouter/internal/auth"
+	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/reload"
+	"github.com/cellrouter/cellrouter/internal/tlsconf"
 )
 
 // SecurityConfig configures who may use globald and how it reaches cells.
 type SecurityConfig struct {
-	// KeyFile is the API key file (package cell/auth documents it); ""
+	// KeyFile is the API key file (package internal/auth documents it); ""
 	// turns API keys off. With it the data plane needs a key with the
 	// inference scope, the control plane and /metrics one with admin; the
 	// tenant's limits and cache isolation apply here, where the request

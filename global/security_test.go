@@ -25,11 +25,11 @@ import (
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
 	globalv1 "github.com/cellrouter/cellrouter/api/global/v1"
 	"github.com/cellrouter/cellrouter/cell"
-	"github.com/cellrouter/cellrouter/cell/auth"
-	"github.com/cellrouter/cellrouter/cell/servers/servertest"
-	"github.com/cellrouter/cellrouter/cell/tlsconf"
-	"github.com/cellrouter/cellrouter/cell/tlsconf/tlstest"
 	"github.com/cellrouter/cellrouter/gossip"
+	"github.com/cellrouter/cellrouter/internal/auth"
+	"github.com/cellrouter/cellrouter/internal/servers/servertest"
+	"github.com/cellrouter/cellrouter/internal/tlsconf"
+	"github.com/cellrouter/cellrouter/internal/tlsconf/tlstest"
 )
 
 // recordingPod is an instant pod that keeps the headers and body of every

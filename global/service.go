@@ -9,9 +9,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	globalv1 "github.com/cellrouter/cellrouter/api/global/v1"
-	"github.com/cellrouter/cellrouter/cell/auth"
-	"github.com/cellrouter/cellrouter/cell/edge"
-	"github.com/cellrouter/cellrouter/cell/tokenizer"
+	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
+	"github.com/cellrouter/cellrouter/internal/auth"
+	"github.com/cellrouter/cellrouter/internal/edge"
 )
 
 // service serves GlobalService.

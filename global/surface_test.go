@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cellrouter/cellrouter/api/openai"
-	"github.com/cellrouter/cellrouter/cell/servers/servertest"
+	"github.com/cellrouter/cellrouter/internal/servers/servertest"
 )
 
 // TestGlobalRetrieveModel checks GET /v1/models/{id} at the global tier: a

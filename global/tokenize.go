@@ -12,8 +12,8 @@ import (
 	"github.com/zeebo/xxh3"
 	"go.opentelemetry.io/otel/propagation"
 
-	"github.com/cellrouter/cellrouter/cell/telemetry"
-	"github.com/cellrouter/cellrouter/cell/tokenizer"
+	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
+	"github.com/cellrouter/cellrouter/internal/telemetry"
 )
 
 // PromptKind says what a request's prompt is.

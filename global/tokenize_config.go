@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cellrouter/cellrouter/cell/tokenizer"
+	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
 )
 
 // ModelTokenizer says how the global tier tokenizes one model's text

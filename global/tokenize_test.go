@@ -16,13 +16,13 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
 	"github.com/cellrouter/cellrouter/cell"
-	"github.com/cellrouter/cellrouter/cell/tokenizer"
 )
 
-// fixtureTokenizer is cell/tokenizer's small Qwen2-style fixture
+// fixtureTokenizer is cachekey/tokenizer's small Qwen2-style fixture
 // (byte-level BPE, ChatML special tokens).
-const fixtureTokenizer = "../cell/tokenizer/testdata/qwen2.tokenizer.json"
+const fixtureTokenizer = "../cachekey/tokenizer/testdata/qwen2.tokenizer.json"
 
 // refTokenizer loads the fixture with a chat template, as a cell would.
 func refTokenizer(t *testing.T, template string) *tokenizer.BPE {

@@ -11,8 +11,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cellrouter/cellrouter/cell"
-	"github.com/cellrouter/cellrouter/cell/telemetry"
-	"github.com/cellrouter/cellrouter/cell/telemetry/otlptest"
+	"github.com/cellrouter/cellrouter/internal/telemetry"
+	"github.com/cellrouter/cellrouter/internal/telemetry/otlptest"
 )
 
 // clientTrace is the W3C trace context the test's client sends.

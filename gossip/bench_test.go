@@ -4,7 +4,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 )
 
 // benchFixture is a cell summary of 1M offered hashes (depths 1..1000,

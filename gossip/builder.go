@@ -1,6 +1,6 @@
 package gossip
 
-import "github.com/cellrouter/cellrouter/cell/blockhash"
+import "github.com/cellrouter/cellrouter/cachekey/blockhash"
 
 // Builder collects one generation of a cell's chained block hashes and builds
 // its Summary. A cell keeps one Builder for its lifetime: the Builder

@@ -2,7 +2,7 @@
 // memberlist wiring and node metadata, and the coarse prefix summaries that
 // cells publish (Bloom filters shipped as snapshots or roaring-bitmap deltas)
 // with their load. The cell publishes; globald consumes. The package imports
-// cell/blockhash for the Hash type and nothing of the cell or global tiers.
+// cachekey/blockhash for the Hash type and nothing of the cell or global tiers.
 //
 // # Summaries
 //

@@ -8,7 +8,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 )
 
 // refFilter is the naive model of a summary: the set of bit positions the

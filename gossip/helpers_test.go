@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 )
 
 // randChain returns n random chained hashes (chain[i] is at depth i+1). Real

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 )
 
 func TestParamsSampledMatchesEnumeration(t *testing.T) {

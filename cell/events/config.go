@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 )
 
 // Role says which phase of inference a pod serves.

@@ -3,7 +3,7 @@ package events
 import (
 	"testing"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 )
 
 func TestPodAliases(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/cell/index"
 )
 

@@ -3,7 +3,7 @@ package events
 import (
 	"fmt"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 )
 
 // validateBatch checks b's shape without looking at any state, so that a

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/cell/index"
 )
 

@@ -1,7 +1,7 @@
 package index
 
 import (
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 )
 
 // MaxPods is the number of pod slots in one cell: one bit each in a HostBitmap.

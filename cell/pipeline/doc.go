@@ -29,7 +29,7 @@
 // tier probe a cell's decision without side effects.
 //
 // Departure from the layout: the Executor, which carries a Plan out,
-// is not in this package but in the cell (Cell.execute over cell/proxy:
+// is not in this package but in the cell (Cell.execute over internal/proxy:
 // Forward for one dispatch, ForwardDisaggregated for prefill then decode,
 // with load tracking, retries, metrics and tracing as hooks). Executing
 // needs the HTTP proxy and the cell's state; keeping this package to pure

@@ -1,16 +1,3 @@
-// Command celld is the cell daemon: it indexes the KV caches of up to 256
-// engine pods from their KV events and serves the cell's state, health and
-// metrics. See package cell for what it runs, and
-// cell/testdata/celld.example.yaml for a documented configuration.
-//
-//	celld --config celld.yaml [--http-addr HOST:PORT] [--grpc-addr HOST:PORT] [--cell-id ID] [--replica-id ID] [--log-level info]
-//	      [--gossip-advertise IP:PORT] [--gossip-secret-key KEY]
-//	      [--kv-overlap-score-weight 1] [--router-temperature 0] [--busy-threshold 0.95]
-//	      [--api-keys keys.yaml] [--tls-cert C --tls-key K --tls-ca CA] [--max-body-bytes N ...]
-//	      [--snapshot-dir DIR --snapshot-interval 5m --snapshot-every-events N --snapshot-keep 3]
-//	      [--bootstrap-from REPLICA_GRPC_ADDR]
-//	celld --check-config celld.yaml   # check the configuration (with any flags above) and exit
-//	celld --version
 package main
 
 import (
@@ -26,9 +13,9 @@ import (
 	"time"
 
 	"github.com/cellrouter/cellrouter/cell"
-	"github.com/cellrouter/cellrouter/cell/buildinfo"
-	"github.com/cellrouter/cellrouter/cell/edge"
-	"github.com/cellrouter/cellrouter/cell/telemetry"
+	"github.com/cellrouter/cellrouter/internal/buildinfo"
+	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/telemetry"
 )
 
 func main() {

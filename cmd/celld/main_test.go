@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cellrouter/cellrouter/cell/buildinfo"
+	"github.com/cellrouter/cellrouter/internal/buildinfo"
 )
 
 func TestRunRejectsBadInput(t *testing.T) {

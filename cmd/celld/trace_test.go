@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellrouter/cellrouter/cell/servers/servertest"
-	"github.com/cellrouter/cellrouter/cell/telemetry/otlptest"
+	"github.com/cellrouter/cellrouter/internal/servers/servertest"
+	"github.com/cellrouter/cellrouter/internal/telemetry/otlptest"
 )
 
 // tracedPod is an OpenAI pod that tokenizes by bytes and remembers the

@@ -7,7 +7,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/cellrouter/cellrouter/cell/auth"
+	"github.com/cellrouter/cellrouter/internal/auth"
 )
 
 // keygen makes a new API key and prints it with the entry that grants it in

@@ -1,12 +1,3 @@
-// Command globald is the global tier: one OpenAI-compatible endpoint in
-// front of many cells, which it learns through gossip. See package global.
-//
-//	globald --http-addr :8000 --grpc-addr :8001 --gossip-bind :7946 [--seed HOST:PORT ...]
-//	        [--tokenizer MODEL=/path/tokenizer.json[,CHAT_TEMPLATE] ...]
-//	        [--api-keys keys.yaml] [--tls-cert C --tls-key K --tls-ca CA [--serve-tls]] [--gossip-keyring FILE]
-//	globald --version
-//	globald --demo      # a whole local fleet: simulated pods, two cells and the global endpoint
-//	globald keygen --tenant NAME [--scopes inference,admin]   # a new API key and its key-file entry
 package main
 
 import (
@@ -23,12 +14,12 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/cellrouter/cellrouter/cell/buildinfo"
-	"github.com/cellrouter/cellrouter/cell/edge"
-	"github.com/cellrouter/cellrouter/cell/telemetry"
-	"github.com/cellrouter/cellrouter/cell/tlsconf"
 	"github.com/cellrouter/cellrouter/global"
 	"github.com/cellrouter/cellrouter/gossip"
+	"github.com/cellrouter/cellrouter/internal/buildinfo"
+	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/telemetry"
+	"github.com/cellrouter/cellrouter/internal/tlsconf"
 	"github.com/cellrouter/cellrouter/loadtest/fleet"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cellrouter/cellrouter/cell/auth"
+	"github.com/cellrouter/cellrouter/internal/auth"
 )
 
 func TestRunRejectsBadInput(t *testing.T) {

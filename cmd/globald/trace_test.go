@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellrouter/cellrouter/cell/servers/servertest"
-	"github.com/cellrouter/cellrouter/cell/telemetry/otlptest"
+	"github.com/cellrouter/cellrouter/internal/servers/servertest"
+	"github.com/cellrouter/cellrouter/internal/telemetry/otlptest"
 	"github.com/cellrouter/cellrouter/loadtest/fleet"
 )
 

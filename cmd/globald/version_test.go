@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cellrouter/cellrouter/cell/buildinfo"
+	"github.com/cellrouter/cellrouter/internal/buildinfo"
 )
 
 // TestVersion checks that --version prints one line naming the daemon and

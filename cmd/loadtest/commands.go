@@ -8,7 +8,7 @@ import (
 	"io"
 	"sort"
 
-	"github.com/cellrouter/cellrouter/cell/buildinfo"
+	"github.com/cellrouter/cellrouter/internal/buildinfo"
 	"github.com/cellrouter/cellrouter/loadtest/trace"
 )
 

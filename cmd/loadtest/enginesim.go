@@ -10,8 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
 	"github.com/cellrouter/cellrouter/cell/events/vllmwire"
-	"github.com/cellrouter/cellrouter/cell/tokenizer"
 	"github.com/cellrouter/cellrouter/loadtest/enginesim"
 )
 

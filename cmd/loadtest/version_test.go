@@ -5,7 +5,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/cellrouter/cellrouter/cell/buildinfo"
+	"github.com/cellrouter/cellrouter/internal/buildinfo"
 )
 
 // TestVersion checks that "loadtest --version" (and "loadtest version")

@@ -49,7 +49,7 @@ trap 'rm -rf "$ctx"' EXIT
 mkdir -p "$ctx/bin" "$ctx/etc/ssl/certs" "$ctx/tmp"
 chmod 1777 "$ctx/tmp"
 
-stamp="-X ${module}/cell/buildinfo.version=${version} -X ${module}/cell/buildinfo.revision=${revision}"
+stamp="-X ${module}/internal/buildinfo.version=${version} -X ${module}/internal/buildinfo.revision=${revision}"
 echo "build.sh: go build ($version, linux/$goarch, CGO off)" >&2
 CGO_ENABLED=0 GOOS=linux GOARCH=$goarch go build -trimpath -buildvcs=false \
 	-ldflags "-s -w $stamp" -o "$ctx/bin/" ./cmd/celld ./cmd/globald ./cmd/loadtest

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/loadtest/replay"
 	"github.com/cellrouter/cellrouter/loadtest/trace"
 )

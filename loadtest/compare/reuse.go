@@ -3,7 +3,7 @@ package compare
 import (
 	"fmt"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/loadtest/engine"
 	"github.com/cellrouter/cellrouter/loadtest/replay"
 	"github.com/cellrouter/cellrouter/loadtest/trace"

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 )
 
 func hs(v ...uint64) []blockhash.Hash {

@@ -2,7 +2,7 @@
 // as vLLM and SGLang run it, closely enough to produce realistic KV events.
 //
 // A Cache holds at most a fixed number of blocks, each named by its chained
-// block hash (cell/blockhash), so a block stands for its whole prefix and the
+// block hash (cachekey/blockhash), so a block stands for its whole prefix and the
 // cached blocks form a forest. A request's chain of block hashes first
 // matches the longest cached prefix (its prefix cache hit); Admit then
 // stores the missing blocks, evicting least recently used blocks to make

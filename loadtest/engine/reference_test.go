@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 )
 
 // refEntry is one block of the naive reference cache.

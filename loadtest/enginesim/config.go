@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/cell/events/vllmwire"
 	"github.com/cellrouter/cellrouter/loadtest/trace"
 )

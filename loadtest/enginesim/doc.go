@@ -27,7 +27,7 @@
 //
 // Config.Tokenizer replaces the word hasher: an HFTokenizer tokenizes with
 // a Hugging Face tokenizer.json and a built-in chat template (package
-// cell/tokenizer), exactly as cells and the global tier configured with
+// cachekey/tokenizer), exactly as cells and the global tier configured with
 // the same file and template do, so that the routers' hashes of a text
 // prompt or chat are the blocks the pod caches (loadtest/fleet uses it).
 //

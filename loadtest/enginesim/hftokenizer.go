@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cellrouter/cellrouter/api/openai"
-	"github.com/cellrouter/cellrouter/cell/tokenizer"
+	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
 )
 
 // TextTokenizer tokenizes a pod's text prompts and chats. Implementations
@@ -29,7 +29,7 @@ func (w wordTokenizer) EncodeChat(messages []openai.Message, gen, addSpecial boo
 }
 
 // HFTokenizer is a TextTokenizer over a Hugging Face tokenizer.json (the
-// in-process BPE of package cell/tokenizer) and one of its built-in chat
+// in-process BPE of package cachekey/tokenizer) and one of its built-in chat
 // templates. Pods configured with it tokenize exactly as cells
 // (routing.tokenizer_json, routing.chat_template) and the global tier
 // (--tokenizer) configured with the same file and template, so the blocks

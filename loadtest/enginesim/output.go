@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cellrouter/cellrouter/api/openai"
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 )
 
 // finishLength is the finish reason of every answer: the simulator always

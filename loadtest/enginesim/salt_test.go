@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/cellrouter/cellrouter/api/openai"
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/events/vllmwire"
 	"github.com/cellrouter/cellrouter/cell/events/zmqsub"

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cellrouter/cellrouter/api/openai"
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 )
 
 // Response headers that expose the timing model's accounting, so tests and

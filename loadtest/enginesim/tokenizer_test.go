@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/cellrouter/cellrouter/api/openai"
-	"github.com/cellrouter/cellrouter/cell/tokenizer"
+	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
 	"github.com/cellrouter/cellrouter/loadtest/trace"
 )
 
@@ -76,11 +76,11 @@ func TestTokenizerPrefixStable(t *testing.T) {
 	}
 }
 
-// fixtureTokenizer is cell/tokenizer's small Qwen2-style fixture.
-const fixtureTokenizer = "../../cell/tokenizer/testdata/qwen2.tokenizer.json"
+// fixtureTokenizer is cachekey/tokenizer's small Qwen2-style fixture.
+const fixtureTokenizer = "../../cachekey/tokenizer/testdata/qwen2.tokenizer.json"
 
 // TestHFTokenizerMatchesCellTokenizer checks that a pod with an
-// HFTokenizer answers /tokenize with exactly the ids cell/tokenizer gives
+// HFTokenizer answers /tokenize with exactly the ids cachekey/tokenizer gives
 // for the same prompt and chat (what a cell or the global tier configured
 // with the file and template computes), and that the chat template's
 // refusals are 400s.

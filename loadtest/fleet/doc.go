@@ -5,7 +5,7 @@
 // realistic two-tier system on 127.0.0.1 with no external service.
 //
 // Pods, cells and the global tier share one tokenizer.json and chat
-// template (by default the demo tokenizer of package cell/tokenizer), so a
+// template (by default the demo tokenizer of package cachekey/tokenizer), so a
 // text prompt or chat is hashed into the same blocks at every tier: the
 // pods cache them, the cells index them from the pods' KV events, and the
 // global tier finds them in the cells' summaries. Config says whether the

@@ -12,11 +12,11 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
 	"github.com/cellrouter/cellrouter/cell"
-	"github.com/cellrouter/cellrouter/cell/telemetry"
-	"github.com/cellrouter/cellrouter/cell/tlsconf"
-	"github.com/cellrouter/cellrouter/cell/tokenizer"
 	"github.com/cellrouter/cellrouter/global"
+	"github.com/cellrouter/cellrouter/internal/telemetry"
+	"github.com/cellrouter/cellrouter/internal/tlsconf"
 	"github.com/cellrouter/cellrouter/loadtest/enginesim"
 )
 

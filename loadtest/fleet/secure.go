@@ -7,8 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/cellrouter/cellrouter/cell/auth"
-	"github.com/cellrouter/cellrouter/cell/tlsconf"
+	"github.com/cellrouter/cellrouter/internal/auth"
+	"github.com/cellrouter/cellrouter/internal/tlsconf"
 )
 
 // DemoTenant is the tenant of the key a secure fleet prints.

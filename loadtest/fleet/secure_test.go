@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellrouter/cellrouter/cell/auth"
-	"github.com/cellrouter/cellrouter/cell/tlsconf"
+	"github.com/cellrouter/cellrouter/internal/auth"
+	"github.com/cellrouter/cellrouter/internal/tlsconf"
 )
 
 // secureFleet starts a Secure fleet of two cells of two pods and replaces

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellrouter/cellrouter/cell/tokenizer"
+	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
 	"github.com/cellrouter/cellrouter/global"
 )
 

@@ -8,7 +8,7 @@
 //
 //  1. Read the trace (loadtest/trace), expand every hash id to 512 tokens
 //     (trace.AppendTokens, as the index benchmark does) and hash the prompt
-//     with cell/blockhash at Config.BlockSize (16), seeded with the model.
+//     with cachekey/blockhash at Config.BlockSize (16), seeded with the model.
 //  2. Two fleets of Cells*PodsPerCell pods (8x32 = 256), each pod an engine
 //     cache model (loadtest/engine) of Config.BlocksPerPod blocks (16,384,
 //     small enough that pods evict: the report counts evicted blocks). Every
@@ -64,7 +64,7 @@
 // 512 tokens of English words (trace.AppendText), concatenated into a
 // completion prompt or made one chat message each (system first, then
 // user and assistant in turn). The engine models cache the blocks of the
-// engine's tokenization (package cell/tokenizer with Config.TokenizerJSON,
+// engine's tokenization (package cachekey/tokenizer with Config.TokenizerJSON,
 // by default the demo tokenizer, and its chat template); the global tier
 // tokenizes with global.Tokenizer (its segment cache included) to search
 // the summaries, and its probes carry its token ids, as globald's do; the

@@ -1,6 +1,6 @@
 package hierarchy
 
-import "github.com/cellrouter/cellrouter/cell/blockhash"
+import "github.com/cellrouter/cellrouter/cachekey/blockhash"
 
 // heldSet is the set of blocks a cell holds on any of its pods, each with
 // its depth in its chain and the number of pods holding it. It is what the

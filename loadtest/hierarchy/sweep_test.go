@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/loadtest/engine"
 	"github.com/cellrouter/cellrouter/loadtest/trace"
 )

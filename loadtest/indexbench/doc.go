@@ -9,7 +9,7 @@
 //     (Config.Seed, 42 by default) across Config.Workers engine workers (256).
 //  2. Expand every hash id to 512 tokens (trace.AppendTokens; the partial
 //     last block of a prompt is expanded to 512 tokens too, as the method
-//     says) and hash them with cell/blockhash at the engine block size
+//     says) and hash them with cachekey/blockhash at the engine block size
 //     (Config.BlockSize, 16), which must divide 512. A request's chain is the
 //     chained hash of every block of its prompt.
 //  3. Replay each worker's share through the engine model (package engine) with

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cellrouter/cellrouter/cell/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/events/vllmwire"
 	"github.com/cellrouter/cellrouter/loadtest/engine"

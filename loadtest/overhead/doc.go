@@ -7,7 +7,7 @@
 //
 // Config.Prompt chooses what both sides send: token ids, a text prompt or
 // a chat, which the cell tokenizes with the demo tokenizer
-// (cell/tokenizer.DemoJSON). With Config.Global the run also measures the
+// (cachekey/tokenizer.DemoJSON). With Config.Global the run also measures the
 // global tier in front of the cell, interleaved with the cell alone, for
 // every prompt kind: token prompts, text and chats tokenized in process,
 // and text and chats tokenized through the cell's /tokenize. The cell's

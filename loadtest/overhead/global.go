@@ -8,10 +8,10 @@ import (
 	"sort"
 	"time"
 
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
+	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
 	"github.com/cellrouter/cellrouter/cell"
-	"github.com/cellrouter/cellrouter/cell/blockhash"
 	"github.com/cellrouter/cellrouter/cell/events"
-	"github.com/cellrouter/cellrouter/cell/tokenizer"
 	"github.com/cellrouter/cellrouter/global"
 	"github.com/cellrouter/cellrouter/gossip"
 )

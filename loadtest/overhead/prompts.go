@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cellrouter/cellrouter/cell/tokenizer"
+	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
 )
 
 // The prompt kinds a measurement sends (Config.Prompt).

@@ -12,8 +12,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
 	"github.com/cellrouter/cellrouter/cell"
-	"github.com/cellrouter/cellrouter/cell/tokenizer"
 )
 
 // Config says what to measure.

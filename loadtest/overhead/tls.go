@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
 	"github.com/cellrouter/cellrouter/cell"
-	"github.com/cellrouter/cellrouter/cell/tlsconf"
-	"github.com/cellrouter/cellrouter/cell/tokenizer"
 	"github.com/cellrouter/cellrouter/global"
+	"github.com/cellrouter/cellrouter/internal/tlsconf"
 )
 
 // TLSHop is what mutual TLS costs on the hop from the global tier to the

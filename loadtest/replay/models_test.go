@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellrouter/cellrouter/cell/servers/servertest"
+	"github.com/cellrouter/cellrouter/internal/servers/servertest"
 )
 
 func TestFirstModel(t *testing.T) {

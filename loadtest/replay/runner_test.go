@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cellrouter/cellrouter/cell/servers/servertest"
+	"github.com/cellrouter/cellrouter/internal/servers/servertest"
 	"github.com/cellrouter/cellrouter/loadtest/trace"
 )
 

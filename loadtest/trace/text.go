@@ -1,7 +1,7 @@
 package trace
 
 // WordsPerID is the number of words AppendText writes for one hash id:
-// about TokensPerID (512) tokens under cell/tokenizer's demo tokenizer,
+// about TokensPerID (512) tokens under cachekey/tokenizer's demo tokenizer,
 // whose small vocabulary splits most words into two to four tokens.
 const WordsPerID = 172
 

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/cellrouter/cellrouter/cell/tokenizer"
+	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
 )
 
 // TestAppendTextJoinsAtTokenBoundaries checks that AppendText is a pure

@@ -1,5 +1,3 @@
-// Package pause holds the context-aware sleep the event transports use
-// between retries.
 package pause
 
 import (

@@ -1,0 +1,126 @@
+package cell
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cellrouter/cellrouter/cell/pipeline"
+	"github.com/cellrouter/cellrouter/internal/proxy"
+)
+
+// RoutingConfig configures the cell's routing pipeline and data plane.
+type RoutingConfig struct {
+	// Profiles are routing profiles (see package pipeline). A profile named
+	// "default" is added when none is, built from the three reference
+	// router parameters below.
+	Profiles []pipeline.ProfileConfig `yaml:"profiles"`
+	// Profile is the profile of aggregated requests.
+	Profile string `yaml:"profile"`
+	// PrefillProfile and DecodeProfile, set together, make the cell plan
+	// disaggregated prefill then decode instead.
+	PrefillProfile string `yaml:"prefill_profile"`
+	DecodeProfile  string `yaml:"decode_profile"`
+
+	// KVOverlapScoreWeight is the default profile's weight of prefill
+	// blocks against decode blocks in its cost.
+	KVOverlapScoreWeight float64 `yaml:"kv_overlap_score_weight"`
+	// RouterTemperature is the default profile's softmax temperature over
+	// normalised costs; 0 picks the lowest cost.
+	RouterTemperature float64 `yaml:"router_temperature"`
+	// BusyThreshold is the default profile's busy threshold: a pod whose
+	// active blocks exceed this fraction of kv_blocks is skipped.
+	BusyThreshold float64 `yaml:"busy_threshold"`
+
+	// SessionHeader names the header that carries a session id; SessionTTL
+	// is how long a session remembers its pod.
+	SessionHeader string        `yaml:"session_header"`
+	SessionTTL    time.Duration `yaml:"session_ttl"`
+
+	// ConnectTimeout, ResponseHeaderTimeout and RequestTimeout bound the
+	// upstream call (see proxy.Config); MaxAttempts is the pods tried
+	// before the first byte.
+	ConnectTimeout        time.Duration `yaml:"connect_timeout"`
+	ResponseHeaderTimeout time.Duration `yaml:"response_header_timeout"`
+	RequestTimeout        time.Duration `yaml:"request_timeout"`
+	MaxAttempts           int           `yaml:"max_attempts"`
+	// MaxBodyBytes bounds a request body.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+
+	// TokenizerJSON is a Hugging Face tokenizer.json for in-process
+	// tokenisation of text prompts; empty sends text to a pod's /tokenize.
+	TokenizerJSON string `yaml:"tokenizer_json"`
+	// ChatTemplate names the built-in chat template used with TokenizerJSON
+	// (chatml, llama3); empty tokenises chats through a pod's /tokenize.
+	ChatTemplate string `yaml:"chat_template"`
+	// TokenizeTimeout bounds a remote /tokenize call.
+	TokenizeTimeout time.Duration `yaml:"tokenize_timeout"`
+
+	// CandidatesTTL is how long the cell reuses its list of pods between
+	// decisions (loads are always fresh).
+	CandidatesTTL time.Duration `yaml:"candidates_ttl"`
+}
+
+// DefaultRoutingConfig returns the reference router's defaults.
+func DefaultRoutingConfig() RoutingConfig {
+	p := proxy.DefaultConfig()
+	return RoutingConfig{
+		Profile:               "default",
+		KVOverlapScoreWeight:  1,
+		RouterTemperature:     0,
+		BusyThreshold:         0.95,
+		SessionHeader:         "X-Session-Id",
+		SessionTTL:            10 * time.Minute,
+		ConnectTimeout:        p.ConnectTimeout,
+		ResponseHeaderTimeout: p.ResponseHeaderTimeout,
+		RequestTimeout:        p.RequestTimeout,
+		MaxAttempts:           p.MaxAttempts,
+		MaxBodyBytes:          32 << 20,
+		TokenizeTimeout:       5 * time.Second,
+		CandidatesTTL:         100 * time.Millisecond,
+	}
+}
+
+func (r RoutingConfig) proxyConfig() proxy.Config {
+	p := proxy.DefaultConfig()
+	p.ConnectTimeout = r.ConnectTimeout
+	p.ResponseHeaderTimeout = r.ResponseHeaderTimeout
+	p.RequestTimeout = r.RequestTimeout
+	p.MaxAttempts = r.MaxAttempts
+	return p
+}
+
+// validate checks the fields that need no plug-in registry (profiles are
+// validated when they are built).
+func (r RoutingConfig) validate() error {
+	bad := func(field string, v any, why string) error {
+		return fmt.Errorf("%w: routing.%s = %v: %s", ErrConfig, field, v, why)
+	}
+	switch {
+	case r.KVOverlapScoreWeight < 0:
+		return bad("kv_overlap_score_weight", r.KVOverlapScoreWeight, "must not be negative")
+	case r.RouterTemperature < 0:
+		return bad("router_temperature", r.RouterTemperature, "must not be negative")
+	case r.BusyThreshold <= 0 || r.BusyThreshold > 1:
+		return bad("busy_threshold", r.BusyThreshold, "want (0, 1]")
+	case (r.PrefillProfile == "") != (r.DecodeProfile == ""):
+		return bad("prefill_profile", r.PrefillProfile, "set prefill_profile and decode_profile together")
+	case r.PrefillProfile == "" && r.Profile == "":
+		return bad("profile", `""`, "name the aggregated profile")
+	case r.SessionHeader == "":
+		return bad("session_header", `""`, "must not be empty")
+	case r.SessionTTL <= 0:
+		return bad("session_ttl", r.SessionTTL, "must be positive")
+	case r.MaxBodyBytes < 1024:
+		return bad("max_body_bytes", r.MaxBodyBytes, "want at least 1024")
+	case r.TokenizeTimeout <= 0:
+		return bad("tokenize_timeout", r.TokenizeTimeout, "must be positive")
+	case r.CandidatesTTL < 0:
+		return bad("candidates_ttl", r.CandidatesTTL, "must not be negative")
+	case r.ChatTemplate != "" && r.TokenizerJSON == "":
+		return bad("chat_template", r.ChatTemplate, "needs tokenizer_json")
+	}
+	if err := r.proxyConfig().Validate(); err != nil {
+		return fmt.Errorf("%w: routing: %v", ErrConfig, err)
+	}
+	return nil
+}

@@ -1,0 +1,226 @@
+package cell
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/cellrouter/cellrouter/cachekey/blockhash"
+	"github.com/cellrouter/cellrouter/cell/events"
+	"github.com/cellrouter/cellrouter/cell/index"
+	"github.com/cellrouter/cellrouter/cell/load"
+	"github.com/cellrouter/cellrouter/cell/pipeline"
+	"github.com/cellrouter/cellrouter/cell/plugins"
+)
+
+// router is the cell's decision layer: the workflow built from the
+// configured profiles, the candidate list, load tracking and sessions.
+type router struct {
+	cfg      RoutingConfig
+	pods     map[string]PodConfig
+	ix       *index.Index
+	reg      *events.Registry
+	learned  *learnedPods
+	state    *stateServer
+	hasher   blockhash.Hasher
+	workflow *pipeline.Workflow
+	tracker  *load.Tracker
+	sessions *plugins.Sessions
+	obs      pipeline.Observer
+
+	mu        sync.Mutex
+	cands     []pipeline.Candidate // static part, refreshed every CandidatesTTL
+	candsAt   map[string]int       // pod -> index of its first entry in cands; a pod's holders are adjacent
+	candsTime time.Time
+
+	ctxPool sync.Pool // *scratch
+	seed    uint64
+}
+
+func newRouter(cfg Config, ix *index.Index, reg *events.Registry, learned *learnedPods, state *stateServer, tok plugins.Tokenizer, obs pipeline.Observer) (*router, error) {
+	hasher, err := blockhash.NewHasher(cfg.Events.BlockSize)
+	if err != nil {
+		return nil, err
+	}
+	rt := &router{
+		cfg: cfg.Routing, pods: map[string]PodConfig{}, ix: ix, reg: reg, learned: learned, state: state, hasher: hasher,
+		tracker:  load.NewTracker(),
+		sessions: plugins.NewSessions(cfg.Routing.SessionTTL, 1<<16, nil),
+		obs:      obs,
+	}
+	for _, p := range cfg.Pods {
+		rt.pods[p.ID] = p
+	}
+	reg2 := pipeline.NewRegistry()
+	plugins.Register(reg2, plugins.Deps{Index: ix, Hasher: hasher, Tokenizer: tok, Sessions: rt.sessions})
+	// The default profile counts speculative blocks at speculative.weight.
+	specWeight := cfg.Speculative.Weight
+	profiles := map[string]pipeline.ProfileConfig{}
+	for _, p := range cfg.Routing.Profiles {
+		if _, dup := profiles[p.Name]; dup {
+			return nil, fmt.Errorf("%w: routing.profiles: %q defined twice", ErrConfig, p.Name)
+		}
+		profiles[p.Name] = p
+	}
+	if _, ok := profiles["default"]; !ok {
+		profiles["default"] = plugins.WithSpeculativeWeight(
+			plugins.DefaultProfile("default", cfg.Routing.KVOverlapScoreWeight, cfg.Routing.RouterTemperature, cfg.Routing.BusyThreshold), specWeight)
+	}
+	// Build every profile, used or not: a broken profile stops the daemon.
+	built := map[string]*pipeline.Profile{}
+	for name, pc := range profiles {
+		p, err := reg2.Build(pc)
+		if err != nil {
+			return nil, err
+		}
+		built[name] = p
+	}
+	sel := func(name string) (*pipeline.Selector, error) {
+		p, ok := built[name]
+		if !ok {
+			return nil, fmt.Errorf("%w: routing: no profile named %q", ErrConfig, name)
+		}
+		return pipeline.NewSelector(p, obs), nil
+	}
+	if cfg.Routing.PrefillProfile != "" {
+		pre, err := sel(cfg.Routing.PrefillProfile)
+		if err != nil {
+			return nil, err
+		}
+		dec, err := sel(cfg.Routing.DecodeProfile)
+		if err != nil {
+			return nil, err
+		}
+		if rt.workflow, err = pipeline.NewDisaggregatedWorkflow(pre, dec); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+	} else {
+		s, err := sel(cfg.Routing.Profile)
+		if err != nil {
+			return nil, err
+		}
+		rt.workflow = pipeline.NewSingleWorkflow(s)
+	}
+	rt.seed = uint64(time.Now().UnixNano())
+	return rt, nil
+}
+
+func role(r events.Role) pipeline.Role {
+	switch r {
+	case events.RolePrefill:
+		return pipeline.RolePrefill
+	case events.RoleDecode:
+		return pipeline.RoleDecode
+	}
+	return pipeline.RoleBoth
+}
+
+// candidates returns the cell's routing targets with fresh loads, in dst's
+// storage when it is large enough. Pods are the registry's pods with an
+// address (a pod known only from its events cannot be sent requests); each
+// index holder of a pod is a target.
+func (rt *router) candidates(dst []pipeline.Candidate) []pipeline.Candidate {
+	rt.mu.Lock()
+	if time.Since(rt.candsTime) > rt.cfg.CandidatesTTL || rt.cands == nil {
+		// A new map, not a cleared one: callers read the old one unlocked.
+		rt.cands = rt.cands[:0]
+		rt.candsAt = map[string]int{}
+		for _, p := range rt.reg.Snapshot() {
+			if p.Address == "" {
+				continue
+			}
+			rt.candsAt[p.ID] = len(rt.cands)
+			c := pipeline.Candidate{Target: &pipeline.Target{Pod: p.ID, Holder: p.ID, Address: p.Address}, Role: role(p.Role),
+				Healthy: p.State != events.StateDead, Draining: rt.state.Draining(p.ID), TotalBlocks: rt.pods[p.ID].KVBlocks}
+			if len(p.Holders) == 0 {
+				// No events yet (or none ever): a slot of the cell's own
+				// carries what routing learns about the pod.
+				if rt.learned != nil {
+					c.Slot, c.HasSlot = rt.learned.slot(p)
+				}
+				rt.cands = append(rt.cands, c)
+				continue
+			}
+			for _, h := range p.Holders {
+				c.Target = &pipeline.Target{Pod: p.ID, Holder: h.ID, Address: p.Address}
+				c.Slot, c.HasSlot = h.Slot, true
+				rt.cands = append(rt.cands, c)
+			}
+		}
+		rt.candsTime = time.Now()
+	}
+	out := append(dst[:0], rt.cands...)
+	at := rt.candsAt
+	rt.mu.Unlock()
+	rt.tracker.Snapshot(func(pod string, u *load.Usage) {
+		first, ok := at[pod]
+		if !ok {
+			return
+		}
+		for i := first; i < len(out) && out[i].Pod == pod; i++ {
+			out[i].ActiveRequests, out[i].ActiveBlocks, out[i].PrefillBlocks = u.Requests, u.Blocks, u.PrefillBlocks
+			if len(u.Templates) > 0 {
+				out[i].RouteTemplates = make(map[string]int, len(u.Templates))
+				for k, v := range u.Templates {
+					out[i].RouteTemplates[k] = v
+				}
+			}
+		}
+	})
+	return out
+}
+
+// invalidate drops the candidate cache (after a drain or a pod change).
+func (rt *router) invalidate() {
+	rt.mu.Lock()
+	rt.candsTime = time.Time{}
+	rt.mu.Unlock()
+}
+
+// decision is a plan with the context it was made in; release returns the
+// context to the pool.
+type decision struct {
+	plan pipeline.Plan
+	rc   *pipeline.Context
+	took time.Duration
+	sc   *scratch
+}
+
+// scratch is what one decision reuses from the last: the routing context
+// and the candidate list (256 candidates are 14 KB, which a fresh slice
+// per request would allocate and the GC would scan).
+type scratch struct {
+	rc    *pipeline.Context
+	cands []pipeline.Candidate
+}
+
+func (rt *router) release(d *decision) {
+	if d.sc != nil {
+		d.sc.rc.Reset(nil, nil)
+		rt.ctxPool.Put(d.sc)
+		d.sc, d.rc = nil, nil
+	}
+}
+
+// decide plans req. It changes no state: the executor records the load of
+// what it actually sends.
+func (rt *router) decide(ctx context.Context, req *pipeline.Request) (*decision, error) {
+	start := time.Now()
+	sc, _ := rt.ctxPool.Get().(*scratch)
+	if sc == nil {
+		sc = &scratch{rc: pipeline.NewContext(req, nil, nil)}
+	}
+	sc.cands = rt.candidates(sc.cands)
+	rc := sc.rc
+	rc.Reset(req, sc.cands)
+	rc.Rand = rand.New(rand.NewPCG(rt.seed, uint64(start.UnixNano())))
+	plan, err := rt.workflow.Plan(ctx, rc)
+	d := &decision{plan: plan, rc: rc, took: time.Since(start), sc: sc}
+	if err != nil {
+		rt.release(d)
+		return nil, err
+	}
+	return d, nil
+}

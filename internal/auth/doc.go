@@ -1,0 +1,53 @@
+// Package auth is the decision core of the daemons' edge security: API keys
+// and the tenants they belong to, scopes, per-tenant limits and the cache
+// salt that isolates a tenant's prompts. It holds no sockets, goroutines or
+// clocks: the daemons' edge (package internal/edge) feeds it the Authorization
+// header and the time, and turns its answers into HTTP and gRPC responses.
+//
+// # Keys
+//
+// A key file (ParseKeyFile, YAML) declares the tenants, with their limits
+// and isolation, and the keys, each as the SHA-256 of the key (never the
+// key itself), the tenant it belongs to and its scopes:
+//
+//	tenants:
+//	  - name: acme
+//	    requests_per_second: 20   # 0: unlimited
+//	    burst: 40                 # default: requests_per_second rounded up
+//	    max_concurrent: 8         # 0: unlimited
+//	    # isolated: false         # opt out of cache isolation (default true)
+//	keys:
+//	  - sha256: 4f0c...e1         # HashKey of the key, hex
+//	    tenant: acme
+//	    scopes: [inference]
+//
+// A Table is one parsed file; Authenticate maps an Authorization header
+// ("Bearer KEY", as OpenAI clients send it) to the Principal of its key.
+// The key is hashed once and looked up; it is never stored, logged or
+// echoed in an error (errors name the key by KeyID, a prefix of its hash).
+//
+// # Scopes
+//
+// ScopeInference covers the OpenAI data plane (completions, chats, models,
+// tokenize), ScopeAdmin the control plane (state, drain, dry-run route,
+// metrics) and ScopeEvents the publishing of KV events over gRPC.
+//
+// # Limits
+//
+// Limiter is a token bucket (requests per second with a burst) and a count
+// of requests in flight per tenant. It is driven by the caller's clock, so
+// its tests step time by hand, and it answers how long a refused client
+// should wait (Retry-After).
+//
+// # Cache isolation
+//
+// An isolated tenant's requests are hashed, indexed, summarised and cached
+// under a salt of their own (Salt): "tenant:<name>", plus the client's own
+// cache_salt after a colon when it sent one. The salt goes to the engine as
+// vLLM's cache_salt request field, so the engine's prefix cache is
+// partitioned the same way, and since the salt is part of every block's
+// identity (blockhash.Identity), an isolated tenant's request never matches
+// another tenant's blocks in a cell's index or a gossiped summary. A
+// tenant that opts out keeps the cache_salt its clients send, except the
+// reserved "tenant:" prefix, which only the router may set.
+package auth

@@ -1,0 +1,43 @@
+// Package edge is what both daemons put in front of their handlers: who a
+// request acts for and whether it may (API keys, scopes, the tenant an
+// authenticated peer vouches for), the tenant's limits, and the limits that
+// keep one client from holding a server (header and body size, slow
+// clients, concurrent streams). Each is a decorator around an http.Handler
+// or a gRPC interceptor; the decisions come from package internal/auth, and
+// this package adds the protocols, the metrics and the answers.
+//
+// # Who a request acts for
+//
+// A Guard holds the current key table (nil: authentication off). A request
+// acts for the principal of its key (the Authorization header, "Bearer
+// KEY", or the gRPC metadata of the same name), or, on a server that
+// trusts peers, for the tenant its peer names in TenantHeader when the
+// connection presented a client certificate of the tier's CA (mutual TLS):
+// globald authenticates the client and its limits where the request
+// enters, and the cell believes the tenant only over that authenticated
+// hop. A client can never pick its tenant: the header is removed from
+// every request that did not come from a verified peer. A key-authenticated
+// request loses its Authorization header before the handler runs (unless
+// the guard keeps it for a next hop that is not mutually authenticated), so
+// keys do not travel to cells or engines; nothing here logs a key.
+//
+// # Answers
+//
+// Every refusal is answered in one place (WriteHTTP, GRPCError): OpenAI's
+// error shape with the status a client expects, 401 for a missing or
+// unknown key (with WWW-Authenticate), 403 for a missing scope, 429 with
+// Retry-After past a tenant's limits, 413, 431 and 408 for bodies, headers
+// and slow bodies past the server's limits, 503 with Retry-After when the
+// server holds its most streams; and the matching gRPC codes
+// (Unauthenticated, PermissionDenied, ResourceExhausted, InvalidArgument,
+// DeadlineExceeded, Unavailable).
+//
+// # Limits
+//
+// Limits bound what one request may hold (Harden and NewHTTPServer for
+// HTTP, GRPCServerOptions for gRPC): header bytes, body bytes, the time to
+// send the headers and the body (a slow-body client is cut off with 408
+// instead of holding a connection open), idle keep-alive connections, and
+// concurrent requests or streams. Each hit is counted in
+// cellrouter_limit_hits_total{limit}.
+package edge
