@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -146,6 +147,69 @@ func TestReadmeDocumentsGossip(t *testing.T) {
 	for i := range typ.NumField() {
 		if key := typ.Field(i).Tag.Get("yaml"); !strings.Contains(string(data), "`"+key+"`") {
 			t.Errorf("README does not document gossip.%s", key)
+		}
+	}
+}
+
+// layoutPaths returns the paths the README's Layout table names in its
+// first column, with {a,b} alternatives expanded.
+func layoutPaths(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n## Layout\n")
+	if !ok {
+		t.Fatal("README has no Layout section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var out []string
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 || !strings.Contains(cells[1], "`") {
+			continue
+		}
+		for _, part := range strings.Split(cells[1], "`") {
+			part = strings.TrimSpace(part)
+			if part == "" || part == "," {
+				continue
+			}
+			pre, alts, ok := strings.Cut(part, "{")
+			if !ok {
+				out = append(out, part)
+				continue
+			}
+			alts, _, _ = strings.Cut(alts, "}")
+			for _, a := range strings.Split(alts, ",") {
+				out = append(out, pre+a)
+			}
+		}
+	}
+	return out
+}
+
+// TestLayoutMatchesTree checks the README's Layout table against the
+// tree: every path it names exists, and every Go package lies under a
+// path it names.
+func TestLayoutMatchesTree(t *testing.T) {
+	paths := layoutPaths(t)
+	if len(paths) < 10 {
+		t.Fatalf("Layout table names %d paths: %v", len(paths), paths)
+	}
+	for _, p := range paths {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("Layout names %s, which is not in the tree: %v", p, err)
+		}
+	}
+	for _, dir := range goPackages(t) {
+		dir = filepath.ToSlash(dir)
+		if dir == "." {
+			continue // the root holds only the repository-wide tests and doc
+		}
+		covered := slices.ContainsFunc(paths, func(p string) bool { return under(dir, p) })
+		if !covered {
+			t.Errorf("package %s is under no path of the README's Layout table", dir)
 		}
 	}
 }

@@ -3,7 +3,6 @@ package global
 import (
 	"log/slog"
 
-	"github.com/cellrouter/cellrouter/cell/replica"
 	"github.com/cellrouter/cellrouter/gossip"
 )
 
@@ -25,10 +24,10 @@ func (p *peerDrains) OnChange(gossip.Event) {}
 
 // OnPeerMessage implements gossip.PeerReceiver.
 func (p *peerDrains) OnPeerMessage(m gossip.PeerMessage) {
-	if m.Kind != replica.KindDrain {
+	if m.Kind != gossip.PeerKindDrain {
 		return
 	}
-	d, err := replica.DecodeDrain(m.Body)
+	d, err := gossip.DecodeDrain(m.Body)
 	if err != nil || d.Cell == "" || d.Pod != "" {
 		p.log.Warn("dropped a peer's drain message", "peer", m.From, "err", err)
 		return
@@ -40,7 +39,7 @@ func (p *peerDrains) OnPeerMessage(m gossip.PeerMessage) {
 
 // shareDrain sends a cell drain to the peer globald replicas, reliably.
 func (d *Daemon) shareDrain(cell string, cancel bool) {
-	n, err := d.node.SendPeers(replica.KindDrain, replica.EncodeDrain(replica.Drain{Cell: cell, Cancel: cancel}), true)
+	n, err := d.node.SendPeers(gossip.PeerKindDrain, gossip.EncodeDrain(gossip.Drain{Cell: cell, Cancel: cancel}), true)
 	if err != nil {
 		d.log.Warn("cell drain not shared with every peer replica", "cell", cell, "reached", n, "err", err)
 	}

@@ -68,7 +68,7 @@ type Sharer struct {
 	tr      *load.Tracker
 	run     uint64
 	now     func() time.Time
-	onDrain func(from string, d Drain)
+	onDrain func(from string, d gossip.Drain)
 
 	send atomic.Pointer[senderBox]
 
@@ -89,7 +89,7 @@ var (
 // New returns a Sharer of tr's load (it becomes tr's observer). onDrain
 // receives the drains peers send; it is called from the gossip node's
 // goroutines and must not block.
-func New(cfg Config, tr *load.Tracker, onDrain func(from string, d Drain)) (*Sharer, error) {
+func New(cfg Config, tr *load.Tracker, onDrain func(from string, d gossip.Drain)) (*Sharer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -153,12 +153,12 @@ func (s *Sharer) Flush(send Sender) {
 
 // Drain sends a drain to every peer, reliably, and returns how many peers
 // it reached.
-func (s *Sharer) Drain(d Drain) (int, error) {
+func (s *Sharer) Drain(d gossip.Drain) (int, error) {
 	b := s.send.Load()
 	if b == nil {
 		return 0, nil // no pool: no peers
 	}
-	return b.s.SendPeers(KindDrain, EncodeDrain(d), true)
+	return b.s.SendPeers(KindDrain, gossip.EncodeDrain(d), true)
 }
 
 // origin names one run of a peer in the tracker.
@@ -192,7 +192,7 @@ func (s *Sharer) OnPeerMessage(m gossip.PeerMessage) {
 		}
 		s.received.Add(uint64(len(cs)))
 	case KindDrain:
-		d, err := DecodeDrain(m.Body)
+		d, err := gossip.DecodeDrain(m.Body)
 		if err != nil {
 			s.malformed.Add(1)
 			return

@@ -26,7 +26,7 @@ func (l *loopback) SendPeers(kind uint8, body []byte, _ bool) (int, error) {
 	return len(l.peers), nil
 }
 
-func newSharer(t *testing.T, tr *load.Tracker, onDrain func(string, Drain)) *Sharer {
+func newSharer(t *testing.T, tr *load.Tracker, onDrain func(string, gossip.Drain)) *Sharer {
 	t.Helper()
 	s, err := New(DefaultConfig(), tr, onDrain)
 	if err != nil {
@@ -45,8 +45,8 @@ func attach(s *Sharer, l *loopback) { s.send.Store(&senderBox{l}) }
 func TestSharerBookkeeping(t *testing.T) {
 	trA, trB := load.NewTracker(), load.NewTracker()
 	a := newSharer(t, trA, nil)
-	var drains []Drain
-	b := newSharer(t, trB, func(_ string, d Drain) { drains = append(drains, d) })
+	var drains []gossip.Drain
+	b := newSharer(t, trB, func(_ string, d gossip.Drain) { drains = append(drains, d) })
 	la := &loopback{from: "cell/c/a", peers: []*Sharer{b}}
 	attach(a, la)
 	tk := trA.Start("p", 8, 8, "")
@@ -82,7 +82,7 @@ func TestSharerBookkeeping(t *testing.T) {
 	if trB.RemoteTickets() != 0 || trB.Usage("p").Requests != 0 {
 		t.Fatalf("after a left b holds %d remote tickets", trB.RemoteTickets())
 	}
-	if n, err := a2.Drain(Drain{Cell: "c", Pod: "p"}); n != 1 || err != nil || len(drains) != 1 || drains[0].Pod != "p" {
+	if n, err := a2.Drain(gossip.Drain{Cell: "c", Pod: "p"}); n != 1 || err != nil || len(drains) != 1 || drains[0].Pod != "p" {
 		t.Fatalf("Drain = %d, %v; b got %+v", n, err, drains)
 	}
 	b.OnPeerMessage(gossip.PeerMessage{From: "x", Kind: KindLoad, Body: []byte{9}})

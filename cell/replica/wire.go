@@ -6,14 +6,17 @@ import (
 	"fmt"
 
 	"github.com/cellrouter/cellrouter/cell/load"
+	"github.com/cellrouter/cellrouter/gossip"
 )
 
-// The kinds of peer message (gossip.PeerMessage.Kind) this package sends.
+// The kinds of peer message (gossip.PeerMessage.Kind) this package sends;
+// package gossip names every kind, and owns the drain message global
+// replicas exchange too.
 const (
 	// KindLoad carries a batch of load changes.
-	KindLoad uint8 = 1
-	// KindDrain carries one drain.
-	KindDrain uint8 = 2
+	KindLoad = gossip.PeerKindLoad
+	// KindDrain carries one gossip.Drain.
+	KindDrain = gossip.PeerKindDrain
 )
 
 // wireVersion is the first byte of every body.
@@ -169,42 +172,4 @@ func DecodeChanges(b []byte) (uint64, []load.Change, error) {
 		return 0, nil, fmt.Errorf("%w: load: no changes", ErrMalformed)
 	}
 	return run, cs, nil
-}
-
-// Drain is a drain (or, with Cancel, an undrain) of a pod of the sender's
-// cell, or, between global replicas, of a whole cell (Pod empty).
-type Drain struct {
-	Cell, Pod string
-	Cancel    bool
-}
-
-// EncodeDrain returns the wire form of d.
-func EncodeDrain(d Drain) []byte {
-	b := []byte{wireVersion}
-	b = appendStr(b, d.Cell)
-	b = appendStr(b, d.Pod)
-	if d.Cancel {
-		return append(b, 1)
-	}
-	return append(b, 0)
-}
-
-// DecodeDrain parses a body made by EncodeDrain.
-func DecodeDrain(b []byte) (Drain, error) {
-	r := newReader(b, "drain")
-	d := Drain{Cell: r.str("cell"), Pod: r.str("pod")}
-	switch r.u8("cancel") {
-	case 0:
-	case 1:
-		d.Cancel = true
-	default:
-		r.fail("drain: cancel is not 0 or 1")
-	}
-	if r.err == nil && len(r.b) > 0 {
-		r.fail("drain: %d trailing bytes", len(r.b))
-	}
-	if r.err == nil && d.Cell == "" && d.Pod == "" {
-		r.fail("drain: neither cell nor pod")
-	}
-	return d, r.err
 }

@@ -36,18 +36,6 @@ func TestChangesRoundTripAndSplit(t *testing.T) {
 	}
 }
 
-func TestDrainRoundTrip(t *testing.T) {
-	for _, d := range []Drain{{Cell: "c", Pod: "p"}, {Cell: "c", Cancel: true}, {Pod: "p"}} {
-		got, err := DecodeDrain(EncodeDrain(d))
-		if err != nil || got != d {
-			t.Fatalf("DecodeDrain(EncodeDrain(%+v)) = %+v, %v", d, got, err)
-		}
-	}
-	if _, err := DecodeDrain(EncodeDrain(Drain{})); err == nil {
-		t.Fatalf("a drain of nothing decoded")
-	}
-}
-
 func FuzzDecodeChanges(f *testing.F) {
 	for _, b := range EncodeChanges(7, []load.Change{{Op: load.OpStart, ID: 1, Pod: "p", Blocks: 3, PrefillBlocks: 1}, {Op: load.OpDone, ID: 1, Pod: "p"}}, 1100) {
 		f.Add(b)
@@ -70,20 +58,6 @@ func FuzzDecodeChanges(f *testing.F) {
 		run2, cs2, err := DecodeChanges(bodies[0])
 		if err != nil || run2 != run || !reflect.DeepEqual(cs, cs2) {
 			t.Fatalf("re-decode: %v", err)
-		}
-	})
-}
-
-func FuzzDecodeDrain(f *testing.F) {
-	f.Add(EncodeDrain(Drain{Cell: "c", Pod: "p", Cancel: true}))
-	f.Add([]byte{wireVersion, 0, 0, 2})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		d, err := DecodeDrain(b)
-		if err != nil {
-			return
-		}
-		if d2, err := DecodeDrain(EncodeDrain(d)); err != nil || d2 != d {
-			t.Fatalf("re-decode: %+v, %v; want %+v", d2, err, d)
 		}
 	})
 }

@@ -107,7 +107,7 @@ func (c Config) sharerConfig() replica.Config {
 
 // onPeerDrain applies a drain a peer replica received: the same change as
 // a local DrainPod, not sent on again.
-func (c *Cell) onPeerDrain(from string, d replica.Drain) {
+func (c *Cell) onPeerDrain(from string, d gossip.Drain) {
 	if d.Pod == "" || (d.Cell != "" && d.Cell != c.cfg.CellID) {
 		return
 	}
@@ -122,7 +122,7 @@ func (c *Cell) shareDrain(ctx context.Context, pod string, cancel bool) {
 	if c.sharer == nil {
 		return
 	}
-	n, err := c.sharer.Drain(replica.Drain{Cell: c.cfg.CellID, Pod: pod, Cancel: cancel})
+	n, err := c.sharer.Drain(gossip.Drain{Cell: c.cfg.CellID, Pod: pod, Cancel: cancel})
 	if err != nil {
 		c.log.Warn("drain not shared with every peer replica", "pod", pod, "reached", n, "err", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
-	"github.com/cellrouter/cellrouter/cell/servers/servertest"
+	"github.com/cellrouter/cellrouter/internal/servers/servertest"
 )
 
 // startReplicas starts two replicas of one cell over the given pods, joined
