@@ -74,6 +74,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	coldBlocks := fs.Int("cold-blocks", d.Search.ColdBlocks, "leading blocks that name a cold prompt for the two-choice hash")
 	probeTimeout := fs.Duration("probe-timeout", d.ProbeTimeout, "deadline of one probe")
 	probeLone := fs.Bool("probe-lone", d.ProbeLone, "probe a cell even when the summary search found no other candidate (by default such a request is handed off at once)")
+	routedTTL := fs.Duration("routed-load-ttl", d.RoutedLoadTTL, "longest time the load globald adds to a cell by its own hand-offs counts before the cell's gossiped load alone does (keep above the cells' summary interval)")
 	prefillW := fs.Float64("prefill-weight", d.Choose.PrefillWeight, "cost of a block to prefill against a block of load")
 	rttW := fs.Float64("rtt-weight", d.Choose.RTTWeight, "cost of a millisecond of probe round trip, in blocks")
 	attempts := fs.Int("max-attempts", d.MaxAttempts, "cells tried before the first byte")
@@ -132,6 +133,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	cfg := d
 	cfg.HTTPAddr, cfg.GRPCAddr, cfg.BlockSize = *httpAddr, *grpcAddr, *blockSize
 	cfg.Search.MaxProbes, cfg.Search.Slack, cfg.Search.ColdBlocks = *maxProbes, *slack, *coldBlocks
+	cfg.RoutedLoadTTL = *routedTTL
 	cfg.ProbeTimeout, cfg.Choose.PrefillWeight, cfg.Choose.RTTWeight = *probeTimeout, *prefillW, *rttW
 	cfg.MaxAttempts, cfg.RequestTimeout, cfg.ProbeLone, cfg.MaxIdleConnsPerCell = *attempts, *reqTimeout, *probeLone, *idlePerCell
 	cfg.Tokenize.Models, cfg.Tokenize.Remote, cfg.Tokenize.RemoteTimeout, cfg.Tokenize.CacheBytes = toks, *remoteTok, *tokTimeout, *tokCache<<20
