@@ -178,6 +178,7 @@ func (c *Cell) buildServers() error {
 	coll.extra = append(append(coll.extra, grpcpubMetrics(c.cfg.CellID, pub)), c.metrics...)
 	promReg.MustRegister(coll, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	c.registerReplicaMetrics(promReg)
+	c.registerPoolMetrics(promReg)
 
 	// Health, readiness and the OpenAPI document are public; the control
 	// plane and metrics need admin, the data plane inference.
@@ -242,6 +243,11 @@ func (c *Cell) pendingTransports() []string {
 func (c *Cell) serveReady(w http.ResponseWriter, _ *http.Request) {
 	if p := c.pendingTransports(); len(p) > 0 {
 		http.Error(w, "not ready: waiting for "+strings.Join(p, ", "), http.StatusServiceUnavailable)
+		return
+	}
+	if why := c.poolDegraded(); why != "" {
+		// Still ready: the cell serves without its pool (see run_gossip_pool.go).
+		fmt.Fprintln(w, "ready (degraded: "+why+")")
 		return
 	}
 	fmt.Fprintln(w, "ready")

@@ -87,6 +87,10 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	probeEvery := fs.Duration("gossip-probe-interval", p.ProbeInterval, "memberlist failure detection: how often a member is probed")
 	probeWait := fs.Duration("gossip-probe-timeout", p.ProbeTimeout, "memberlist failure detection: how long a probe waits (below the interval)")
 	suspicion := fs.Int("gossip-suspicion-mult", gossip.DefaultConfig().SuspicionMult, "memberlist failure detection: a suspect has this many probe intervals to refute")
+	rejoinEvery := fs.Duration("gossip-rejoin-interval", p.RejoinInterval, "how often the seeds and the members this replica knew are joined again while they are not in the pool")
+	rejoinMax := fs.Duration("gossip-rejoin-max-interval", p.RejoinMaxInterval, "cap of the rejoin backoff while they do not answer")
+	rememberN := fs.Int("gossip-remember-members", p.RememberMembers, "departed members whose last addresses are rejoined (negative: none)")
+	rememberFor := fs.Duration("gossip-remember-for", p.RememberFor, "how long a departed member is rejoined before it is forgotten")
 	version := fs.Bool("version", false, "print the version and exit")
 	var seedList seeds
 	fs.Var(&seedList, "seed", "gossip pool member to join (repeatable)")
@@ -141,6 +145,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	pool.Bind, pool.Advertise, pool.SecretKey, pool.Seeds = *gossipBind, *gossipAdv, *secret, seedList
 	pool.Name = *gossipName
 	pool.ProbeInterval, pool.ProbeTimeout, pool.SuspicionMult = *probeEvery, *probeWait, *suspicion
+	pool.RejoinInterval, pool.RejoinMaxInterval, pool.RememberMembers, pool.RememberFor = *rejoinEvery, *rejoinMax, *rememberN, *rememberFor
 	pool.KeyringFile, pool.ReloadInterval = *keyring, *reloadEvery
 	dmn, err := global.NewDaemon(cfg, pool, log)
 	if err != nil {
