@@ -92,7 +92,9 @@ type Config struct {
 	// forgotten first; 0 remembers none. Default 64.
 	RememberMembers int
 	// RememberFor is how long a departed member is knocked at before it
-	// is forgotten. Default 30m.
+	// is forgotten. Default 30m. (An address a node of another pool took
+	// over meanwhile would be joined, as a seed's would: encrypt the pool,
+	// and another pool's node cannot join.)
 	RememberFor time.Duration
 	// Logger receives memberlist's and this package's logs; nil discards.
 	Logger *log.Logger
