@@ -26,6 +26,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 	"github.com/cellrouter/cellrouter/cell/replica"
+	"github.com/cellrouter/cellrouter/cell/snapshot"
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/auth"
 	"github.com/cellrouter/cellrouter/internal/edge"
@@ -82,13 +83,14 @@ type Cell struct {
 	keyring *gossipKeyring // nil without gossip.keyring_file
 
 	snapm        *snapMetrics
-	resumeStream uint64        // JetStream position of the snapshot loaded (0: none)
-	streamPos    func() uint64 // the NATS consumer's position; nil without NATS
+	resumeStream uint64            // JetStream position of the snapshot loaded (0: none)
+	snapLock     *snapshot.DirLock // the snapshot folder, held from New to the end of Run
+	streamPos    func() uint64     // the NATS consumer's position; nil without NATS
 }
 
 // New builds a cell from a validated configuration and opens its
 // listeners, so the addresses are known before Run (useful with port 0).
-func New(cfg Config, log *slog.Logger, opts ...Option) (*Cell, error) {
+func New(cfg Config, log *slog.Logger, opts ...Option) (_ *Cell, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -100,9 +102,13 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Cell, error) {
 		opt(&o)
 	}
 	c := &Cell{cfg: cfg, log: log.With("cell", cfg.CellID), tp: o.tracerProvider}
+	defer func() {
+		if err != nil {
+			c.unlockSnapshots() // a cell that is not built holds no folder
+		}
+	}()
 	c.tr = telemetry.NewTracer(tracerName, c.tp)
 	c.requestSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(telemetry.CellKey.String(cfg.CellID))}
-	var err error
 	c.promReg = prometheus.NewRegistry()
 	c.rm = newRouteMetrics(cfg.CellID, c.promReg)
 	if c.sec, err = newSecurity(cfg, c.log, c.promReg); err != nil {
@@ -328,6 +334,7 @@ func (c *Cell) Run(ctx context.Context) error {
 		// Every writer stopped: the last snapshot is exact.
 		c.writeSnapshot("shutdown")
 	}
+	c.unlockSnapshots()
 	close(errc)
 	return <-errc // nil when nothing failed
 }
