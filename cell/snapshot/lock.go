@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -73,22 +71,11 @@ func LockDir(dir string, h Holder) (*DirLock, error) {
 	return &DirLock{dir: dir, f: f}, nil
 }
 
-// describeHolder reads who holds the lock from its file ("an unknown
-// process" when it says nothing yet).
+// describeHolder reads who holds the lock from its file.
 func describeHolder(f *os.File) string {
-	buf := make([]byte, 1024)
+	buf := make([]byte, maxHolderBytes)
 	n, _ := f.ReadAt(buf, 0)
-	fields := map[string]string{}
-	for _, line := range strings.Split(string(buf[:n]), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			fields[k] = v
-		}
-	}
-	pid, err := strconv.Atoi(fields["pid"])
-	if err != nil {
-		return "an unknown process"
-	}
-	return fmt.Sprintf("pid %d (cell %q, replica %q, host %q, since %s)", pid, fields["cell"], fields["replica"], fields["host"], fields["since"])
+	return parseHolder(buf[:n])
 }
 
 // Dir returns the locked folder.
