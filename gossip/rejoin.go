@@ -22,7 +22,8 @@ type rejoinState struct {
 	rejoins      uint64    // Joins that reached someone
 }
 
-// forget drops the departed record of a member that is back; n.mu held.
+// forgetLocked drops the departed record of a member that is back; n.mu
+// held.
 func (n *Node) forgetLocked(name string) { delete(n.departed, name) }
 
 // rememberLocked records a member that left or died, evicting the oldest
