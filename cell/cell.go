@@ -26,6 +26,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 	"github.com/cellrouter/cellrouter/cell/replica"
+	"github.com/cellrouter/cellrouter/cell/snapshot"
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/auth"
 	"github.com/cellrouter/cellrouter/internal/edge"
@@ -82,13 +83,14 @@ type Cell struct {
 	keyring *gossipKeyring // nil without gossip.keyring_file
 
 	snapm        *snapMetrics
-	resumeStream uint64        // JetStream position of the snapshot loaded (0: none)
-	streamPos    func() uint64 // the NATS consumer's position; nil without NATS
+	resumeStream uint64            // JetStream position of the snapshot loaded (0: none)
+	snapLock     *snapshot.DirLock // the snapshot folder, held from New to the end of Run
+	streamPos    func() uint64     // the NATS consumer's position; nil without NATS
 }
 
 // New builds a cell from a validated configuration and opens its
 // listeners, so the addresses are known before Run (useful with port 0).
-func New(cfg Config, log *slog.Logger, opts ...Option) (*Cell, error) {
+func New(cfg Config, log *slog.Logger, opts ...Option) (_ *Cell, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -100,9 +102,13 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Cell, error) {
 		opt(&o)
 	}
 	c := &Cell{cfg: cfg, log: log.With("cell", cfg.CellID), tp: o.tracerProvider}
+	defer func() {
+		if err != nil {
+			c.unlockSnapshots() // a cell that is not built holds no folder
+		}
+	}()
 	c.tr = telemetry.NewTracer(tracerName, c.tp)
 	c.requestSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(telemetry.CellKey.String(cfg.CellID))}
-	var err error
 	c.promReg = prometheus.NewRegistry()
 	c.rm = newRouteMetrics(cfg.CellID, c.promReg)
 	if c.sec, err = newSecurity(cfg, c.log, c.promReg); err != nil {
@@ -178,6 +184,7 @@ func (c *Cell) buildServers() error {
 	coll.extra = append(append(coll.extra, grpcpubMetrics(c.cfg.CellID, pub)), c.metrics...)
 	promReg.MustRegister(coll, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	c.registerReplicaMetrics(promReg)
+	c.registerPoolMetrics(promReg)
 
 	// Health, readiness and the OpenAPI document are public; the control
 	// plane and metrics need admin, the data plane inference.
@@ -242,6 +249,11 @@ func (c *Cell) pendingTransports() []string {
 func (c *Cell) serveReady(w http.ResponseWriter, _ *http.Request) {
 	if p := c.pendingTransports(); len(p) > 0 {
 		http.Error(w, "not ready: waiting for "+strings.Join(p, ", "), http.StatusServiceUnavailable)
+		return
+	}
+	if why := c.poolDegraded(); why != "" {
+		// Still ready: the cell serves without its pool (see run_gossip_pool.go).
+		fmt.Fprintln(w, "ready (degraded: "+why+")")
 		return
 	}
 	fmt.Fprintln(w, "ready")
@@ -322,6 +334,7 @@ func (c *Cell) Run(ctx context.Context) error {
 		// Every writer stopped: the last snapshot is exact.
 		c.writeSnapshot("shutdown")
 	}
+	c.unlockSnapshots()
 	close(errc)
 	return <-errc // nil when nothing failed
 }

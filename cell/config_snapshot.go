@@ -15,7 +15,9 @@ import (
 // cell/snapshot).
 type SnapshotConfig struct {
 	// Dir is the directory snapshots are written to and loaded from; ""
-	// turns snapshots off. It must belong to this cell alone.
+	// turns snapshots off. It belongs to this replica alone: the cell
+	// locks it (flock) from New to the end of Run, and a second process
+	// given it refuses to start, naming the holder.
 	Dir string `yaml:"dir"`
 	// Interval is how often a snapshot is written; 0 writes only on
 	// graceful shutdown (and every_events). Default 5m.

@@ -44,7 +44,11 @@
 // Readiness: /readyz answers 200 only after every configured transport
 // reported ready (connected, and caught up with the initial replay or the
 // stream's backlog), so a load balancer does not route to a cell that is
-// still filling its index.
+// still filling its index. A cell alone in its gossip pool stays ready
+// (it serves its own clients without the global tier); its /readyz body
+// says "degraded" and why, and cellrouter_gossip_alone is 1, while its
+// gossip node rejoins its seeds and the members it knew
+// (run_gossip_pool.go).
 //
 // Snapshots (run_snapshots.go, package cell/snapshot): with snapshot.dir, an
 // owned loop writes the index state every snapshot.interval (and after

@@ -56,6 +56,17 @@ type GossipConfig struct {
 	// SuspicionMult scales how long a suspect member has to refute before
 	// it is declared dead (default 4; see gossip.Config.SuspicionMult).
 	SuspicionMult int `yaml:"suspicion_mult"`
+	// RejoinInterval is how often the cell joins its seeds and the members
+	// it knew (a restarted globald, a sibling replica) again while they are
+	// not in the pool (default 5s); RejoinMaxInterval caps the backoff
+	// while they do not answer (default 1m). See gossip.Config.
+	RejoinInterval    time.Duration `yaml:"rejoin_interval"`
+	RejoinMaxInterval time.Duration `yaml:"rejoin_max_interval"`
+	// RememberMembers bounds how many departed members' last addresses are
+	// rejoined (default 64; negative: none), each for RememberFor (default
+	// 30m).
+	RememberMembers int           `yaml:"remember_members"`
+	RememberFor     time.Duration `yaml:"remember_for"`
 }
 
 // DefaultGossipConfig returns a standalone cell's settings with the
@@ -64,7 +75,8 @@ func DefaultGossipConfig() GossipConfig {
 	d := gossip.DefaultConfig()
 	s := gossip.DefaultSummaryConfig()
 	return GossipConfig{SummaryInterval: 2 * time.Second, Stride: s.Stride, FalsePositiveRate: s.FalsePositiveRate,
-		ProbeInterval: d.ProbeInterval, ProbeTimeout: d.ProbeTimeout, SuspicionMult: d.SuspicionMult}
+		ProbeInterval: d.ProbeInterval, ProbeTimeout: d.ProbeTimeout, SuspicionMult: d.SuspicionMult,
+		RejoinInterval: d.RejoinInterval, RejoinMaxInterval: d.RejoinMaxInterval, RememberMembers: d.RememberMembers, RememberFor: d.RememberFor}
 }
 
 func (c Config) summaryConfig() gossip.SummaryConfig {
@@ -84,8 +96,12 @@ func (c Config) gossipConfig(httpAddr, grpcAddr string) (gossip.Config, error) {
 	g.NodeName = c.nodeName()
 	g.Role, g.CellID = gossip.RoleCell, c.CellID
 	g.HTTPAddr, g.GRPCAddr = c.advertisedAPI(httpAddr), c.advertisedAPI(grpcAddr)
-	g.Seeds = c.Gossip.Seeds
+	// The seeds are joined in the background and rejoined whenever they
+	// leave the pool: a seed that is not up yet (globald starting or
+	// restarting beside this cell) must not stop the cell.
+	g.Seeds, g.JoinInBackground = c.Gossip.Seeds, true
 	g.ProbeInterval, g.ProbeTimeout, g.SuspicionMult = c.Gossip.ProbeInterval, c.Gossip.ProbeTimeout, c.Gossip.SuspicionMult
+	g.ApplyRejoin(c.Gossip.RejoinInterval, c.Gossip.RejoinMaxInterval, c.Gossip.RememberMembers, c.Gossip.RememberFor)
 	return g, g.Validate()
 }
 
@@ -232,9 +248,6 @@ func (c *Cell) runGossip(ctx context.Context) error {
 	if c.keyring != nil {
 		gcfg.SecretKey, gcfg.ExtraKeys = c.keyring.keys[0], c.keyring.keys[1:]
 	}
-	// Joined below, with retries: a seed that is not up yet (globald
-	// starting or restarting beside this cell) must not stop the cell.
-	gcfg.Seeds = nil
 	node, err := gossip.Start(gcfg, c.sharer)
 	if err != nil {
 		return fmt.Errorf("cell: gossip: %w", err)
@@ -258,7 +271,7 @@ func (c *Cell) runGossip(ctx context.Context) error {
 		node.Leave(time.Second)
 		node.Shutdown()
 	}()
-	joined := len(c.cfg.Gossip.Seeds) == 0
+	var pool poolWatch
 	builder, err := gossip.NewBuilder(c.cfg.summaryConfig())
 	if err != nil {
 		return err
@@ -266,13 +279,7 @@ func (c *Cell) runGossip(ctx context.Context) error {
 	t := time.NewTicker(c.cfg.Gossip.SummaryInterval)
 	defer t.Stop()
 	for {
-		if !joined {
-			if _, err := node.Join(c.cfg.Gossip.Seeds); err == nil {
-				joined = true
-			} else {
-				c.log.Warn("gossip: join failed, retrying", "seeds", c.cfg.Gossip.Seeds, "err", err)
-			}
-		}
+		pool.check(node, c.log)
 		if _, err := node.Publish(summarize(builder, c.applier, c.learner), c.cellLoad()); err != nil {
 			c.log.Warn("gossip: publish failed", "err", err)
 		}

@@ -52,6 +52,9 @@ func (c *Cell) newIndexState() (*indexState, error) {
 // empty one only when the restore succeeded, so the cell is never
 // half-loaded; every refusal is logged with its reason.
 func (c *Cell) buildIndexState() error {
+	if err := c.lockSnapshots(); err != nil {
+		return err
+	}
 	st, err := c.newIndexState()
 	if err != nil {
 		return err
@@ -148,7 +151,7 @@ func (c *Cell) writeSnapshot(why string) {
 		start := time.Now()
 		var path string
 		var st snapshot.WriteStats
-		path, st, err = snapshot.WriteFile(c.cfg.Snapshot.Dir, c.cfg.Snapshot.Keep, id, c.snapshotSource(), start)
+		path, st, err = snapshot.WriteFile(c.cfg.Snapshot.Dir, c.snapshotOwner(), c.cfg.Snapshot.Keep, id, c.snapshotSource(), start)
 		if err == nil {
 			took := time.Since(start)
 			c.snapm.wrote(start, took, st.Bytes)

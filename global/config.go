@@ -32,6 +32,13 @@ type Config struct {
 	// the data plane hands such a request off at once. The dry run always
 	// probes.
 	ProbeLone bool
+	// RoutedLoadTTL bounds how long the load the router adds to a cell by
+	// its own hand-offs (CellLoad.Routed) stands in for the cell's gossiped
+	// load: it is dropped when the cell gossips another load, and at the
+	// latest RoutedLoadTTL after the first hand-off it counts. Keep it above
+	// the cells' gossip.summary_interval plus a few gossip rounds. Default
+	// 5s.
+	RoutedLoadTTL time.Duration
 	// ConnectTimeout, ResponseHeaderTimeout and RequestTimeout bound the
 	// hand-off; MaxAttempts is the cells tried before the first byte.
 	ConnectTimeout, ResponseHeaderTimeout, RequestTimeout time.Duration
@@ -62,6 +69,7 @@ func DefaultConfig() Config {
 		Search:                DefaultSearchConfig(),
 		Choose:                DefaultChooseConfig(),
 		ProbeTimeout:          50 * time.Millisecond,
+		RoutedLoadTTL:         DefaultRoutedLoadTTL,
 		ConnectTimeout:        p.ConnectTimeout,
 		ResponseHeaderTimeout: p.ResponseHeaderTimeout,
 		RequestTimeout:        p.RequestTimeout,
@@ -95,6 +103,8 @@ func (c Config) Validate() error {
 		return bad("choose weights", c.Choose, "must not be negative")
 	case c.ProbeTimeout <= 0:
 		return bad("probe_timeout", c.ProbeTimeout, "must be positive")
+	case c.RoutedLoadTTL <= 0:
+		return bad("routed_load_ttl", c.RoutedLoadTTL, "must be positive")
 	case c.MaxAttempts < 1:
 		return bad("max_attempts", c.MaxAttempts, "want >= 1")
 	case c.MaxIdleConnsPerCell < 0:

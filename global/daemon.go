@@ -39,12 +39,23 @@ type PoolConfig struct {
 	// SuspicionMult scales how long a suspect member has to refute before
 	// it is declared dead (see gossip.Config; 0: its default).
 	SuspicionMult int `yaml:"suspicion_mult"`
+	// RejoinInterval is how often the node joins the seeds and the
+	// remembered members that are not in the pool (0: the default 5s);
+	// RejoinMaxInterval caps its backoff (0: 1m). See gossip.Config.
+	RejoinInterval    time.Duration `yaml:"rejoin_interval"`
+	RejoinMaxInterval time.Duration `yaml:"rejoin_max_interval"`
+	// RememberMembers bounds how many departed members' addresses are
+	// rejoined (0: the default 64; negative: none), each for RememberFor
+	// (0: the default 30m).
+	RememberMembers int           `yaml:"remember_members"`
+	RememberFor     time.Duration `yaml:"remember_for"`
 }
 
 // DefaultPoolConfig binds memberlist's usual port on loopback.
 func DefaultPoolConfig() PoolConfig {
 	d := gossip.DefaultConfig()
-	return PoolConfig{Bind: "127.0.0.1:7946", ProbeInterval: d.ProbeInterval, ProbeTimeout: d.ProbeTimeout}
+	return PoolConfig{Bind: "127.0.0.1:7946", ProbeInterval: d.ProbeInterval, ProbeTimeout: d.ProbeTimeout,
+		RejoinInterval: d.RejoinInterval, RejoinMaxInterval: d.RejoinMaxInterval, RememberMembers: d.RememberMembers, RememberFor: d.RememberFor}
 }
 
 func (p PoolConfig) gossipConfig(httpAddr, grpcAddr string) (gossip.Config, error) {
@@ -61,6 +72,7 @@ func (p PoolConfig) gossipConfig(httpAddr, grpcAddr string) (gossip.Config, erro
 	if p.SuspicionMult > 0 {
 		g.SuspicionMult = p.SuspicionMult
 	}
+	g.ApplyRejoin(p.RejoinInterval, p.RejoinMaxInterval, p.RememberMembers, p.RememberFor)
 	return g, g.Validate()
 }
 
@@ -88,7 +100,9 @@ func NewDaemon(cfg Config, pool PoolConfig, log *slog.Logger, opts ...Option) (*
 	if err != nil {
 		return nil, err
 	}
-	gcfg.Seeds = nil // joined in Run, with retries
+	// The seeds are joined in the background and rejoined whenever they
+	// leave the pool: a seed that is not up yet must not stop globald.
+	gcfg.JoinInBackground = true
 	if pool.KeyringFile != "" {
 		if pool.SecretKey != "" {
 			g.closeListeners()
@@ -116,6 +130,7 @@ func NewDaemon(cfg Config, pool PoolConfig, log *slog.Logger, opts ...Option) (*
 		return nil, fmt.Errorf("global: gossip: %w", err)
 	}
 	dir.dir = NewGossipDirectory(d.node.Table())
+	g.attachPool(d.node)
 	// An unencrypted pool on a reachable address lets anyone join it and
 	// announce a cell (which mutual TLS would then refuse to use).
 	edge.WarnIfExposed(log, len(gcfg.SecretKey) > 0, edge.Listener{Name: "gossip", Addr: pool.Bind})
@@ -131,8 +146,9 @@ func (d *Daemon) GossipAddr() string { return d.node.Addr() }
 // "global/" and its HTTP address): its service instance in traces.
 func (d *Daemon) NodeName() string { return d.node.Name() }
 
-// Run joins the seeds (retrying) and serves until ctx ends; then it leaves
-// the pool.
+// Run serves until ctx ends (the node joins its seeds in the background
+// and rejoins them and the members it knew whenever they leave the pool);
+// then it leaves the pool.
 func (d *Daemon) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var joiner sync.WaitGroup
@@ -146,21 +162,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		joiner.Add(1)
 		go func() { defer joiner.Done(); d.keyring.Run(ctx) }()
 	}
-	if len(d.pool.Seeds) > 0 {
-		joiner.Add(1)
-		go func() {
-			defer joiner.Done()
-			for ctx.Err() == nil {
-				if _, err := d.node.Join(d.pool.Seeds); err == nil {
-					return
-				}
-				select {
-				case <-ctx.Done():
-				case <-time.After(time.Second):
-				}
-			}
-		}()
-	}
+	joiner.Add(1)
+	go func() { defer joiner.Done(); watchPool(ctx, d.node, time.Second, d.log) }()
 	return d.Global.Run(ctx)
 }
 

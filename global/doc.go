@@ -81,7 +81,11 @@
 // the whole burst would rank the same cells first and crowd out the ones
 // whose pods were now cheaper. So a Router counts the load its own
 // hand-offs added to each cell until the cell gossips again
-// (CellLoad.Routed), and cells gossip not only their least loaded pod but
+// (CellLoad.Routed): until the cell gossips another load, and at most
+// Config.RoutedLoadTTL (5 s) after the first of those hand-offs, since a
+// cell whose requests ended between two announcements gossips the same
+// load as before and would otherwise carry the added load for as long as
+// it stays idle. Cells gossip not only their least loaded pod but
 // their gossip.LightestPods (8) least loaded pods' loads: when a probe says
 // the cell's pick is one of those, that pod's load grows by the request
 // and the next decision sees the cell's next least loaded pod, exactly as

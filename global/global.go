@@ -17,6 +17,7 @@ import (
 	"github.com/cellrouter/cellrouter/api"
 	globalv1 "github.com/cellrouter/cellrouter/api/global/v1"
 	"github.com/cellrouter/cellrouter/api/openai"
+	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/auth"
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/proxy"
@@ -38,6 +39,11 @@ type Global struct {
 	// shareDrain sends a cell drain to the peer replicas (nil without a
 	// pool).
 	shareDrain func(cell string, cancel bool)
+	// pool is the gossip node's standing in its pool, for /readyz (nil
+	// without a pool); reg is the metrics registry, which the Daemon adds
+	// the pool's gauges to.
+	pool func() gossip.PoolStatus
+	reg  *prometheus.Registry
 
 	grpcLis, httpLis net.Listener
 	grpcSrv          *grpc.Server
@@ -57,6 +63,7 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option)
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
+	g.reg = reg
 	var err error
 	if g.sec, err = newSecurity(cfg, log, reg); err != nil {
 		return nil, err
@@ -140,6 +147,10 @@ func (g *Global) GRPCAddr() string { return g.grpcLis.Addr().String() }
 func (g *Global) Router() *Router { return g.rt }
 
 func (g *Global) serveReady(w http.ResponseWriter, _ *http.Request) {
+	if why := g.poolNotReady(); why != "" {
+		http.Error(w, "not ready: "+why, http.StatusServiceUnavailable)
+		return
+	}
 	for _, v := range g.rt.views() {
 		if v.usable() {
 			fmt.Fprintln(w, "ready")

@@ -13,7 +13,7 @@ import (
 func TestRoutedLoads(t *testing.T) {
 	gossiped := CellLoad{ActiveRequests: 3, ActiveBlocks: 900, FreeBlocks: 5000, Pods: 4}
 	views := []CellView{{ID: "a", Load: gossiped}, {ID: "b", Load: gossiped}}
-	m := routedLoads{}
+	m := newRoutedLoads(DefaultRoutedLoadTTL)
 	// 50 blocks over 4 pods raise the least loaded pod by 13.
 	m.note(&views[0], gossiped, 50, -1)
 	got := []CellView{{ID: "a", Load: gossiped}, {ID: "b", Load: gossiped}}
@@ -40,8 +40,8 @@ func TestRoutedLoads(t *testing.T) {
 	fresh.ActiveBlocks = 1200
 	later := []CellView{{ID: "a", Load: fresh}}
 	m.apply(later)
-	if later[0].Load != fresh || len(m) != 0 {
-		t.Fatalf("after new gossip got %+v with %d entries, want %+v and none", later[0].Load, len(m), fresh)
+	if later[0].Load != fresh || !m.empty() {
+		t.Fatalf("after new gossip got %+v with %d entries, want %+v and none", later[0].Load, len(m.m), fresh)
 	}
 }
 

@@ -102,7 +102,7 @@ func NewRouter(cfg Config, dir Directory, pr Prober) (*Router, error) {
 		return nil, err
 	}
 	return &Router{cfg: cfg, dir: dir, prober: pr, hasher: h, tr: telemetry.NewTracer(tracerName, nil), tok: tok, dist: newDistances(),
-		draining: map[string]bool{}, routed: routedLoads{}}, nil
+		draining: map[string]bool{}, routed: newRoutedLoads(cfg.RoutedLoadTTL)}, nil
 }
 
 // views returns the directory's cells with the router's draining marks
@@ -124,7 +124,7 @@ func (rt *Router) viewsAndGossiped() (views, gossiped []CellView, depths DepthsF
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if len(rt.draining) == 0 && len(rt.routed) == 0 {
+	if len(rt.draining) == 0 && rt.routed.empty() {
 		return vs, vs, depths
 	}
 	out := make([]CellView, len(vs))

@@ -74,6 +74,28 @@ type Config struct {
 	// DeadRetention is how long Members keeps reporting a dead or departed
 	// member before forgetting it.
 	DeadRetention time.Duration
+	// JoinInBackground makes Start return without waiting for Seeds: the
+	// rejoin loop joins them at once and then retries as below, so a seed
+	// that is not up yet does not stop the node. The daemons set it.
+	JoinInBackground bool
+	// RejoinInterval is how often the rejoin loop looks for configured
+	// seeds and remembered members that are not in the pool and joins
+	// them (with a fifth of jitter either way). A node restarted without
+	// seeds is found again this way by the members that had it as a seed
+	// or remember it. Default 5s.
+	RejoinInterval time.Duration
+	// RejoinMaxInterval caps the loop's backoff: a round that reaches
+	// fewer than all its targets doubles the wait up to this. Default 1m.
+	RejoinMaxInterval time.Duration
+	// RememberMembers bounds how many departed (dead or left) members'
+	// last addresses the rejoin loop keeps knocking at, the oldest
+	// forgotten first; 0 remembers none. Default 64.
+	RememberMembers int
+	// RememberFor is how long a departed member is knocked at before it
+	// is forgotten. Default 30m. (An address a node of another pool took
+	// over meanwhile would be joined, as a seed's would: encrypt the pool,
+	// and another pool's node cannot join.)
+	RememberFor time.Duration
 	// Logger receives memberlist's and this package's logs; nil discards.
 	Logger *log.Logger
 }
@@ -97,6 +119,11 @@ func DefaultConfig() Config {
 		LeaveTimeout:     5 * time.Second,
 		ResyncInterval:   2 * time.Second,
 		DeadRetention:    time.Minute,
+
+		RejoinInterval:    5 * time.Second,
+		RejoinMaxInterval: time.Minute,
+		RememberMembers:   64,
+		RememberFor:       30 * time.Minute,
 	}
 }
 
@@ -135,6 +162,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("gossip: Config.ResyncInterval %v is not positive", c.ResyncInterval)
 	case c.DeadRetention < 0:
 		return fmt.Errorf("gossip: Config.DeadRetention %v is negative", c.DeadRetention)
+	case c.RejoinInterval <= 0:
+		return fmt.Errorf("gossip: Config.RejoinInterval %v is not positive", c.RejoinInterval)
+	case c.RejoinMaxInterval < c.RejoinInterval:
+		return fmt.Errorf("gossip: Config.RejoinMaxInterval %v is below RejoinInterval %v", c.RejoinMaxInterval, c.RejoinInterval)
+	case c.RememberMembers < 0:
+		return fmt.Errorf("gossip: Config.RememberMembers %d is negative", c.RememberMembers)
+	case c.RememberFor < 0:
+		return fmt.Errorf("gossip: Config.RememberFor %v is negative", c.RememberFor)
 	}
 	for i, k := range append([][]byte{c.SecretKey}, c.ExtraKeys...) {
 		if i == 0 && len(k) == 0 {
@@ -203,4 +238,24 @@ func (c *Config) SetAddrs(bind, advertise, secretKey string) error {
 		}
 	}
 	return nil
+}
+
+// ApplyRejoin sets the rejoin settings the daemons' configurations carry,
+// a zero keeping the default (and a negative remember count remembering
+// no member).
+func (c *Config) ApplyRejoin(interval, maxInterval time.Duration, remember int, rememberFor time.Duration) {
+	if interval > 0 {
+		c.RejoinInterval = interval
+	}
+	if maxInterval > 0 {
+		c.RejoinMaxInterval = maxInterval
+	}
+	if remember > 0 {
+		c.RememberMembers = remember
+	} else if remember < 0 {
+		c.RememberMembers = 0
+	}
+	if rememberFor > 0 {
+		c.RememberFor = rememberFor
+	}
 }

@@ -183,8 +183,14 @@ func (e *eventDelegate) member(node *memberlist.Node) Member {
 
 func (e *eventDelegate) record(m Member) {
 	n := e.n
+	now := time.Now()
 	n.mu.Lock()
-	n.members[m.Name] = &memberRecord{m: m, since: time.Now()}
+	n.members[m.Name] = &memberRecord{m: m, since: now}
+	if m.State == StateDead {
+		n.rememberLocked(m, now)
+	} else {
+		n.forgetLocked(m.Name)
+	}
 	n.mu.Unlock()
 }
 

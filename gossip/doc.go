@@ -111,6 +111,23 @@
 // on a mutex and publish an immutable sorted slice; Table.Snapshot is one
 // atomic load, for candidate search on the hot path.
 //
+// # Rejoining
+//
+// Memberlist forgets a dead member for good: a node that crashed and came
+// back without seeds (the first globald of a pool usually has none) was
+// never found again, since the others used their seeds only at start. So
+// every Node runs a rejoin loop (rejoin.go): every RejoinInterval, with a
+// fifth of jitter either way, it joins the configured seeds that no live
+// member answers at (its own address aside; a host name is resolved) and
+// the last addresses of departed members (up to RememberMembers of them,
+// for RememberFor each, the oldest forgotten first), backing off by
+// doubling to RejoinMaxInterval while some do not answer. A restarted node
+// refutes its own death as soon as a join reaches it. With
+// JoinInBackground, Start leaves even the first join of the seeds to the
+// loop. PoolStatus says where a node stands (members, alone, missing
+// seeds), and PoolCollectors turns it into the cellrouter_gossip_*
+// metrics.
+//
 // # Replicas
 //
 // Several nodes may serve one cell id (cell replicas, each named

@@ -39,8 +39,10 @@ type Node struct {
 	events *eventQueue
 	peers  PeerReceiver // obs's, when it implements it
 
-	mu      sync.Mutex
-	members map[string]*memberRecord
+	mu       sync.Mutex
+	members  map[string]*memberRecord
+	departed map[string]departed // by name: who to rejoin (see rejoin.go)
+	rejoin   rejoinState
 
 	addr string // the bound host:port, set once at Start
 
@@ -69,7 +71,8 @@ type memberRecord struct {
 
 // Start creates the node's memberlist, starts its goroutines and, when
 // cfg.Seeds is not empty, joins them (returning an error, after shutting
-// the node down, if none answers). obs may be nil.
+// the node down, if none answers; with cfg.JoinInBackground the rejoin
+// loop joins them instead, retrying). obs may be nil.
 func Start(cfg Config, obs Observer) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -80,6 +83,7 @@ func Start(cfg Config, obs Observer) (*Node, error) {
 		table:        NewTable(nil),
 		events:       newEventQueue(),
 		members:      make(map[string]*memberRecord),
+		departed:     make(map[string]departed),
 		fetchPending: make(map[endpointKey]bool),
 		fetchSig:     make(chan struct{}, 1),
 		serveCh:      make(chan *FetchRequest, 64),
@@ -115,13 +119,14 @@ func Start(cfg Config, obs Observer) (*Node, error) {
 	ln := ml.LocalNode()
 	n.addr = net.JoinHostPort(ln.Addr.String(), strconv.Itoa(int(ln.Port)))
 
-	n.wg.Add(4)
+	n.wg.Add(5)
 	go func() { defer n.wg.Done(); n.events.run(obs, n.stop) }()
 	go func() { defer n.wg.Done(); n.fetchLoop() }()
 	go func() { defer n.wg.Done(); n.serveLoop() }()
 	go func() { defer n.wg.Done(); n.resyncLoop() }()
+	go func() { defer n.wg.Done(); n.rejoinLoop() }()
 
-	if len(cfg.Seeds) > 0 {
+	if len(cfg.Seeds) > 0 && !cfg.JoinInBackground {
 		if _, err := n.Join(cfg.Seeds); err != nil {
 			n.Kill()
 			return nil, err

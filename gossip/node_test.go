@@ -27,6 +27,8 @@ func fastConfig(name string, role Role, cell string) Config {
 	c.TCPTimeout = 3 * time.Second
 	c.ResyncInterval = 100 * time.Millisecond
 	c.LeaveTimeout = 3 * time.Second
+	c.RejoinInterval = 200 * time.Millisecond
+	c.RejoinMaxInterval = time.Second
 	c.Role = role
 	c.CellID = cell
 	c.HTTPAddr = "127.0.0.1:18080"

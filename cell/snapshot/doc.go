@@ -51,6 +51,18 @@
 // cell restores into a fresh index and applier that it discards if anything
 // fails, so a snapshot is loaded whole or not at all.
 //
+// A folder belongs to one cell replica: LockDir takes an exclusive flock
+// on its lock file for the life of the process (the kernel releases it
+// when the process dies, SIGKILL included) and refuses a folder another
+// process holds with ErrLocked, naming the holder the lock file records
+// (pid, cell, replica, host, since). Two cells on one folder used to prune
+// each other's files and delete each other's temporary files, so that a
+// cell killed and restarted found nothing. File names also carry their
+// writer (Owner: cell and replica), and Prune deletes only the writer's
+// own files and temporary files (and unnamed ones of earlier versions),
+// so even on a file system without flock no writer deletes another's.
+// LoadNewest reads the newest valid file whoever wrote it.
+//
 // Restore registers the pods, then applies the blocks in batches of 16K ops
 // while a second goroutine rebuilds the holders' forests (they touch
 // different structures), which on two cores hides most of the forests'

@@ -9,21 +9,71 @@ import (
 	"time"
 )
 
-// File names: snapshot-<created unix ns, 20 digits>.snap, so that names sort
-// by age; temporary files start with a dot and end in .tmp.
+// File names: snapshot-<created unix ns, 20 digits>@<owner>.snap, so that
+// names sort by age and say which cell replica wrote them (Owner); files
+// of earlier versions have no "@<owner>". Temporary files are
+// .snapshot@<owner>@<random>.tmp. A writer prunes only its own files (and
+// those without an owner), so two replicas that somehow share a folder
+// never delete each other's files; the folder lock (LockDir) refuses the
+// second replica in the first place.
 const (
 	filePrefix = "snapshot-"
 	fileSuffix = ".snap"
+	ownerSep   = "@"
+	tmpPrefix  = ".snapshot" + ownerSep
+	tmpSuffix  = ".tmp"
+	legacyTmp  = ".snapshot-*.tmp" // temporary files of earlier versions
 )
 
-// FileName returns the name of a snapshot created at t.
-func FileName(t time.Time) string {
-	return fmt.Sprintf("%s%020d%s", filePrefix, t.UnixNano(), fileSuffix)
+// Owner returns the tag naming the files of a cell's replica: the cell
+// id and the replica id joined by "+", each with every byte outside
+// [A-Za-z0-9-] written as %XX, so that distinct replicas never share a
+// tag nor one tag prefix another's files.
+func Owner(cell, replica string) string { return escapeOwner(cell) + "+" + escapeOwner(replica) }
+
+func escapeOwner(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
 }
 
-// List returns the snapshot files in dir, newest first. A missing dir has
-// none.
-func List(dir string) ([]string, error) {
+// FileName returns the name of a snapshot owner created at t ("" owner:
+// the name earlier versions gave).
+func FileName(t time.Time, owner string) string {
+	if owner == "" {
+		return fmt.Sprintf("%s%020d%s", filePrefix, t.UnixNano(), fileSuffix)
+	}
+	return fmt.Sprintf("%s%020d%s%s%s", filePrefix, t.UnixNano(), ownerSep, owner, fileSuffix)
+}
+
+// fileOwner returns the owner in a snapshot file's name ("" for a file
+// of an earlier version) and whether the name is a snapshot's.
+func fileOwner(name string) (string, bool) {
+	if !strings.HasPrefix(name, filePrefix) || !strings.HasSuffix(name, fileSuffix) {
+		return "", false
+	}
+	rest := strings.TrimSuffix(strings.TrimPrefix(name, filePrefix), fileSuffix)
+	stamp, owner, found := strings.Cut(rest, ownerSep)
+	if len(stamp) != 20 || strings.Trim(stamp, "0123456789") != "" || (found && owner == "") {
+		return "", false
+	}
+	return owner, true
+}
+
+// List returns every snapshot file in dir, whoever wrote it, newest first.
+// A missing dir has none.
+func List(dir string) ([]string, error) { return list(dir, func(string) bool { return true }) }
+
+// list returns the snapshot files in dir whose owner keep accepts, newest
+// first (the fixed-width time stamp leads every name).
+func list(dir string, keep func(owner string) bool) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
 		return nil, nil
@@ -34,7 +84,7 @@ func List(dir string) ([]string, error) {
 	var out []string
 	for _, e := range ents {
 		n := e.Name()
-		if e.Type().IsRegular() && strings.HasPrefix(n, filePrefix) && strings.HasSuffix(n, fileSuffix) {
+		if owner, ok := fileOwner(n); ok && e.Type().IsRegular() && keep(owner) {
 			out = append(out, filepath.Join(dir, n))
 		}
 	}
@@ -43,15 +93,15 @@ func List(dir string) ([]string, error) {
 }
 
 // WriteFile writes a snapshot of src into dir atomically: into a temporary
-// file in dir, synced, renamed to its final name (FileName(now)), and the
-// directory synced, so that a crash leaves either the whole new file or
-// none. It then deletes all but the keep newest snapshots. It returns the
+// file in dir, synced, renamed to its final name (FileName(now, owner)),
+// and the directory synced, so that a crash leaves either the whole new
+// file or none. It then prunes the owner's files (Prune). It returns the
 // file's path.
-func WriteFile(dir string, keep int, id Identity, src Source, now time.Time) (string, WriteStats, error) {
+func WriteFile(dir, owner string, keep int, id Identity, src Source, now time.Time) (string, WriteStats, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", WriteStats{}, errWrap("write", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".snapshot-*.tmp")
+	tmp, err := os.CreateTemp(dir, tmpPrefix+owner+ownerSep+"*"+tmpSuffix)
 	if err != nil {
 		return "", WriteStats{}, errWrap("write", err)
 	}
@@ -72,7 +122,7 @@ func WriteFile(dir string, keep int, id Identity, src Source, now time.Time) (st
 	if err := tmp.Close(); err != nil {
 		return "", st, errWrap("close", err)
 	}
-	path := filepath.Join(dir, FileName(now))
+	path := filepath.Join(dir, FileName(now, owner))
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return "", st, errWrap("rename", err)
 	}
@@ -80,7 +130,7 @@ func WriteFile(dir string, keep int, id Identity, src Source, now time.Time) (st
 	if err := syncDir(dir); err != nil {
 		return path, st, err
 	}
-	return path, st, Prune(dir, keep)
+	return path, st, Prune(dir, owner, keep)
 }
 
 // syncDir makes a rename in dir durable.
@@ -96,10 +146,12 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// Prune deletes all but the keep newest snapshots in dir, and temporary
-// files a crash left behind.
-func Prune(dir string, keep int) error {
-	files, err := List(dir)
+// Prune deletes all but the keep newest of the owner's snapshots in dir
+// (files of earlier versions, which name no owner, count as its own), and
+// the temporary files the owner's crashes and earlier versions' left
+// behind. Other owners' files are never touched.
+func Prune(dir, owner string, keep int) error {
+	files, err := list(dir, func(o string) bool { return o == owner || o == "" })
 	if err != nil {
 		return err
 	}
@@ -108,8 +160,9 @@ func Prune(dir string, keep int) error {
 			return errWrap("prune", err)
 		}
 	}
-	tmps, _ := filepath.Glob(filepath.Join(dir, ".snapshot-*.tmp"))
-	for _, t := range tmps {
+	own, _ := filepath.Glob(filepath.Join(dir, tmpPrefix+owner+ownerSep+"*"+tmpSuffix))
+	legacy, _ := filepath.Glob(filepath.Join(dir, legacyTmp))
+	for _, t := range append(own, legacy...) {
 		os.Remove(t)
 	}
 	return nil
@@ -122,7 +175,9 @@ type Refusal struct {
 }
 
 // LoadNewest decodes the newest snapshot in dir that is valid for want,
-// trying older ones when a newer one is refused. It returns the snapshot
+// whichever replica wrote it (a replica whose id changed, such as a
+// Kubernetes pod name, still finds its predecessor's), trying older ones
+// when a newer one is refused. It returns the snapshot
 // and its path, the files refused on the way (for the log), and ErrNone
 // when no file could be loaded. maxBytes bounds the size of a file it
 // reads (0: no bound).

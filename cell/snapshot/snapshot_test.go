@@ -253,12 +253,12 @@ func TestLoadNewestSkipsBadFiles(t *testing.T) {
 	feed(t, w, 100, orig)
 	src := Source{Index: orig.ix, Applier: orig.a}
 	t0 := time.Unix(1000, 0)
-	older, _, err := WriteFile(dir, 3, id, src, t0)
+	older, _, err := WriteFile(dir, testOwner, 3, id, src, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	feed(t, w, 100, orig)
-	newer, st, err := WriteFile(dir, 3, id, src, t0.Add(time.Second))
+	newer, st, err := WriteFile(dir, testOwner, 3, id, src, t0.Add(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,12 +286,12 @@ func TestLoadNewestSkipsBadFiles(t *testing.T) {
 	}
 	// Keep prunes: four more writes leave three files.
 	for i := 2; i < 6; i++ {
-		if _, _, err := WriteFile(dir, 3, id, src, t0.Add(time.Duration(i)*time.Second)); err != nil {
+		if _, _, err := WriteFile(dir, testOwner, 3, id, src, t0.Add(time.Duration(i)*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	files, _ := List(dir)
-	if len(files) != 3 || filepath.Base(files[0]) != FileName(t0.Add(5*time.Second)) {
+	if len(files) != 3 || filepath.Base(files[0]) != FileName(t0.Add(5*time.Second), testOwner) {
 		t.Fatalf("after pruning: got %v, want the 3 newest", files)
 	}
 	if _, _, _, err := LoadNewest(filepath.Join(dir, "missing"), id, 0); !errors.Is(err, ErrNone) {

@@ -74,6 +74,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	coldBlocks := fs.Int("cold-blocks", d.Search.ColdBlocks, "leading blocks that name a cold prompt for the two-choice hash")
 	probeTimeout := fs.Duration("probe-timeout", d.ProbeTimeout, "deadline of one probe")
 	probeLone := fs.Bool("probe-lone", d.ProbeLone, "probe a cell even when the summary search found no other candidate (by default such a request is handed off at once)")
+	routedTTL := fs.Duration("routed-load-ttl", d.RoutedLoadTTL, "longest time the load globald adds to a cell by its own hand-offs counts before the cell's gossiped load alone does (keep above the cells' summary interval)")
 	prefillW := fs.Float64("prefill-weight", d.Choose.PrefillWeight, "cost of a block to prefill against a block of load")
 	rttW := fs.Float64("rtt-weight", d.Choose.RTTWeight, "cost of a millisecond of probe round trip, in blocks")
 	attempts := fs.Int("max-attempts", d.MaxAttempts, "cells tried before the first byte")
@@ -86,6 +87,10 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	probeEvery := fs.Duration("gossip-probe-interval", p.ProbeInterval, "memberlist failure detection: how often a member is probed")
 	probeWait := fs.Duration("gossip-probe-timeout", p.ProbeTimeout, "memberlist failure detection: how long a probe waits (below the interval)")
 	suspicion := fs.Int("gossip-suspicion-mult", gossip.DefaultConfig().SuspicionMult, "memberlist failure detection: a suspect has this many probe intervals to refute")
+	rejoinEvery := fs.Duration("gossip-rejoin-interval", p.RejoinInterval, "how often the seeds and the members this replica knew are joined again while they are not in the pool")
+	rejoinMax := fs.Duration("gossip-rejoin-max-interval", p.RejoinMaxInterval, "cap of the rejoin backoff while they do not answer")
+	rememberN := fs.Int("gossip-remember-members", p.RememberMembers, "departed members whose last addresses are rejoined (negative: none)")
+	rememberFor := fs.Duration("gossip-remember-for", p.RememberFor, "how long a departed member is rejoined before it is forgotten")
 	version := fs.Bool("version", false, "print the version and exit")
 	var seedList seeds
 	fs.Var(&seedList, "seed", "gossip pool member to join (repeatable)")
@@ -132,6 +137,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	cfg := d
 	cfg.HTTPAddr, cfg.GRPCAddr, cfg.BlockSize = *httpAddr, *grpcAddr, *blockSize
 	cfg.Search.MaxProbes, cfg.Search.Slack, cfg.Search.ColdBlocks = *maxProbes, *slack, *coldBlocks
+	cfg.RoutedLoadTTL = *routedTTL
 	cfg.ProbeTimeout, cfg.Choose.PrefillWeight, cfg.Choose.RTTWeight = *probeTimeout, *prefillW, *rttW
 	cfg.MaxAttempts, cfg.RequestTimeout, cfg.ProbeLone, cfg.MaxIdleConnsPerCell = *attempts, *reqTimeout, *probeLone, *idlePerCell
 	cfg.Tokenize.Models, cfg.Tokenize.Remote, cfg.Tokenize.RemoteTimeout, cfg.Tokenize.CacheBytes = toks, *remoteTok, *tokTimeout, *tokCache<<20
@@ -139,6 +145,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	pool.Bind, pool.Advertise, pool.SecretKey, pool.Seeds = *gossipBind, *gossipAdv, *secret, seedList
 	pool.Name = *gossipName
 	pool.ProbeInterval, pool.ProbeTimeout, pool.SuspicionMult = *probeEvery, *probeWait, *suspicion
+	pool.RejoinInterval, pool.RejoinMaxInterval, pool.RememberMembers, pool.RememberFor = *rejoinEvery, *rejoinMax, *rememberN, *rememberFor
 	pool.KeyringFile, pool.ReloadInterval = *keyring, *reloadEvery
 	dmn, err := global.NewDaemon(cfg, pool, log)
 	if err != nil {

@@ -161,7 +161,7 @@ func buildSnapshot(ctx context.Context, cfg Config, dir string, batches []events
 	var path string
 	for i := 0; i < cfg.Runs; i++ {
 		start := time.Now()
-		p, ws, err := snapshot.WriteFile(snapDir, 1, id, snapshot.Source{Index: st.ix, Applier: st.a}, start)
+		p, ws, err := snapshot.WriteFile(snapDir, snapshot.Owner(id.CellID, "restartbench"), 1, id, snapshot.Source{Index: st.ix, Applier: st.a}, start)
 		if err != nil {
 			return "", err
 		}
