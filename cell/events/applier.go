@@ -309,7 +309,7 @@ func (a *Applier) dropped(pod, holder string, r DropReason, detail string) {
 		return
 	}
 	switch r {
-	case ReasonDuplicate, ReasonGap, ReasonUnknownParent, ReasonOtherGroup:
+	case ReasonDuplicate, ReasonGap, ReasonOtherGroup:
 		return // ordering, or another group of a hybrid model: routine
 	}
 	a.cfg.OnDrop(Drop{Pod: pod, Holder: holder, Reason: r, Detail: detail})

@@ -70,10 +70,11 @@ type Config struct {
 	Pods []PodSpec
 
 	// OnDrop, when not nil, is told about every batch or event the Applier
-	// drops for a reason other than ordering (duplicates, gaps, unknown
-	// parents): what an operator must hear about because blocks of a pod go
-	// unindexed (an unknown model, malformed events, unmapped extra keys,
-	// events without token ids). It is called on the applying goroutine,
+	// drops for a reason other than ordering (duplicates, gaps) or another
+	// KV cache group: what an operator must hear about because blocks of a
+	// pod go unindexed (an unknown model, malformed events, unmapped extra
+	// keys, events without token ids, blocks whose parent the cell never
+	// saw because it joined the stream mid-way). It is called on the applying goroutine,
 	// with the holder locked for event drops: it must be quick and must not
 	// call the Applier.
 	OnDrop func(Drop)
