@@ -160,6 +160,8 @@ func TestConfigErrors(t *testing.T) {
 		{"negative dp size", "pods: [{id: a, data_parallel_size: -1}]\n", "pods[0].data_parallel_size"},
 		{"dp ranks without a port", "pods: [{id: a, data_parallel_size: 2}]\n", "pods[0].data_parallel_size"},
 		{"zero queue depth", "zmq: {queue_depth: 0}\n", "zmq.queue_depth"},
+		{"bad allowed source", "zmq: {bind: 'tcp://0.0.0.0:5557', allowed_sources: [10.0.0.0/33]}\n", "zmq.allowed_sources"},
+		{"allowed sources without bind", "zmq: {allowed_sources: [10.0.0.0/8]}\n", "zmq.bind"},
 		{"bad duration", "events: {dead_after: soon}\n", "soon"},
 		{"not yaml", "{{{", "yaml"},
 		{"bad pod events", "pods: [{id: a, events: some}]\n", "pods[0].events"},
@@ -291,5 +293,27 @@ func TestGossipAdvertisesReachableAPIAddrs(t *testing.T) {
 				t.Errorf("advertised http %s grpc %s, want %s %s", g.HTTPAddr, g.GRPCAddr, tt.wantHTTP, tt.wantRPC)
 			}
 		})
+	}
+}
+
+// TestParseSources checks zmq.allowed_sources: CIDRs and bare addresses.
+func TestParseSources(t *testing.T) {
+	got, err := parseSources([]string{"10.0.0.0/16", "192.168.1.7", "fd00::/8", " 10.1.2.3/8 "})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10.0.0.0/16", "192.168.1.7/32", "fd00::/8", "10.0.0.0/8"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("entry %d: got %v, want %s", i, got[i], want[i])
+		}
+	}
+	for _, bad := range []string{"", "10.0.0.0/33", "host.example", "10.0.0.0/8/8"} {
+		if _, err := parseSources([]string{bad}); err == nil {
+			t.Errorf("parseSources(%q) = nil error, want one", bad)
+		}
 	}
 }

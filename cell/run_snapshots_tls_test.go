@@ -17,7 +17,7 @@ import (
 func TestBootstrapOverMutualTLS(t *testing.T) {
 	dir := t.TempDir()
 	ca, intruder := tlstest.NewCA(t, "tier"), tlstest.NewCA(t, "intruder")
-	cfg := testConfig()
+	cfg := withPods(testConfig(), "pod-t")
 	cfg.TLS.Config = ca.Files(t, dir, "cell-a", tlstest.Options{})
 	a, _ := runCell(t, cfg, nil)
 	ctx := context.Background()

@@ -96,7 +96,7 @@ func startNATS(t *testing.T) *server.Server {
 func TestCellOverNATS(t *testing.T) {
 	ns := startNATS(t)
 
-	cfg := testConfig()
+	cfg := withPods(testConfig(), "pod-n")
 	cfg.NATS.URL = ns.ClientURL()
 	cfg.NATS.CreateStream = true
 	c := startCell(t, cfg)

@@ -66,8 +66,16 @@ type Config struct {
 	DeadAfter time.Duration
 
 	// Pods are the pods known from configuration; others are discovered
-	// from their events. Default none.
+	// from their events unless RefuseUnknownPods. Default none.
 	Pods []PodSpec
+
+	// RefuseUnknownPods drops every batch whose publisher is neither a
+	// configured pod's id nor its address (ReasonUnknownPod, ErrUnknownPod)
+	// instead of discovering a pod from it: a publisher cannot make the
+	// cell create pods, which would take index slots and hold blocks that
+	// are never routed to. Default false (the package discovers pods); the
+	// cell sets it unless events.accept_unknown_pods.
+	RefuseUnknownPods bool
 
 	// OnDrop, when not nil, is told about every batch or event the Applier
 	// drops for a reason other than ordering (duplicates, gaps) or another
