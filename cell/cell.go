@@ -159,7 +159,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Cell, error) {
 }
 
 func (c *Cell) buildServers() error {
-	pub, err := grpcpub.NewServer(c.applier, grpcpub.DefaultConfig())
+	pub, err := grpcpub.NewServer(c.applier, c.publisherConfig())
 	if err != nil {
 		return err
 	}

@@ -43,8 +43,9 @@ func TestParseKeyFile(t *testing.T) {
 		scopes         Scope
 	}{
 		{"Bearer acme-key", "acme", ScopeInference},
-		{"bearer   ops-key", "ops", ScopeAdmin | ScopeEvents},
-		{"BEARER shared-key", "shared", ScopeInference | ScopeAdmin},
+		// admin includes route and replica (the probe and the snapshot).
+		{"bearer   ops-key", "ops", ScopeAdmin | ScopeRoute | ScopeReplica | ScopeEvents},
+		{"BEARER shared-key", "shared", ScopeInference | ScopeAdmin | ScopeRoute | ScopeReplica},
 	} {
 		p, err := tab.Authenticate(tc.header)
 		if err != nil || p.TenantName() != tc.tenant || p.Scopes != tc.scopes || p.KeyID == "" {

@@ -18,26 +18,36 @@ const (
 	ScopeAdmin
 	// ScopeEvents is publishing KV events (EventPublisher.Publish).
 	ScopeEvents
+	// ScopeRoute is a cell's dry-run routing decision over gRPC
+	// (CellService.Route): globald's probe. The admin scope includes it.
+	ScopeRoute
+	// ScopeReplica is streaming a cell's index snapshot to another replica
+	// (CellService.StreamSnapshot). The admin scope includes it.
+	ScopeReplica
 
-	// ScopeAll is every scope: what an authenticated peer of the tier may
-	// do.
-	ScopeAll = ScopeInference | ScopeAdmin | ScopeEvents
+	// ScopeAll is every scope.
+	ScopeAll = ScopeInference | ScopeAdmin | ScopeEvents | ScopeRoute | ScopeReplica
 )
 
-// scopeNames are the scopes' names in the key file, by bit.
+// scopeNames are the scopes' names, by bit, as String writes them.
 var scopeNames = []struct {
 	s    Scope
 	name string
-}{{ScopeInference, "inference"}, {ScopeAdmin, "admin"}, {ScopeEvents, "events"}}
+}{{ScopeInference, "inference"}, {ScopeAdmin, "admin"}, {ScopeEvents, "events"}, {ScopeRoute, "route"}, {ScopeReplica, "replica"}}
 
-// ParseScope returns the scope named s ("inference", "admin", "events").
+// ParseScope returns the scopes a key file's scope name grants:
+// "inference", "events", "route", "replica", or "admin", which includes
+// route and replica (the control plane covers the probe and the snapshot).
 func ParseScope(s string) (Scope, error) {
 	for _, n := range scopeNames {
 		if n.name == s {
+			if n.s == ScopeAdmin {
+				return ScopeAdmin | ScopeRoute | ScopeReplica, nil
+			}
 			return n.s, nil
 		}
 	}
-	return 0, fmt.Errorf("auth: unknown scope %q (want inference, admin or events)", s)
+	return 0, fmt.Errorf("auth: unknown scope %q (want inference, admin, events, route or replica)", s)
 }
 
 // Has reports whether s holds every scope of want.
