@@ -43,9 +43,8 @@ func TestParseKeyFile(t *testing.T) {
 		scopes         Scope
 	}{
 		{"Bearer acme-key", "acme", ScopeInference},
-		// admin includes route and replica (the probe and the snapshot).
-		{"bearer   ops-key", "ops", ScopeAdmin | ScopeRoute | ScopeReplica | ScopeEvents},
-		{"BEARER shared-key", "shared", ScopeInference | ScopeAdmin | ScopeRoute | ScopeReplica},
+		{"bearer   ops-key", "ops", ScopeAdmin | ScopeEvents},
+		{"BEARER shared-key", "shared", ScopeInference | ScopeAdmin},
 	} {
 		p, err := tab.Authenticate(tc.header)
 		if err != nil || p.TenantName() != tc.tenant || p.Scopes != tc.scopes || p.KeyID == "" {
@@ -131,6 +130,10 @@ func TestScope(t *testing.T) {
 	}
 	if !ScopeAll.Has(ScopeAdmin|ScopeEvents) || ScopeInference.Has(ScopeAdmin) {
 		t.Error("Has: wrong answer")
+	}
+	// admin holds the probe and the snapshot; neither holds admin.
+	if !ScopeAdmin.Has(ScopeRoute|ScopeReplica) || ScopeRoute.Has(ScopeAdmin) || ScopeReplica.Has(ScopeRoute) || ScopeAdmin.Has(ScopeEvents) {
+		t.Error("Has: admin must hold route and replica, and nothing else")
 	}
 	p := Principal{Scopes: ScopeInference, Tenant: &Tenant{Name: "acme"}, KeyID: "key-1"}
 	if err := p.Allow(ScopeInference); err != nil {

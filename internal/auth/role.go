@@ -22,7 +22,7 @@ const (
 	// certificate names (PodURIPrefix) and no others.
 	RolePublisher Role = "publisher"
 	// RoleAdmin is an operator's tool: the control plane (admin, which
-	// includes route and replica).
+	// holds route and replica: Scope.Has).
 	RoleAdmin Role = "admin"
 	// RoleNone grants nothing: what a cell can be told to give
 	// certificates that name no role (tls.default_peer_roles).
@@ -58,7 +58,7 @@ var roles = []struct {
 	{RoleGlobal, ScopeInference | ScopeRoute, true},
 	{RoleCell, ScopeReplica, false},
 	{RolePublisher, ScopeEvents, false},
-	{RoleAdmin, ScopeAdmin | ScopeRoute | ScopeReplica, false},
+	{RoleAdmin, ScopeAdmin, false},
 	{RoleNone, 0, false},
 }
 

@@ -19,7 +19,7 @@ func TestParsePeerURIs(t *testing.T) {
 	}{
 		{"global", []string{RoleURI(RoleGlobal)}, global, "", ScopeInference | ScopeRoute, true, "global", nil},
 		{"cell", []string{RoleURI(RoleCell)}, global, "", ScopeReplica, false, "cell", nil},
-		{"admin", []string{RoleURI(RoleAdmin)}, global, "", ScopeAdmin | ScopeRoute | ScopeReplica, false, "admin", nil},
+		{"admin", []string{RoleURI(RoleAdmin)}, global, "", ScopeAdmin, false, "admin", nil},
 		{"publisher with pods", []string{RoleURI(RolePublisher), PodURI("pod-a"), PodURI("vllm-*")}, global, "", ScopeEvents, false, "publisher",
 			map[string]bool{"pod-a": true, "vllm-1": true, "pod-b": false}},
 		{"publisher without pods publishes for none", []string{RoleURI(RolePublisher)}, global, "", ScopeEvents, false, "publisher",

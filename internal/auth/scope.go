@@ -35,23 +35,26 @@ var scopeNames = []struct {
 	name string
 }{{ScopeInference, "inference"}, {ScopeAdmin, "admin"}, {ScopeEvents, "events"}, {ScopeRoute, "route"}, {ScopeReplica, "replica"}}
 
-// ParseScope returns the scopes a key file's scope name grants:
-// "inference", "events", "route", "replica", or "admin", which includes
-// route and replica (the control plane covers the probe and the snapshot).
+// ParseScope returns the scope named s ("inference", "admin", "events",
+// "route", "replica").
 func ParseScope(s string) (Scope, error) {
 	for _, n := range scopeNames {
 		if n.name == s {
-			if n.s == ScopeAdmin {
-				return ScopeAdmin | ScopeRoute | ScopeReplica, nil
-			}
 			return n.s, nil
 		}
 	}
 	return 0, fmt.Errorf("auth: unknown scope %q (want inference, admin, events, route or replica)", s)
 }
 
-// Has reports whether s holds every scope of want.
-func (s Scope) Has(want Scope) bool { return s&want == want }
+// Has reports whether s holds every scope of want. The admin scope holds
+// route and replica too: the control plane covers the probe and the
+// snapshot.
+func (s Scope) Has(want Scope) bool {
+	if s&ScopeAdmin != 0 {
+		s |= ScopeRoute | ScopeReplica
+	}
+	return s&want == want
+}
 
 // String returns the scopes' names joined by "+", "none" for none.
 func (s Scope) String() string {
