@@ -33,8 +33,9 @@ type Config struct {
 	Index IndexConfig `yaml:"index"`
 	// Events configures event translation and pod liveness.
 	Events EventsConfig `yaml:"events"`
-	// Pods are the pods the cell knows from configuration; pods that are
-	// not listed are discovered from their events.
+	// Pods are the pods the cell knows from configuration; the events of
+	// pods that are not listed are dropped, unless
+	// events.accept_unknown_pods discovers them.
 	Pods []PodConfig `yaml:"pods"`
 	// Approximate configures the approximate index of pods without events.
 	Approximate ApproximateConfig `yaml:"approximate"`

@@ -45,7 +45,7 @@ func authorizePublish(a *events.Applier) func(ctx context.Context, pod string) e
 		if !ok {
 			return errNoPrincipal
 		}
-		if p.Pods == nil || p.MayPublish(pod) {
+		if p.MayPublish(pod) {
 			return nil
 		}
 		if id, _ := a.PodID(pod); id != pod && p.MayPublish(id) {
