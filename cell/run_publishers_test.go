@@ -20,8 +20,9 @@ import (
 )
 
 // publishOnce opens a Publish stream on conn (with key, if any), sends one
-// request for pod and returns the response, or the stream's error.
-func publishOnce(t *testing.T, conn *grpc.ClientConn, key, pod string) (*eventsv1.PublishResponse, error) {
+// request for pod numbered id and returns the response, or the stream's
+// error.
+func publishOnce(t *testing.T, conn *grpc.ClientConn, key, pod string, id uint64) (*eventsv1.PublishResponse, error) {
 	t.Helper()
 	ctx := context.Background()
 	if key != "" {
@@ -33,7 +34,7 @@ func publishOnce(t *testing.T, conn *grpc.ClientConn, key, pod string) (*eventsv
 	if err != nil {
 		return nil, err
 	}
-	if err := st.Send(&eventsv1.PublishRequest{Pod: pod, Model: "m", EventId: 0}); err != nil && err != io.EOF {
+	if err := st.Send(&eventsv1.PublishRequest{Pod: pod, Model: "m", EventId: id}); err != nil && err != io.EOF {
 		return nil, err
 	}
 	resp, err := st.Recv()
@@ -62,20 +63,22 @@ func TestPublishBoundToPods(t *testing.T) {
 		name       string
 		conn       *grpc.ClientConn
 		key, pod   string
+		id         uint64
 		wantCode   codes.Code
 		wantStatus eventsv1.PublishStatus
 	}{
-		{"key for pod-a, pod-a", anon, "pub-a-key", "pod-a", codes.OK, eventsv1.PublishStatus_PUBLISH_STATUS_APPLIED},
-		{"key for pod-a, pod-b", anon, "pub-a-key", "pod-b", codes.PermissionDenied, 0},
-		{"key for pod-a, a pod named like it", anon, "pub-a-key", "pod-a2", codes.PermissionDenied, 0},
-		{"key without pods, a configured pod", anon, "pub-key", "pod-a", codes.OK, eventsv1.PublishStatus_PUBLISH_STATUS_DUPLICATE},
-		{"key without pods, an unknown pod", anon, "pub-key", "ghost", codes.OK, eventsv1.PublishStatus_PUBLISH_STATUS_REJECTED},
-		{"publisher certificate, its pod", pub, "", "pod-a", codes.OK, eventsv1.PublishStatus_PUBLISH_STATUS_DUPLICATE},
-		{"publisher certificate, another pod", pub, "", "pod-b", codes.PermissionDenied, 0},
-		{"globald's certificate", peer, "", "pod-a", codes.PermissionDenied, 0},
-		{"admin certificate", admin, "", "pod-a", codes.PermissionDenied, 0},
+		{"key for pod-a, pod-a", anon, "pub-a-key", "pod-a", 0, codes.OK, eventsv1.PublishStatus_PUBLISH_STATUS_APPLIED},
+		{"key for pod-a, pod-b", anon, "pub-a-key", "pod-b", 0, codes.PermissionDenied, 0},
+		{"key for pod-a, a pod named like it", anon, "pub-a-key", "pod-a2", 0, codes.PermissionDenied, 0},
+		{"key for pod-a, pod-a by its address", anon, "pub-a-key", s.pod.addr(), 1, codes.OK, eventsv1.PublishStatus_PUBLISH_STATUS_APPLIED},
+		{"key without pods, a configured pod", anon, "pub-key", "pod-a", 0, codes.OK, eventsv1.PublishStatus_PUBLISH_STATUS_DUPLICATE},
+		{"key without pods, an unknown pod", anon, "pub-key", "ghost", 0, codes.OK, eventsv1.PublishStatus_PUBLISH_STATUS_REJECTED},
+		{"publisher certificate, its pod", pub, "", "pod-a", 0, codes.OK, eventsv1.PublishStatus_PUBLISH_STATUS_DUPLICATE},
+		{"publisher certificate, another pod", pub, "", "pod-b", 0, codes.PermissionDenied, 0},
+		{"globald's certificate", peer, "", "pod-a", 0, codes.PermissionDenied, 0},
+		{"admin certificate", admin, "", "pod-a", 0, codes.PermissionDenied, 0},
 	} {
-		resp, err := publishOnce(t, tt.conn, tt.key, tt.pod)
+		resp, err := publishOnce(t, tt.conn, tt.key, tt.pod, tt.id)
 		if status.Code(err) != tt.wantCode {
 			t.Errorf("%s: got %v, want %v", tt.name, err, tt.wantCode)
 			continue
