@@ -165,7 +165,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (_ *Cell, err error) {
 }
 
 func (c *Cell) buildServers() error {
-	pub, err := grpcpub.NewServer(c.applier, grpcpub.DefaultConfig())
+	pub, err := grpcpub.NewServer(c.applier, c.publisherConfig())
 	if err != nil {
 		return err
 	}

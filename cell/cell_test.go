@@ -35,6 +35,16 @@ func testConfig() Config {
 	return cfg
 }
 
+// withPods returns cfg with pods ids configured (no address: their events
+// are indexed, nothing is routed to them), since a cell refuses the events
+// of pods it does not know.
+func withPods(cfg Config, ids ...string) Config {
+	for _, id := range ids {
+		cfg.Pods = append(cfg.Pods, PodConfig{ID: id})
+	}
+	return cfg
+}
+
 // startCell runs a cell, logging nowhere, until the test ends.
 func startCell(t *testing.T, cfg Config, opts ...Option) *Cell {
 	t.Helper()
@@ -73,7 +83,7 @@ func TestCellOverGRPCPublish(t *testing.T) {
 }
 
 func testCellOverGRPCPublish(t *testing.T, layout string) {
-	cfg := testConfig()
+	cfg := withPods(testConfig(), "pod-a")
 	cfg.Index.Layout = layout
 	c := startCell(t, cfg)
 	if got := string(c.Index().Layout()); got != layout {

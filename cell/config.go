@@ -33,8 +33,9 @@ type Config struct {
 	Index IndexConfig `yaml:"index"`
 	// Events configures event translation and pod liveness.
 	Events EventsConfig `yaml:"events"`
-	// Pods are the pods the cell knows from configuration; pods that are
-	// not listed are discovered from their events.
+	// Pods are the pods the cell knows from configuration; the events of
+	// pods that are not listed are dropped, unless
+	// events.accept_unknown_pods discovers them.
 	Pods []PodConfig `yaml:"pods"`
 	// Approximate configures the approximate index of pods without events.
 	Approximate ApproximateConfig `yaml:"approximate"`
@@ -109,6 +110,13 @@ type EventsConfig struct {
 	// DeadAfter is how long a pod may stay silent (no events, no good
 	// health check) before it is removed from the index.
 	DeadAfter time.Duration `yaml:"dead_after"`
+	// AcceptUnknownPods lets publishers register pods: events naming a pod
+	// that is neither a configured pod's id nor its address create a
+	// discovered pod (indexed, never routed to, since it has no address).
+	// Default false: such events are dropped (unknown_pod, and refused
+	// before any state at the gRPC Publish and ZMQ transports), so no
+	// publisher can make the cell create phantom pods.
+	AcceptUnknownPods bool `yaml:"accept_unknown_pods"`
 }
 
 // PodConfig is one configured pod.
@@ -167,6 +175,14 @@ type ZMQConfig struct {
 	QueueDepth int `yaml:"queue_depth"`
 	// ReplayTimeout bounds one gap repair through a replay socket.
 	ReplayTimeout time.Duration `yaml:"replay_timeout"`
+	// AllowedSources, when set, limits bind to engines connecting from
+	// these networks (CIDRs such as 10.0.0.0/16, or single addresses): a
+	// connection from any other source address is closed as it is
+	// accepted and counted (cellrouter_transport_zmq_connections_total
+	// {kind="refused"}). Empty accepts every source that can reach the
+	// socket: ZMQ has no authentication, so bind must stay on the pod
+	// network either way.
+	AllowedSources []string `yaml:"allowed_sources"`
 }
 
 // NATSConfig configures the NATS JetStream transport.
@@ -319,6 +335,12 @@ func (c Config) Validate() error {
 	if c.ZMQ.QueueDepth < 1 {
 		return bad("zmq.queue_depth", c.ZMQ.QueueDepth, "must be at least 1")
 	}
+	if _, err := parseSources(c.ZMQ.AllowedSources); err != nil {
+		return fmt.Errorf("%w: zmq.allowed_sources: %v", ErrConfig, err)
+	}
+	if len(c.ZMQ.AllowedSources) > 0 && !strings.HasPrefix(c.ZMQ.Bind, "tcp://") {
+		return bad("zmq.bind", fmt.Sprintf("%q", c.ZMQ.Bind), "zmq.allowed_sources needs a tcp:// bind address")
+	}
 	if c.NATS.URL != "" {
 		if err := c.natsConfig().Validate(); err != nil {
 			return fmt.Errorf("%w: nats: %v (nats.durable must be unique per replica of each cell; leave it empty to derive celld-<cell_id>-<replica.id>)", ErrConfig, err)
@@ -358,11 +380,12 @@ func (c Config) indexConfig() index.Config {
 
 func (c Config) eventsConfig() events.Config {
 	ec := events.Config{
-		BlockSize:       c.Events.BlockSize,
-		DefaultModel:    c.Events.DefaultModel,
-		Models:          c.Events.Models,
-		MaxBlocksPerPod: c.Events.MaxBlocksPerPod,
-		DeadAfter:       c.Events.DeadAfter,
+		BlockSize:         c.Events.BlockSize,
+		DefaultModel:      c.Events.DefaultModel,
+		Models:            c.Events.Models,
+		MaxBlocksPerPod:   c.Events.MaxBlocksPerPod,
+		DeadAfter:         c.Events.DeadAfter,
+		RefuseUnknownPods: !c.Events.AcceptUnknownPods,
 	}
 	for _, p := range c.Pods {
 		ec.Pods = append(ec.Pods, events.PodSpec{ID: p.ID, Address: p.Address, Role: events.Role(p.Role), Model: p.Model})

@@ -2,6 +2,7 @@ package cell
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -160,6 +161,8 @@ func TestConfigErrors(t *testing.T) {
 		{"negative dp size", "pods: [{id: a, data_parallel_size: -1}]\n", "pods[0].data_parallel_size"},
 		{"dp ranks without a port", "pods: [{id: a, data_parallel_size: 2}]\n", "pods[0].data_parallel_size"},
 		{"zero queue depth", "zmq: {queue_depth: 0}\n", "zmq.queue_depth"},
+		{"bad allowed source", "zmq: {bind: 'tcp://0.0.0.0:5557', allowed_sources: [10.0.0.0/33]}\n", "zmq.allowed_sources"},
+		{"allowed sources without bind", "zmq: {allowed_sources: [10.0.0.0/8]}\n", "zmq.bind"},
 		{"bad duration", "events: {dead_after: soon}\n", "soon"},
 		{"not yaml", "{{{", "yaml"},
 		{"bad pod events", "pods: [{id: a, events: some}]\n", "pods[0].events"},
@@ -222,7 +225,7 @@ func FuzzParseConfig(f *testing.F) {
 func TestZMQConfig(t *testing.T) {
 	cfg, err := ParseConfig([]byte(`
 events: {default_model: fallback}
-zmq: {bind: "tcp://127.0.0.1:5600", topic_prefix: ""}
+zmq: {bind: "tcp://127.0.0.1:5600", topic_prefix: "", allowed_sources: [10.0.0.0/24, "10.1.0.9"]}
 pods:
   - {id: a, address: "10.0.0.7:8000", model: llama, zmq_endpoint: "tcp://10.0.0.7:5557", replay_endpoint: "tcp://10.0.0.7:6557", data_parallel_size: 2}
   - {id: b, zmq_endpoint: "tcp://10.0.0.8:5557"}
@@ -237,6 +240,9 @@ pods:
 	}
 	if z.TopicPrefix != "" {
 		t.Errorf("got topic prefix %q, want the configured empty one", z.TopicPrefix)
+	}
+	if fmt.Sprint(z.AllowedSources) != "[10.0.0.0/24 10.1.0.9/32]" {
+		t.Errorf("got allowed sources %v, want [10.0.0.0/24 10.1.0.9/32]", z.AllowedSources)
 	}
 	want := []struct {
 		pub, replay, pod, model string
@@ -292,4 +298,46 @@ func TestGossipAdvertisesReachableAPIAddrs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestParseSources checks zmq.allowed_sources: CIDRs and bare addresses.
+func TestParseSources(t *testing.T) {
+	got, err := parseSources([]string{"10.0.0.0/16", "192.168.1.7", "fd00::/8", " 10.1.2.3/8 "})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"10.0.0.0/16", "192.168.1.7/32", "fd00::/8", "10.0.0.0/8"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("entry %d: got %v, want %s", i, got[i], want[i])
+		}
+	}
+	for _, bad := range []string{"", "10.0.0.0/33", "host.example", "10.0.0.0/8/8"} {
+		if _, err := parseSources([]string{bad}); err == nil {
+			t.Errorf("parseSources(%q) = nil error, want one", bad)
+		}
+	}
+}
+
+// FuzzParseSources checks that zmq.allowed_sources never panics the parser
+// and that an accepted entry is a valid, masked network.
+func FuzzParseSources(f *testing.F) {
+	for _, s := range []string{"10.0.0.0/16", "192.168.1.7", "fd00::/8", "::ffff:10.0.0.1", "10.0.0.0/33", "", " 1.2.3.4/8 ", "a/b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseSources([]string{s})
+		if err != nil {
+			if !strings.Contains(err.Error(), "[0]") {
+				t.Fatalf("error %q does not name the entry", err)
+			}
+			return
+		}
+		if len(got) != 1 || !got[0].IsValid() || got[0] != got[0].Masked() {
+			t.Fatalf("parseSources(%q) = %v: want one valid, masked network", s, got)
+		}
+	})
 }

@@ -98,6 +98,7 @@ func newApplierIndex(t *testing.T, cfg Config) (*events.Applier, *index.Index) {
 func TestRecordedLogIdempotent(t *testing.T) {
 	recs := loadLog(t)
 	cfg := testConfig()
+	cfg.Events.AcceptUnknownPods = true // the log's publishers are its pods
 	ctx := context.Background()
 
 	once, onceIx := newApplierIndex(t, cfg)
@@ -249,6 +250,7 @@ func toProto(b *events.Batch) *eventsv1.PublishRequest {
 func TestCellRestartCatchesUp(t *testing.T) {
 	recs := loadLog(t)
 	cfg := testConfig()
+	cfg.Events.AcceptUnknownPods = true // the log's publishers are its pods
 	ref, refIx := newApplierIndex(t, cfg)
 	for _, r := range recs {
 		if err := ref.ApplyBatch(context.Background(), decodeRecord(t, r)); err != nil {

@@ -208,7 +208,6 @@ func TestUnindexedWarnings(t *testing.T) {
 	}{
 		{`reason=unmapped_extra_keys`, 1}, // pod-0, three times: one warning
 		{`reason=unknown_model`, 1},       // pod-1
-		{`pod=10.9.9.9:8000 hint="list it under pods`, 1},
 	} {
 		if got := strings.Count(l, want.what); got != want.n {
 			t.Errorf("log has %q %d times, want %d:\n%s", want.what, got, want.n, l)
@@ -218,8 +217,14 @@ func TestUnindexedWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.GetTransportDroppedByReason()["zmq/topic"] != 3 {
-		t.Errorf("got transport drops %v, want zmq/topic 3", st.GetTransportDroppedByReason())
+	if st.GetTransportDroppedByReason()["zmq/topic"] != 3 || st.GetTransportDroppedByReason()["zmq/unknown_pod"] != 3 {
+		t.Errorf("got transport drops %v, want zmq/topic 3 and zmq/unknown_pod 3 (a pod that is not configured)", st.GetTransportDroppedByReason())
+	}
+	if !strings.Contains(l, "not configured") || !strings.Contains(l, "pod=10.9.9.9:8000") {
+		t.Errorf("log does not name the unconfigured pod 10.9.9.9:8000:\n%s", l)
+	}
+	if ids := podIDs(t, c); len(ids) != 2 {
+		t.Errorf("got pods %v, want only the two configured (no phantom pod from a topic)", ids)
 	}
 	if st.GetEventsDroppedByReason()["unknown_model"] != 3 || st.GetEventsDroppedByReason()["unmapped_extra_keys"] != 3 {
 		t.Errorf("got event drops %v, want unknown_model 3 and unmapped_extra_keys 3", st.GetEventsDroppedByReason())

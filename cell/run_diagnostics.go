@@ -60,6 +60,9 @@ var dropHints = map[events.DropReason]string{
 	events.ReasonNoTokens:      "the engine sends BlockStored without token_ids, so the router cannot compute its block hashes: enable token ids in the engine's KV events",
 	events.ReasonSlidingWindow: "blocks of a sliding-window KV cache group are not prefix-reusable and are not indexed; the full-attention group is",
 	events.ReasonHolderFull:    "events.max_blocks_per_pod is reached: new blocks of this pod are not indexed until it evicts some; raise the limit",
+	events.ReasonUnknownPod:    "the publisher names a pod that is not configured (neither a pods[].id nor a pods[].address): list the pod under pods, or name it as configured; events.accept_unknown_pods lets publishers register pods",
+	events.ReasonUnknownParent: "the cell joined this pod's event stream mid-way (the cell, its transport or the publisher restarted, or messages were lost): " +
+		"blocks whose parent the cell never saw are not indexed; new prompts index normally, and a replay endpoint (pods[].replay_endpoint) or a snapshot avoids the gap",
 }
 
 // onDrop is the applier's events.Config.OnDrop.

@@ -49,6 +49,27 @@ type TLSConfig struct {
 	// server_name, or the address's host), cert_file and key_file are
 	// presented when the pods ask for a client certificate.
 	Pods tlsconf.Config `yaml:"pods"`
+	// DefaultPeerRoles are the roles of a client certificate of ca_file
+	// that names none (no urn:cellrouter:role: URI; internal/auth
+	// documents the convention): global (the default: inference with the
+	// tenant it names, and the probe), cell (a replica's snapshot),
+	// publisher (events, for the pods its certificate names), admin, or
+	// none.
+	DefaultPeerRoles []string `yaml:"default_peer_roles"`
+}
+
+// peerRoles parses tls.default_peer_roles; nil when unset (the guard's
+// default, global).
+func (c TLSConfig) peerRoles() ([]auth.Role, error) {
+	var out []auth.Role
+	for i, s := range c.DefaultPeerRoles {
+		r, err := auth.ParseRole(s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: tls.default_peer_roles[%d] = %q: want global, cell, publisher, admin or none", ErrConfig, i, s)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // LimitsConfig bounds what one client may hold of the cell's servers (see
@@ -100,6 +121,9 @@ func (c Config) validateSecurity() error {
 	if err := c.TLS.Pods.Validate("tls.pods", true); err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
+	if _, err := c.TLS.peerRoles(); err != nil {
+		return err
+	}
 	if c.Auth.ReloadInterval < 0 {
 		return fmt.Errorf("%w: auth.reload_interval = %v: must not be negative", ErrConfig, c.Auth.ReloadInterval)
 	}
@@ -126,7 +150,11 @@ type security struct {
 // bad one.
 func newSecurity(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*security, error) {
 	s := &security{log: log, m: edge.NewMetrics(reg), limits: cfg.EdgeLimits()}
-	s.guard = edge.NewGuard(edge.GuardConfig{TrustPeers: cfg.TLS.Enabled()}, s.m)
+	roles, err := cfg.TLS.peerRoles()
+	if err != nil {
+		return nil, err
+	}
+	s.guard = edge.NewGuard(edge.GuardConfig{TrustPeers: cfg.TLS.Enabled(), DefaultPeerRoles: roles}, s.m)
 	interval := cfg.Auth.ReloadInterval
 	watch := func(what string, paths []string, load func([][]byte) error) error {
 		w, err := reload.New(paths, interval, load, func(err error) {
@@ -143,7 +171,6 @@ func newSecurity(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*secu
 			return nil, err
 		}
 	}
-	var err error
 	if cfg.TLS.Enabled() {
 		if s.server, err = tlsconf.NewSource(cfg.TLS.Config); err != nil {
 			return nil, fmt.Errorf("%w: tls: %v", ErrConfig, err)
@@ -189,10 +216,15 @@ func (s *security) podScheme() string {
 }
 
 // grpcOptions are the gRPC server's credentials, limits and guard: the
-// control plane needs admin, publishing events needs events.
+// control plane needs admin, but for the probe (Route: route) and the
+// snapshot a replica starts from (StreamSnapshot: replica), which admin
+// includes; publishing events needs events.
 func (s *security) grpcOptions() []grpc.ServerOption {
+	cellSvc := cellv1.File_api_cell_v1_cell_proto.Services().ByName("CellService")
 	scopes := edge.Scopes{}.
-		Add(cellv1.File_api_cell_v1_cell_proto.Services().ByName("CellService"), auth.ScopeAdmin).
+		Add(cellSvc, auth.ScopeAdmin).
+		Set(cellSvc, "Route", auth.ScopeRoute).
+		Set(cellSvc, "StreamSnapshot", auth.ScopeReplica).
 		Add(eventsv1.File_api_events_v1_events_proto.Services().ByName("EventPublisher"), auth.ScopeEvents)
 	opts := edge.GRPCServerOptions(s.limits, s.m)
 	opts = append(opts, grpc.ChainUnaryInterceptor(s.guard.UnaryInterceptor(scopes)),

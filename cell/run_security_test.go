@@ -32,12 +32,13 @@ import (
 
 // keyFile writes a key file with tenants acme (isolated, 1 request in
 // flight), lab (not isolated) and ops, and keys "acme-key" (inference),
-// "lab-key" (inference), "ops-key" (admin) and "pub-key" (events).
+// "lab-key" (inference), "ops-key" (admin), "pub-key" (events, any pod
+// the cell knows) and "pub-a-key" (events, for pod-a only).
 func keyFile(t *testing.T, dir string) string {
 	t.Helper()
 	f := "tenants:\n  - {name: acme, max_concurrent: 1}\n  - {name: lab, isolated: false}\n  - {name: ops}\nkeys:\n"
 	for key, rest := range map[string]string{"acme-key": "acme, scopes: [inference]", "lab-key": "lab, scopes: [inference]",
-		"ops-key": "ops, scopes: [admin]", "pub-key": "ops, scopes: [events]"} {
+		"ops-key": "ops, scopes: [admin]", "pub-key": "ops, scopes: [events]", "pub-a-key": "ops, scopes: [events], pods: [pod-a]"} {
 		f += "  - {sha256: " + auth.HashKey(key).String() + ", tenant: " + rest + "}\n"
 	}
 	p := filepath.Join(dir, "keys.yaml")
@@ -50,7 +51,9 @@ func keyFile(t *testing.T, dir string) string {
 type secureCell struct {
 	c      *Cell
 	pod    *fakePod
-	peer   *tls.Config // a client with a certificate of the tier's CA
+	peer   *tls.Config // a client with a certificate of the tier's CA, naming no role (global by default)
+	admin  *tls.Config // a certificate of the admin role
+	pub    *tls.Config // a certificate of the publisher role, for pods pod-a*
 	anon   *tls.Config // a client that trusts the cell but has no certificate
 	other  *tls.Config // a client with a certificate of another CA
 	base   string      // https://addr
@@ -85,6 +88,8 @@ func startSecureCell(t *testing.T, clientAuth string) *secureCell {
 		return src.ClientConfig()
 	}
 	s.peer = src(ca.Files(t, dir, "globald", tlstest.Options{}))
+	s.admin = src(ca.Files(t, dir, "operator", tlstest.Options{URIs: []string{auth.RoleURI(auth.RoleAdmin)}}))
+	s.pub = src(ca.Files(t, dir, "sidecar", tlstest.Options{URIs: []string{auth.RoleURI(auth.RolePublisher), auth.PodURI("pod-a*")}}))
 	s.anon = src(tlsconf.Config{CAFile: cfg.TLS.CAFile})
 	oc := intruder.Files(t, dir, "intruder", tlstest.Options{})
 	oc.CAFile = cfg.TLS.CAFile
@@ -149,7 +154,10 @@ func TestCellRejections(t *testing.T) {
 		{"admin key on metrics", s.anon, "GET", "/metrics", "", bearer("ops-key"), 200, ""},
 		{"health needs nothing", s.anon, "GET", "/healthz", "", nil, 200, ""},
 		{"the OpenAPI document needs nothing", s.anon, "GET", "/openapi/cell.swagger.json", "", nil, 200, ""},
-		{"a peer needs no key", s.peer, "GET", "/v1/cell/state", "", nil, 200, ""},
+		{"globald's certificate is no admin", s.peer, "GET", "/v1/cell/state", "", nil, 403, "insufficient_scope"},
+		{"globald's certificate is no admin of metrics", s.peer, "GET", "/metrics", "", nil, 403, "insufficient_scope"},
+		{"an admin certificate needs no key", s.admin, "GET", "/v1/cell/state", "", nil, 200, ""},
+		{"a publisher certificate is no client", s.pub, "POST", "/v1/completions", testCompletion, nil, 403, "insufficient_scope"},
 	}
 	// The pods' model lists are read at start; the model check needs them.
 	waitFor(t, "the pod's models", func() bool { known, _ := s.c.servedModels(); return known })

@@ -198,7 +198,7 @@ func TestSnapshotRestartCatchesUpOverZMQ(t *testing.T) {
 // snapshot is damaged or foreign: it is refused with a logged reason and
 // the cell starts with an empty index.
 func TestSnapshotCorruptStartsEmpty(t *testing.T) {
-	src := testConfig()
+	src := withPods(testConfig(), "pod-c")
 	src.Snapshot.Dir = t.TempDir()
 	// A real snapshot of a cell holding a few blocks.
 	a, stopA := runCell(t, src, nil)
@@ -268,7 +268,7 @@ func TestBootstrapFromReplica(t *testing.T) {
 	if err := os.WriteFile(keys, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := testConfig()
+	cfg := withPods(testConfig(), "pod-b")
 	cfg.Auth.KeyFile = keys
 	a, _ := runCell(t, cfg, nil)
 	ctx := context.Background()
@@ -341,7 +341,7 @@ func TestSnapshotConfigValidate(t *testing.T) {
 // cell was down are applied, none twice and nothing cleared.
 func TestSnapshotRestartResumesJetStream(t *testing.T) {
 	ns := startNATS(t)
-	cfg := testConfig()
+	cfg := withPods(testConfig(), "pod-j")
 	cfg.Events.DefaultModel = "m"
 	cfg.NATS.URL = ns.ClientURL()
 	cfg.NATS.CreateStream = true
@@ -393,7 +393,7 @@ func TestSnapshotRestartResumesJetStream(t *testing.T) {
 // every_events a snapshot appears once that many batches were applied,
 // and the cell's shutdown writes one more.
 func TestSnapshotLoopWritesAfterEvents(t *testing.T) {
-	cfg := testConfig()
+	cfg := withPods(testConfig(), "pod-e")
 	cfg.Snapshot.Dir = t.TempDir()
 	cfg.Snapshot.Interval = 0
 	cfg.Snapshot.EveryEvents = 10

@@ -6,18 +6,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cellrouter/cellrouter/internal/auth"
 	"github.com/cellrouter/cellrouter/internal/servers/servertest"
 	"github.com/cellrouter/cellrouter/internal/tlsconf/tlstest"
 )
 
 // TestBootstrapOverMutualTLS bootstraps a replica from a cell whose
 // servers require client certificates: the replica presents its own
-// certificate of the tier's CA, as a peer, and gets the snapshot; one with
-// a certificate of another CA is refused and starts empty.
+// certificate of the tier's CA with the cell role, as a peer, and gets the
+// snapshot; one whose certificate names no role (global by default: the
+// hand-off and the probe, not the snapshot) or is of another CA is refused
+// and starts empty.
 func TestBootstrapOverMutualTLS(t *testing.T) {
 	dir := t.TempDir()
 	ca, intruder := tlstest.NewCA(t, "tier"), tlstest.NewCA(t, "intruder")
-	cfg := testConfig()
+	cfg := withPods(testConfig(), "pod-t")
 	cfg.TLS.Config = ca.Files(t, dir, "cell-a", tlstest.Options{})
 	a, _ := runCell(t, cfg, nil)
 	ctx := context.Background()
@@ -31,11 +34,18 @@ func TestBootstrapOverMutualTLS(t *testing.T) {
 	want := indexContents(t, a.Index())
 
 	rc := testConfig()
-	rc.TLS.Config = ca.Files(t, dir, "cell-b", tlstest.Options{})
+	rc.TLS.Config = ca.Files(t, dir, "cell-b", tlstest.Options{URIs: []string{auth.RoleURI(auth.RoleCell)}})
 	rc.Snapshot.BootstrapFrom = a.GRPCAddr()
 	b, _ := runCell(t, rc, nil)
 	if got := indexContents(t, b.Index()); !reflect.DeepEqual(got, want) {
 		t.Fatalf("bootstrapped over mTLS: %d blocks, want %d", len(got), len(want))
+	}
+
+	rc.TLS.Config = ca.Files(t, dir, "cell-c", tlstest.Options{})
+	var roleless servertest.LogBuffer
+	if c, _ := runCell(t, rc, &roleless); c.Index().Stats().Blocks != 0 || !strings.Contains(roleless.String(), "PermissionDenied") {
+		t.Fatalf("a replica whose certificate names no role holds %d blocks, want an empty start refused with PermissionDenied: %s",
+			c.Index().Stats().Blocks, roleless.String())
 	}
 
 	oc := intruder.Files(t, dir, "intruder", tlstest.Options{})

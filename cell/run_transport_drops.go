@@ -42,6 +42,8 @@ func grpcDrops(s *grpcpub.Server) map[string]uint64 {
 	for _, r := range events.DropReasons() {
 		applier[r.String()] = true
 	}
+	// The server refuses unknown pods itself, before the applier sees them.
+	delete(applier, grpcpub.ReasonUnknownPod)
 	out := map[string]uint64{}
 	for r, n := range s.Counters().Dropped {
 		if !applier[r] {

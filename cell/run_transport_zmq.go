@@ -2,6 +2,9 @@ package cell
 
 import (
 	"context"
+	"fmt"
+	"net/netip"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -24,6 +27,7 @@ func (c Config) zmqConfig() (zmqsub.Config, bool) {
 	z.TopicPrefix = c.ZMQ.TopicPrefix
 	z.QueueDepth = c.ZMQ.QueueDepth
 	z.ReplayTimeout = c.ZMQ.ReplayTimeout
+	z.AllowedSources, _ = parseSources(c.ZMQ.AllowedSources) // Validate checked them
 	z.ReplayEndpoints = map[string]string{}
 	for _, p := range c.Pods {
 		switch {
@@ -57,6 +61,9 @@ func (c *Cell) buildZMQ() error {
 		return nil
 	}
 	zc.Logger = c.log.With("transport", "zmq")
+	// Topics naming pods the applier would refuse are dropped before the
+	// transport keeps any state for them.
+	zc.KnownPod = c.applier.Admits
 	sub, err := zmqsub.New(zc, c.applier)
 	if err != nil {
 		return err
@@ -64,6 +71,25 @@ func (c *Cell) buildZMQ() error {
 	c.transports = append(c.transports, zmqTransport{sub})
 	c.metrics = append(c.metrics, zmqMetrics(c.cfg.CellID, sub.Counters()))
 	return nil
+}
+
+// parseSources parses zmq.allowed_sources: CIDRs, or single addresses
+// (a /32 or /128). The error names the entry at fault.
+func parseSources(in []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for i, s := range in {
+		s = strings.TrimSpace(s)
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return nil, fmt.Errorf("[%d] = %q: want a CIDR (10.0.0.0/16) or an IP address", i, in[i])
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // ZMQBindEndpoint returns the address engines connect to when zmq.bind is
@@ -116,5 +142,6 @@ func zmqMetrics(cellID string, ct *zmqsub.Counters) func(chan<- prometheus.Metri
 		c(conns, ct.Connects.Load(), "connect")
 		c(conns, ct.DialFailures.Load(), "dial_failure")
 		c(conns, ct.Disconnects.Load(), "disconnect")
+		c(conns, ct.RefusedConnections.Load(), "refused")
 	}
 }

@@ -96,7 +96,7 @@ func startNATS(t *testing.T) *server.Server {
 func TestCellOverNATS(t *testing.T) {
 	ns := startNATS(t)
 
-	cfg := testConfig()
+	cfg := withPods(testConfig(), "pod-n")
 	cfg.NATS.URL = ns.ClientURL()
 	cfg.NATS.CreateStream = true
 	c := startCell(t, cfg)
@@ -124,5 +124,19 @@ func TestCellOverNATS(t *testing.T) {
 	code, body := get(t, base+"/v1/cell/pods")
 	if code != 200 || !strings.Contains(body, `"id":"pod-n"`) {
 		t.Fatalf("/v1/cell/pods = %d %s", code, body)
+	}
+
+	// A pod the cell does not know, on its own subject: dropped (and
+	// terminated, not redelivered), no phantom pod.
+	ghost := storedBatch([]uint64{70, 71}, 0)
+	ghost.Pod, ghost.Model = "ghost", "m"
+	if _, err := p.Publish(ctx, ghost); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the unknown pod's batch dropped", func() bool {
+		return c.Applier().Counters().BatchesDropped[events.ReasonUnknownPod].Load() == 1
+	})
+	if code, body := get(t, base+"/v1/cell/pods"); code != 200 || strings.Contains(body, "ghost") || c.Index().Stats().Blocks != 4 {
+		t.Fatalf("after an unknown pod's batch: /v1/cell/pods = %d %s, %d blocks; want pod-n only, 4 blocks", code, body, c.Index().Stats().Blocks)
 	}
 }

@@ -38,6 +38,8 @@ type Applier struct {
 	// aliases maps a configured pod's address to its id (see podOf).
 	podModel map[string]string
 	aliases  map[string]string
+	// static holds the configured pods' ids.
+	static map[string]bool
 
 	counters Counters
 
@@ -64,7 +66,10 @@ func NewApplier(cfg Config, ix IndexWriter, reg *Registry, now func() time.Time)
 		now = time.Now
 	}
 	a := &Applier{cfg: cfg, ix: ix, reg: reg, now: now, hasher: hasher, holders: make(map[string]*holder),
-		podModel: podModels(cfg.Pods), aliases: podAliases(cfg.Pods)}
+		podModel: podModels(cfg.Pods), aliases: podAliases(cfg.Pods), static: make(map[string]bool, len(cfg.Pods))}
+	for _, p := range cfg.Pods {
+		a.static[p.ID] = true
+	}
 	if len(cfg.Models) > 0 {
 		a.models = make(map[string]bool, len(cfg.Models))
 		for _, m := range cfg.Models {
@@ -80,7 +85,7 @@ func (a *Applier) Counters() *Counters { return &a.counters }
 // ApplyBatch applies b completely or not at all (see the package doc). It
 // returns nil when b was applied, ctx's error when ctx is done (nothing
 // changed), and otherwise an error wrapping ErrDuplicate, ErrGap (a
-// *GapError), ErrUnknownModel, ErrInvalid or ErrNoSlot, counted under the
+// *GapError), ErrUnknownPod, ErrUnknownModel, ErrInvalid or ErrNoSlot, counted under the
 // matching DropReason. An invalid batch still consumes its sequence number
 // (a replay would bring the same bytes again); an invalid batch numbered 0
 // after a higher number still clears the holder, since the engine restarted.
@@ -94,6 +99,12 @@ func (a *Applier) ApplyBatch(ctx context.Context, b *Batch) error {
 		return verr
 	}
 	pod := a.podOf(b.Pod)
+	if a.cfg.RefuseUnknownPods && !a.static[pod] {
+		a.counters.BatchesDropped[ReasonUnknownPod].Add(1)
+		err := fmt.Errorf("%w: %q is neither a configured pod's id nor its address", ErrUnknownPod, b.Pod)
+		a.dropped(pod, holderID(pod, b.DPRank), ReasonUnknownPod, err.Error())
+		return err
+	}
 	model := a.modelOf(pod, b.Model)
 	if a.models != nil && !a.models[model] {
 		a.counters.BatchesDropped[ReasonUnknownModel].Add(1)
@@ -309,7 +320,7 @@ func (a *Applier) dropped(pod, holder string, r DropReason, detail string) {
 		return
 	}
 	switch r {
-	case ReasonDuplicate, ReasonGap, ReasonUnknownParent, ReasonOtherGroup:
+	case ReasonDuplicate, ReasonGap, ReasonOtherGroup:
 		return // ordering, or another group of a hybrid model: routine
 	}
 	a.cfg.OnDrop(Drop{Pod: pod, Holder: holder, Reason: r, Detail: detail})

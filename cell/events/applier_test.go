@@ -154,9 +154,10 @@ func TestApplierDrops(t *testing.T) {
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
 				t.Fatalf("got error %v, want %v", err, tc.wantErr)
 			}
-			// OnDrop hears of what leaves blocks unindexed, not of ordering
-			// (nor of a batch without a pod, which names nobody to warn).
-			wantHook := (tc.wantErr != nil || tc.wantEvent) && tc.wantReason != ReasonUnknownParent && tc.batch.Pod != ""
+			// OnDrop hears of what leaves blocks unindexed, unknown parents
+			// included (a stream joined mid-way), not of ordering (nor of a
+			// batch without a pod, which names nobody to warn).
+			wantHook := (tc.wantErr != nil || tc.wantEvent) && tc.batch.Pod != ""
 			if wantHook != (len(drops) == 1) || (wantHook && (drops[0].Reason != tc.wantReason || drops[0].Pod != tc.batch.Pod || drops[0].Detail == "")) {
 				t.Errorf("got OnDrop calls %+v, want one with reason %v: %v", drops, tc.wantReason, wantHook)
 			}

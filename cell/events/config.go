@@ -66,14 +66,23 @@ type Config struct {
 	DeadAfter time.Duration
 
 	// Pods are the pods known from configuration; others are discovered
-	// from their events. Default none.
+	// from their events unless RefuseUnknownPods. Default none.
 	Pods []PodSpec
 
+	// RefuseUnknownPods drops every batch whose publisher is neither a
+	// configured pod's id nor its address (ReasonUnknownPod, ErrUnknownPod)
+	// instead of discovering a pod from it: a publisher cannot make the
+	// cell create pods, which would take index slots and hold blocks that
+	// are never routed to. Default false (the package discovers pods); the
+	// cell sets it unless events.accept_unknown_pods.
+	RefuseUnknownPods bool
+
 	// OnDrop, when not nil, is told about every batch or event the Applier
-	// drops for a reason other than ordering (duplicates, gaps, unknown
-	// parents): what an operator must hear about because blocks of a pod go
-	// unindexed (an unknown model, malformed events, unmapped extra keys,
-	// events without token ids). It is called on the applying goroutine,
+	// drops for a reason other than ordering (duplicates, gaps) or another
+	// KV cache group: what an operator must hear about because blocks of a
+	// pod go unindexed (an unknown model, malformed events, unmapped extra
+	// keys, events without token ids, blocks whose parent the cell never
+	// saw because it joined the stream mid-way). It is called on the applying goroutine,
 	// with the holder locked for event drops: it must be quick and must not
 	// call the Applier.
 	OnDrop func(Drop)

@@ -48,7 +48,11 @@
 // ids (ReasonNoTokens): the router cannot hash them.
 //
 // A publisher may name a configured pod by its address instead of its id
-// (vLLM topics commonly do): its batches go to that pod.
+// (vLLM topics commonly do): its batches go to that pod. A publisher that
+// names neither is a new, discovered pod, unless Config.RefuseUnknownPods
+// (the cell's default), which drops its batches (ReasonUnknownPod) before
+// any holder, slot or registry entry is made for it; Admits lets a
+// transport ask first.
 //
 // # Order and repair
 //

@@ -18,6 +18,9 @@ var (
 	ErrInvalid = errors.New("events: invalid batch")
 	// ErrNoSlot means the index had no free slot for a new holder.
 	ErrNoSlot = errors.New("events: no free index slot")
+	// ErrUnknownPod means the batch names a pod that is not configured
+	// while Config.RefuseUnknownPods is set.
+	ErrUnknownPod = errors.New("events: unknown pod")
 )
 
 // GapError reports that batches From..To (inclusive) of a holder are
@@ -79,6 +82,9 @@ const (
 	ReasonOtherGroup
 	// ReasonHolderFull: a BlockStored past Config.MaxBlocksPerPod (event).
 	ReasonHolderFull
+	// ReasonUnknownPod: a batch of a pod that is not configured, with
+	// Config.RefuseUnknownPods set (batch).
+	ReasonUnknownPod
 
 	numReasons
 )
@@ -95,6 +101,7 @@ var reasonNames = [numReasons]string{
 	ReasonNoTokens:      "no_token_ids",
 	ReasonOtherGroup:    "other_group",
 	ReasonHolderFull:    "holder_full",
+	ReasonUnknownPod:    "unknown_pod",
 }
 
 // String returns the reason's metric label.
@@ -130,6 +137,8 @@ func ReasonOf(err error) (DropReason, bool) {
 		return ReasonInvalid, true
 	case errors.Is(err, ErrNoSlot):
 		return ReasonNoSlot, true
+	case errors.Is(err, ErrUnknownPod):
+		return ReasonUnknownPod, true
 	}
 	return 0, false
 }

@@ -24,6 +24,24 @@ func (a *Applier) podOf(name string) string {
 	return name
 }
 
+// PodID returns the configured pod a publisher name stands for (its id, or
+// the id of the pod whose address it is) and true, or the name itself and
+// false when no configured pod answers to it. It is safe for concurrent
+// use.
+func (a *Applier) PodID(name string) (string, bool) {
+	id := a.podOf(name)
+	return id, a.static[id]
+}
+
+// Admits reports whether ApplyBatch accepts batches a publisher name
+// publishes: a configured pod's, or any pod's unless
+// Config.RefuseUnknownPods. Transports ask before they spend state (a
+// sequencer entry, a stream) on a publisher.
+func (a *Applier) Admits(name string) bool {
+	_, ok := a.PodID(name)
+	return ok || !a.cfg.RefuseUnknownPods
+}
+
 // modelOf returns the model a batch of pod is hashed under: the pod's
 // configured model when it has one (the operator's word wins: it is the name
 // clients send), else the model the batch names, else Config.DefaultModel.

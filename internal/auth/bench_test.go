@@ -43,3 +43,26 @@ func BenchmarkLimiter(b *testing.B) {
 		l.Release(tk)
 	}
 }
+
+// BenchmarkPodSetMatch is the check of every Publish request of a key or
+// certificate tied to pods: 64 exact ids and 8 prefixes, a pod that
+// matches the last prefix.
+func BenchmarkPodSetMatch(b *testing.B) {
+	var patterns []string
+	for i := range 64 {
+		patterns = append(patterns, fmt.Sprint("pod-", i))
+	}
+	for i := range 8 {
+		patterns = append(patterns, fmt.Sprintf("rack%d-*", i))
+	}
+	set, err := ParsePods(patterns)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if !set.Match("rack7-vllm-3") {
+			b.Fatal("no match")
+		}
+	}
+}

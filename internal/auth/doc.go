@@ -20,6 +20,10 @@
 //	  - sha256: 4f0c...e1         # HashKey of the key, hex
 //	    tenant: acme
 //	    scopes: [inference]
+//	  - sha256: 9b2e...07
+//	    tenant: acme
+//	    scopes: [events]
+//	    pods: [vllm-0, "vllm-a-*"] # the pods it may publish for
 //
 // A Table is one parsed file; Authenticate maps an Authorization header
 // ("Bearer KEY", as OpenAI clients send it) to the Principal of its key.
@@ -30,7 +34,26 @@
 //
 // ScopeInference covers the OpenAI data plane (completions, chats, models,
 // tokenize), ScopeAdmin the control plane (state, drain, dry-run route,
-// metrics) and ScopeEvents the publishing of KV events over gRPC.
+// metrics), ScopeEvents the publishing of KV events over gRPC, ScopeRoute
+// a cell's gRPC dry run (globald's probe) and ScopeReplica a cell's
+// snapshot stream (a replica's bootstrap); the key file's "admin" grants
+// route and replica too.
+//
+// An events key may name the pods it publishes for (PodSet: exact ids, or
+// prefixes ending in '*'); without pods it may publish for any pod the
+// cell knows, and the cell knows only its configured pods unless told
+// otherwise.
+//
+// # Roles in certificates
+//
+// A peer with a client certificate of the tier's CA gets the scopes of the
+// roles its certificate names in URI subject alternative names
+// (ParsePeerURIs): urn:cellrouter:role:global (inference, naming the
+// tenant, and route), cell (replica), publisher (events, for the pods
+// named by urn:cellrouter:pod:<pattern> URIs, none without them) and admin
+// (admin). A certificate naming no role gets the roles its server is
+// configured with (global by default); an unknown role, or pods without
+// the publisher role, grants nothing.
 //
 // # Limits
 //

@@ -43,6 +43,9 @@ type Error struct {
 	// Detail says more about the refusal in words safe for the client
 	// (which part of the header is malformed); may be empty.
 	Detail string
+	// Peer says the refused credential is a client certificate (its
+	// roles lack the scope), not an API key.
+	Peer bool
 }
 
 // Error returns the sentinel's text with the tenant, key id and detail.

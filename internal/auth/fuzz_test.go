@@ -16,6 +16,8 @@ func FuzzParseKeyFile(f *testing.F) {
 	f.Add([]byte("{}"))
 	f.Add([]byte("keys:\n  - sha256: " + strings.Repeat("0", 64) + "\n    tenant: x\n    scopes: [admin]\n"))
 	f.Add([]byte("a: &a [*a, *a]\n"))
+	f.Add([]byte(testKeyFile(map[string]string{"p": "tenant: acme, scopes: [events], pods: [pod-a, 'vllm-*']"})))
+	f.Add([]byte(testKeyFile(map[string]string{"p": "tenant: acme, scopes: [admin], pods: ['*']"})))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tab, err := ParseKeyFile(data)
 		if err != nil {
@@ -25,7 +27,8 @@ func FuzzParseKeyFile(f *testing.F) {
 			return
 		}
 		for h, e := range tab.keys {
-			if e.tenant == nil || tab.tenants[e.tenant.Name] != e.tenant || e.scopes == 0 || e.scopes&^ScopeAll != 0 || e.id != h.ID() {
+			if e.tenant == nil || tab.tenants[e.tenant.Name] != e.tenant || e.scopes == 0 || e.scopes&^ScopeAll != 0 || e.id != h.ID() ||
+				(e.pods != nil && !e.scopes.Has(ScopeEvents)) {
 				t.Fatalf("key %s: bad entry %+v", h.ID(), e)
 			}
 		}
@@ -61,6 +64,73 @@ func FuzzParseBearer(f *testing.F) {
 		}
 		if scheme, _, _ := strings.Cut(h, " "); !strings.EqualFold(scheme, "bearer") {
 			t.Fatalf("ParseBearer(%q) accepted scheme %q", h, scheme)
+		}
+	})
+}
+
+// FuzzParsePods checks that pod patterns never panic the parser, that an
+// accepted set matches exactly what the naive reference matches, and that
+// a refusal names the pattern at fault.
+func FuzzParsePods(f *testing.F) {
+	for _, s := range []string{"pod-a", "vllm-*", "*", "a*b", "", "pod a", "10.0.0.7:8000\nvllm-*", "é*"} {
+		f.Add(s, "vllm-0")
+	}
+	f.Fuzz(func(t *testing.T, list, pod string) {
+		patterns := strings.Split(list, "\n")
+		set, err := ParsePods(patterns)
+		if err != nil {
+			if !strings.Contains(err.Error(), "pods") {
+				t.Fatalf("error %q does not name the field", err)
+			}
+			return
+		}
+		if got, want := set.Match(pod), naiveMatch(patterns, pod); got != want {
+			t.Fatalf("patterns %q, pod %q: got %v, want %v", patterns, pod, got, want)
+		}
+	})
+}
+
+// FuzzParsePeerURIs checks that a certificate's URIs never panic the role
+// parser, and that an accepted grant holds only the scopes of known roles,
+// names the tenant only with the global role, and restricts a publisher
+// to the pods it names.
+func FuzzParsePeerURIs(f *testing.F) {
+	for _, s := range []string{
+		RoleURI(RoleGlobal), RoleURI(RolePublisher) + "\n" + PodURI("vllm-*"), RoleURI("root"),
+		"spiffe://x/y", PodURI("a") + "\n" + RoleURI(RoleAdmin), RoleURI(RoleCell) + "\n" + RoleURI(RoleNone), "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, list string) {
+		uris := strings.Split(list, "\n")
+		g, err := ParsePeerURIs(uris, []Role{RoleGlobal})
+		if err != nil {
+			if g != (PeerGrant{}) {
+				t.Fatalf("a refused certificate grants %+v", g)
+			}
+			return
+		}
+		if g.Scopes&^ScopeAll != 0 || g.Roles == "" {
+			t.Fatalf("grant %+v: unknown scopes or no roles", g)
+		}
+		if g.Tenant != strings.Contains("+"+g.Roles+"+", "+global+") {
+			t.Fatalf("grant %+v: names the tenant without the global role, or the reverse", g)
+		}
+		if g.Scopes.Has(ScopeEvents) != (g.Pods != nil) {
+			t.Fatalf("grant %+v: pods without events, or events without a pod set", g)
+		}
+		if g.Pods != nil {
+			var pods []string
+			for _, u := range uris {
+				if strings.HasPrefix(u, PodURIPrefix) {
+					pods = append(pods, u[len(PodURIPrefix):])
+				}
+			}
+			for _, pod := range []string{"pod-a", "vllm-0", ""} {
+				if g.Pods.Match(pod) != naiveMatch(pods, pod) {
+					t.Fatalf("grant for %q: Match(%q) differs from the reference", uris, pod)
+				}
+			}
 		}
 	})
 }

@@ -52,8 +52,14 @@ type KeySpec struct {
 	SHA256 string `yaml:"sha256"`
 	// Tenant is the tenant the key belongs to; it must be declared.
 	Tenant string `yaml:"tenant"`
-	// Scopes are what the key may do: inference, admin, events.
+	// Scopes are what the key may do: inference, admin, events, route,
+	// replica.
 	Scopes []string `yaml:"scopes"`
+	// Pods, for a key with the events scope, are the pods it may publish
+	// events for: pod ids, or prefixes ending in '*' ("vllm-*"); "*" is
+	// any pod. Empty: any pod the cell knows (the cell refuses events of
+	// pods it does not know unless events.accept_unknown_pods).
+	Pods []string `yaml:"pods"`
 	// Name is an optional label for people (who holds the key); it is not
 	// used for anything else.
 	Name string `yaml:"name"`
@@ -121,17 +127,24 @@ func ParseKeyFile(data []byte) (*Table, error) {
 			return nil, bad("keys[%d].tenant = %q: not declared under tenants", i, ks.Tenant)
 		}
 		if len(ks.Scopes) == 0 {
-			return nil, bad("keys[%d].scopes: empty (want inference, admin or events)", i)
+			return nil, bad("keys[%d].scopes: empty (want inference, admin, events, route or replica)", i)
 		}
 		var s Scope
 		for j, name := range ks.Scopes {
 			sc, err := ParseScope(name)
 			if err != nil {
-				return nil, bad("keys[%d].scopes[%d] = %q: want inference, admin or events", i, j, name)
+				return nil, bad("keys[%d].scopes[%d] = %q: want inference, admin, events, route or replica", i, j, name)
 			}
 			s |= sc
 		}
-		t.keys[h] = keyEntry{tenant: ten, scopes: s, id: h.ID()}
+		if len(ks.Pods) > 0 && !s.Has(ScopeEvents) {
+			return nil, bad("keys[%d].pods: only a key with the events scope publishes for pods", i)
+		}
+		pods, err := ParsePods(ks.Pods)
+		if err != nil {
+			return nil, bad("keys[%d].%v", i, err)
+		}
+		t.keys[h] = keyEntry{tenant: ten, scopes: s, id: h.ID(), pods: pods}
 	}
 	return t, nil
 }

@@ -131,6 +131,10 @@ func TestScope(t *testing.T) {
 	if !ScopeAll.Has(ScopeAdmin|ScopeEvents) || ScopeInference.Has(ScopeAdmin) {
 		t.Error("Has: wrong answer")
 	}
+	// admin holds the probe and the snapshot; neither holds admin.
+	if !ScopeAdmin.Has(ScopeRoute|ScopeReplica) || ScopeRoute.Has(ScopeAdmin) || ScopeReplica.Has(ScopeRoute) || ScopeAdmin.Has(ScopeEvents) {
+		t.Error("Has: admin must hold route and replica, and nothing else")
+	}
 	p := Principal{Scopes: ScopeInference, Tenant: &Tenant{Name: "acme"}, KeyID: "key-1"}
 	if err := p.Allow(ScopeInference); err != nil {
 		t.Errorf("Allow(inference): got %v, want nil", err)

@@ -18,30 +18,43 @@ const (
 	ScopeAdmin
 	// ScopeEvents is publishing KV events (EventPublisher.Publish).
 	ScopeEvents
+	// ScopeRoute is a cell's dry-run routing decision over gRPC
+	// (CellService.Route): globald's probe. The admin scope includes it.
+	ScopeRoute
+	// ScopeReplica is streaming a cell's index snapshot to another replica
+	// (CellService.StreamSnapshot). The admin scope includes it.
+	ScopeReplica
 
-	// ScopeAll is every scope: what an authenticated peer of the tier may
-	// do.
-	ScopeAll = ScopeInference | ScopeAdmin | ScopeEvents
+	// ScopeAll is every scope.
+	ScopeAll = ScopeInference | ScopeAdmin | ScopeEvents | ScopeRoute | ScopeReplica
 )
 
-// scopeNames are the scopes' names in the key file, by bit.
+// scopeNames are the scopes' names, by bit, as String writes them.
 var scopeNames = []struct {
 	s    Scope
 	name string
-}{{ScopeInference, "inference"}, {ScopeAdmin, "admin"}, {ScopeEvents, "events"}}
+}{{ScopeInference, "inference"}, {ScopeAdmin, "admin"}, {ScopeEvents, "events"}, {ScopeRoute, "route"}, {ScopeReplica, "replica"}}
 
-// ParseScope returns the scope named s ("inference", "admin", "events").
+// ParseScope returns the scope named s ("inference", "admin", "events",
+// "route", "replica").
 func ParseScope(s string) (Scope, error) {
 	for _, n := range scopeNames {
 		if n.name == s {
 			return n.s, nil
 		}
 	}
-	return 0, fmt.Errorf("auth: unknown scope %q (want inference, admin or events)", s)
+	return 0, fmt.Errorf("auth: unknown scope %q (want inference, admin, events, route or replica)", s)
 }
 
-// Has reports whether s holds every scope of want.
-func (s Scope) Has(want Scope) bool { return s&want == want }
+// Has reports whether s holds every scope of want. The admin scope holds
+// route and replica too: the control plane covers the probe and the
+// snapshot.
+func (s Scope) Has(want Scope) bool {
+	if s&ScopeAdmin != 0 {
+		s |= ScopeRoute | ScopeReplica
+	}
+	return s&want == want
+}
 
 // String returns the scopes' names joined by "+", "none" for none.
 func (s Scope) String() string {

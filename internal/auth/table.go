@@ -32,11 +32,21 @@ type Principal struct {
 	// KeyID names the key ("" without one).
 	KeyID string
 	// Peer says the request came from an authenticated peer of the tier
-	// (a client certificate of the tier's CA), which vouched for Tenant:
-	// its key was checked, its limits counted and its cache salt set
-	// where it entered the tier.
+	// (a client certificate of the tier's CA). A peer of the global role
+	// vouches for Tenant: its key was checked, its limits counted and its
+	// cache salt set where it entered the tier.
 	Peer bool
+	// Roles are the peer's roles (a certificate's, or the default), ""
+	// for a key.
+	Roles string
+	// Pods are the pods the principal may publish events for (MayPublish);
+	// nil is any pod the cell knows.
+	Pods *PodSet
 }
+
+// MayPublish reports whether p may publish events for pod (its id, or any
+// name the cell maps to it).
+func (p Principal) MayPublish(pod string) bool { return p.Pods.Match(pod) }
 
 // TenantName returns the tenant's name, "" for none.
 func (p Principal) TenantName() string {
@@ -60,6 +70,7 @@ type keyEntry struct {
 	tenant *Tenant
 	scopes Scope
 	id     string
+	pods   *PodSet
 }
 
 // Table is a parsed key file: the keys by hash and the tenants by name. It
@@ -82,7 +93,7 @@ func (t *Table) Authenticate(header string) (Principal, error) {
 	if !ok {
 		return Principal{}, &Error{Err: ErrInvalidKey, KeyID: h.ID(), Detail: "no such key"}
 	}
-	return Principal{Tenant: e.tenant, Scopes: e.scopes, KeyID: e.id}, nil
+	return Principal{Tenant: e.tenant, Scopes: e.scopes, KeyID: e.id, Pods: e.pods}, nil
 }
 
 // Tenant returns the tenant called name, nil when there is none.

@@ -11,11 +11,13 @@
 // A Guard holds the current key table (nil: authentication off). A request
 // acts for the principal of its key (the Authorization header, "Bearer
 // KEY", or the gRPC metadata of the same name), or, on a server that
-// trusts peers, for the tenant its peer names in TenantHeader when the
-// connection presented a client certificate of the tier's CA (mutual TLS):
-// globald authenticates the client and its limits where the request
-// enters, and the cell believes the tenant only over that authenticated
-// hop. A client can never pick its tenant: the header is removed from
+// trusts peers, with the scopes of the roles its client certificate of the
+// tier's CA names (mutual TLS; auth.ParsePeerURIs, GuardConfig
+// DefaultPeerRoles for a certificate naming none), and, for the global
+// role, for the tenant its peer names in TenantHeader: globald
+// authenticates the client and its limits where the request enters, and
+// the cell believes the tenant only over that authenticated hop. A peer
+// whose roles lack a scope may present an API key that has it. A client can never pick its tenant: the header is removed from
 // every request that did not come from a verified peer. A key-authenticated
 // request loses its Authorization header before the handler runs (unless
 // the guard keeps it for a next hop that is not mutually authenticated), so

@@ -71,8 +71,12 @@ func answerOf(err error) answer {
 		if ae != nil {
 			need = "the " + ae.Need.String()
 		}
+		who := "the API key does not have "
+		if ae != nil && ae.Peer {
+			who = "the client certificate's role does not have "
+		}
 		return answer{http.StatusForbidden, codes.PermissionDenied, openai.TypeInvalidRequest, "insufficient_scope", "",
-			"the API key does not have " + need + " scope", 0, `Bearer realm="cellrouter", error="insufficient_scope"`}
+			who + need + " scope", 0, `Bearer realm="cellrouter", error="insufficient_scope"`}
 	case errors.Is(err, auth.ErrRateLimited):
 		return answer{http.StatusTooManyRequests, codes.ResourceExhausted, TypeRequests, "rate_limit_exceeded", "",
 			"rate limit reached for your tenant's requests per second; retry after the time in Retry-After", retry, ""}

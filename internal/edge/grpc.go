@@ -28,6 +28,18 @@ func (s Scopes) Add(sd protoreflect.ServiceDescriptor, need auth.Scope) Scopes {
 	return s
 }
 
+// Set gives the method called name of the service sd the scope need, and
+// returns s. It panics when sd has no such method: a misspelt name would
+// otherwise leave the method needing any principal at all.
+func (s Scopes) Set(sd protoreflect.ServiceDescriptor, name string, need auth.Scope) Scopes {
+	m := sd.Methods().ByName(protoreflect.Name(name))
+	if m == nil {
+		panic("edge: service " + string(sd.FullName()) + " has no method " + name)
+	}
+	s["/"+string(sd.FullName())+"/"+string(m.Name())] = need
+	return s
+}
+
 // grpcCredentials reads what a call presents: its authorization metadata
 // and, over TLS, whether its client certificate was verified.
 func grpcCredentials(ctx context.Context) credentials {
@@ -41,6 +53,7 @@ func grpcCredentials(ctx context.Context) credentials {
 		if ti, ok := p.AuthInfo.(grpccreds.TLSInfo); ok {
 			st := ti.State
 			c.peer = tlsconf.VerifiedPeer(&st)
+			c.peerURIs = tlsconf.PeerURIs(&st)
 		}
 	}
 	return c

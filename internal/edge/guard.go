@@ -11,10 +11,15 @@ import (
 // GuardConfig configures a Guard.
 type GuardConfig struct {
 	// TrustPeers makes the guard believe a verified peer (a client
-	// certificate of the tier's CA): every scope, and the tenant it names
-	// in TenantHeader. A cell trusts globald this way; globald, whose
-	// clients are the outside world, does not.
+	// certificate of the tier's CA): the scopes of the roles its
+	// certificate names (auth.ParsePeerURIs), and, for the global role,
+	// the tenant it names in TenantHeader. A cell trusts globald this way;
+	// globald, whose clients are the outside world, does not.
 	TrustPeers bool
+	// DefaultPeerRoles are the roles of a verified peer whose certificate
+	// names none; nil means auth.RoleGlobal (what globald needs of a cell,
+	// and nothing more).
+	DefaultPeerRoles []auth.Role
 	// KeepAuthorization leaves the Authorization header of a request
 	// authenticated by key for the handler to forward: globald keeps it
 	// when its hop to the cells is not mutually authenticated, so that a
@@ -76,30 +81,30 @@ type credentials struct {
 	authorization []string
 	// peer says the connection's client certificate was verified.
 	peer bool
+	// peerURIs are the URI names of the peer's certificate.
+	peerURIs []string
 	// peerTenant is the tenant a peer named.
 	peerTenant string
 }
 
 // admit decides a request needing scope need: its principal and, for the
 // data plane (limit), its tenant's ticket, or the refusal.
+//
+// A verified peer of a guard that trusts peers acts with the scopes of its
+// certificate's roles (peer); when they lack need and the request carries
+// an API key, the key decides instead, as for any client. Without keys,
+// every other request acts with every scope (authentication off).
 func (g *Guard) admit(c credentials, need auth.Scope, limit bool) (auth.Principal, auth.Ticket, error) {
 	keys := g.keys.Load()
 	if c.peer && g.cfg.TrustPeers {
-		p := auth.Principal{Peer: true, Scopes: auth.ScopeAll}
-		if name := c.peerTenant; name != "" && auth.ValidTenantName(name) {
-			if keys != nil {
-				p.Tenant = keys.Tenant(name)
+		p, err := g.peer(c, keys, need)
+		if err == nil || keys == nil || len(c.authorization) == 0 {
+			if err != nil {
+				g.m.reject("forbidden")
 			}
-			if p.Tenant == nil {
-				// A tenant of the peer's key file this node does not know:
-				// it is named in metrics and headers; its limits were
-				// counted where it entered.
-				p.Tenant = &auth.Tenant{Name: name, Isolated: true}
-			}
+			return p, auth.Ticket{}, err
 		}
-		return p, auth.Ticket{}, nil
-	}
-	if keys == nil {
+	} else if keys == nil {
 		return auth.Principal{Scopes: auth.ScopeAll}, auth.Ticket{}, nil
 	}
 	var p auth.Principal
@@ -140,6 +145,39 @@ func (g *Guard) admit(c credentials, need auth.Scope, limit bool) (auth.Principa
 		g.m.inflightAdd(p.TenantName(), 1)
 	}
 	return p, tk, err
+}
+
+// peer returns the principal of a verified peer: the scopes of the roles
+// its certificate names (GuardConfig.DefaultPeerRoles when it names none),
+// the pods a publisher may publish for, and, for a role that may name one
+// (global), the tenant it names. The error is an *auth.Error wrapping
+// ErrForbidden when the roles lack need or the certificate's names do not
+// parse.
+func (g *Guard) peer(c credentials, keys *auth.Table, need auth.Scope) (auth.Principal, error) {
+	def := g.cfg.DefaultPeerRoles
+	if def == nil {
+		def = []auth.Role{auth.RoleGlobal}
+	}
+	grant, err := auth.ParsePeerURIs(c.peerURIs, def)
+	if err != nil {
+		return auth.Principal{Peer: true}, &auth.Error{Err: auth.ErrForbidden, Need: need, Detail: err.Error(), Peer: true}
+	}
+	p := auth.Principal{Peer: true, Scopes: grant.Scopes, Roles: grant.Roles, Pods: grant.Pods}
+	if name := c.peerTenant; grant.Tenant && name != "" && auth.ValidTenantName(name) {
+		if keys != nil {
+			p.Tenant = keys.Tenant(name)
+		}
+		if p.Tenant == nil {
+			// A tenant of the peer's key file this node does not know:
+			// it is named in metrics and headers; its limits were
+			// counted where it entered.
+			p.Tenant = &auth.Tenant{Name: name, Isolated: true}
+		}
+	}
+	if err := p.Allow(need); err != nil {
+		return p, &auth.Error{Err: auth.ErrForbidden, Need: need, Tenant: p.TenantName(), Detail: "the certificate's role " + grant.Roles + " lacks the scope", Peer: true}
+	}
+	return p, nil
 }
 
 // done ends a request admit let through.

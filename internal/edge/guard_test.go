@@ -205,7 +205,7 @@ func TestRequirePeers(t *testing.T) {
 					req.Header.Set("Authorization", tt.authz)
 				}
 				rec := httptest.NewRecorder()
-				g.Require(auth.ScopeAdmin|auth.ScopeInference, echo).ServeHTTP(rec, req)
+				g.Require(auth.ScopeInference, echo).ServeHTTP(rec, req)
 				if rec.Code != tt.wantStatus {
 					t.Fatalf("request %d: got %d %s, want %d", i, rec.Code, rec.Body, tt.wantStatus)
 				}
@@ -291,5 +291,75 @@ func TestLoadKeyFile(t *testing.T) {
 	}
 	if got := counter(m.keys); got != 1 {
 		t.Errorf("keys gauge: got %v, want 1", got)
+	}
+}
+
+// TestPeerRoles checks that a verified peer acts with the scopes of the
+// roles its certificate names, not with every scope: globald's
+// certificate reaches the data plane and the probe with the tenant it
+// names, a publisher's only events, an admin's only the control plane; a
+// certificate without a role gets GuardConfig.DefaultPeerRoles (global by
+// default), and a peer whose role lacks the scope may still use an API key.
+func TestPeerRoles(t *testing.T) {
+	role := func(r auth.Role) string { return auth.RoleURI(r) }
+	tests := []struct {
+		name      string
+		def       []auth.Role
+		uris      []string
+		authz     string
+		need      auth.Scope
+		tenant    string
+		wantCode  int
+		wantRoles string
+		wantTen   string
+	}{
+		{"global: inference with its tenant", nil, []string{role(auth.RoleGlobal)}, "", auth.ScopeInference, "acme", 200, "global", "acme"},
+		{"global: probe", nil, []string{role(auth.RoleGlobal)}, "", auth.ScopeRoute, "", 200, "global", ""},
+		{"global: no admin", nil, []string{role(auth.RoleGlobal)}, "", auth.ScopeAdmin, "", 403, "", ""},
+		{"global: no events", nil, []string{role(auth.RoleGlobal)}, "", auth.ScopeEvents, "", 403, "", ""},
+		{"no role: global by default", nil, nil, "", auth.ScopeInference, "acme", 200, "global", "acme"},
+		{"no role: no admin by default", nil, []string{"spiffe://example.org/ns/x"}, "", auth.ScopeAdmin, "", 403, "", ""},
+		{"no role, default none", []auth.Role{auth.RoleNone}, nil, "", auth.ScopeInference, "", 403, "", ""},
+		{"no role, default global+cell", []auth.Role{auth.RoleGlobal, auth.RoleCell}, nil, "", auth.ScopeReplica, "", 200, "global+cell", ""},
+		{"publisher: events", nil, []string{role(auth.RolePublisher), auth.PodURI("pod-a")}, "", auth.ScopeEvents, "", 200, "publisher", ""},
+		{"publisher: no inference", nil, []string{role(auth.RolePublisher)}, "", auth.ScopeInference, "", 403, "", ""},
+		{"publisher: names no tenant", nil, []string{role(auth.RolePublisher), role(auth.RoleGlobal)}, "", auth.ScopeEvents, "acme", 200, "publisher+global", "acme"},
+		{"cell: replica only", nil, []string{role(auth.RoleCell)}, "", auth.ScopeReplica, "acme", 200, "cell", ""},
+		{"cell: no inference", nil, []string{role(auth.RoleCell)}, "", auth.ScopeInference, "", 403, "", ""},
+		{"admin: control plane", nil, []string{role(auth.RoleAdmin)}, "", auth.ScopeAdmin, "", 200, "admin", ""},
+		{"admin: no events", nil, []string{role(auth.RoleAdmin)}, "", auth.ScopeEvents, "", 403, "", ""},
+		{"unknown role grants nothing", nil, []string{role("root")}, "", auth.ScopeInference, "", 403, "", ""},
+		{"pods without publisher grant nothing", nil, []string{role(auth.RoleGlobal), auth.PodURI("pod-a")}, "", auth.ScopeInference, "", 403, "", ""},
+		{"role lacks the scope, key has it", nil, []string{role(auth.RoleGlobal)}, "Bearer ops-key", auth.ScopeAdmin, "", 200, "", "ops"},
+		{"role lacks the scope, key lacks it too", nil, []string{role(auth.RoleGlobal)}, "Bearer acme-key", auth.ScopeAdmin, "", 403, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g, _, _ := newTestGuard(t, GuardConfig{TrustPeers: true, DefaultPeerRoles: tt.def})
+			var got auth.Principal
+			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got, _ = PrincipalFrom(r.Context()) })
+			req := httptest.NewRequest("POST", "/x", nil)
+			req.TLS = verified(tt.uris...)
+			if tt.tenant != "" {
+				req.Header.Set(TenantHeader, tt.tenant)
+			}
+			if tt.authz != "" {
+				req.Header.Set("Authorization", tt.authz)
+			}
+			rec := httptest.NewRecorder()
+			g.Require(tt.need, h).ServeHTTP(rec, req)
+			if rec.Code != tt.wantCode {
+				t.Fatalf("got %d %s, want %d", rec.Code, rec.Body, tt.wantCode)
+			}
+			if rec.Code != 200 {
+				if e := errorOf(t, rec.Body.String()); string(e.Code) != `"insufficient_scope"` {
+					t.Errorf("got error code %v, want insufficient_scope", e.Code)
+				}
+				return
+			}
+			if got.Roles != tt.wantRoles || got.TenantName() != tt.wantTen {
+				t.Errorf("got roles %q tenant %q, want %q %q", got.Roles, got.TenantName(), tt.wantRoles, tt.wantTen)
+			}
+		})
 	}
 }

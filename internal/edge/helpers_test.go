@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -52,9 +53,17 @@ func newTestGuard(t testing.TB, cfg GuardConfig) (*Guard, *Metrics, *clock) {
 }
 
 // verified is the TLS state of a connection whose client certificate the
-// server verified.
-func verified() *tls.ConnectionState {
-	return &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{}}}}
+// server verified; uris are the certificate's URI names (its roles).
+func verified(uris ...string) *tls.ConnectionState {
+	leaf := &x509.Certificate{}
+	for _, u := range uris {
+		pu, err := url.Parse(u)
+		if err != nil {
+			panic(err)
+		}
+		leaf.URIs = append(leaf.URIs, pu)
+	}
+	return &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf}}}
 }
 
 // errorOf decodes an OpenAI error body.

@@ -18,7 +18,7 @@ func (g *Guard) Require(need auth.Scope, h http.Handler) http.Handler {
 	limit := need == auth.ScopeInference
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := credentials{authorization: r.Header.Values("Authorization"), peer: tlsconf.VerifiedPeer(r.TLS),
-			peerTenant: r.Header.Get(TenantHeader)}
+			peerURIs: tlsconf.PeerURIs(r.TLS), peerTenant: r.Header.Get(TenantHeader)}
 		p, tk, err := g.admit(c, need, limit)
 		if err != nil {
 			WriteHTTP(w, err)

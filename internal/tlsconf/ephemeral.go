@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -37,6 +38,10 @@ type CertOptions struct {
 	// NotAfter overrides the expiry (a day from now); a time in the past
 	// makes an expired certificate.
 	NotAfter time.Time
+	// URIs are URI subject alternative names: where a peer's roles are
+	// named (urn:cellrouter:role:global, urn:cellrouter:pod:vllm-*; see
+	// package internal/auth).
+	URIs []string
 }
 
 // NewEphemeralCA returns a fresh CA named name, valid from an hour ago for
@@ -82,6 +87,13 @@ func (ca *EphemeralCA) Issue(name string, o CertOptions) (certPEM, keyPEM []byte
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		DNSNames:     o.DNSNames,
 		IPAddresses:  o.IPs,
+	}
+	for _, u := range o.URIs {
+		pu, err := url.Parse(u)
+		if err != nil {
+			return nil, nil, fmt.Errorf("tlsconf: certificate URI %q: %w", u, err)
+		}
+		tmpl.URIs = append(tmpl.URIs, pu)
 	}
 	if !o.NoDefaultNames {
 		tmpl.DNSNames = append(tmpl.DNSNames, name, "localhost")

@@ -178,3 +178,18 @@ func (s *Source) verifyServer(cs tls.ConnectionState) error {
 func VerifiedPeer(cs *tls.ConnectionState) bool {
 	return cs != nil && len(cs.VerifiedChains) > 0
 }
+
+// PeerURIs returns the URI subject alternative names of a verified peer's
+// certificate (where its roles are: auth.ParsePeerURIs), nil for a
+// connection that is not a verified peer's.
+func PeerURIs(cs *tls.ConnectionState) []string {
+	if !VerifiedPeer(cs) || len(cs.VerifiedChains[0]) == 0 || cs.VerifiedChains[0][0] == nil {
+		return nil
+	}
+	leaf := cs.VerifiedChains[0][0]
+	out := make([]string, len(leaf.URIs))
+	for i, u := range leaf.URIs {
+		out[i] = u.String()
+	}
+	return out
+}

@@ -52,7 +52,10 @@ func newSecrets(dir string) (*secrets, error) {
 	if s.ca, err = tlsconf.NewEphemeralCA("cellrouter demo tier"); err != nil {
 		return nil, err
 	}
-	if s.global, err = s.ca.WriteFiles(dir, "globald", tlsconf.CertOptions{}); err != nil {
+	// Each certificate names its role, so it grants only what that tier
+	// needs of the cells: globald the hand-off and the probe, a cell the
+	// snapshot of a replica.
+	if s.global, err = s.ca.WriteFiles(dir, "globald", tlsconf.CertOptions{URIs: []string{auth.RoleURI(auth.RoleGlobal)}}); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -60,5 +63,5 @@ func newSecrets(dir string) (*secrets, error) {
 
 // cell writes a certificate for a cell and returns its TLS files.
 func (s *secrets) cell(id string) (tlsconf.Config, error) {
-	return s.ca.WriteFiles(s.dir, id, tlsconf.CertOptions{})
+	return s.ca.WriteFiles(s.dir, id, tlsconf.CertOptions{URIs: []string{auth.RoleURI(auth.RoleCell)}})
 }

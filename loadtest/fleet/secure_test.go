@@ -152,7 +152,9 @@ func prompt(base, n int) []int {
 // fleet's CA: a peer of the tier.
 func peerClient(t *testing.T, f *Fleet) *tls.Config {
 	t.Helper()
-	files, err := f.CA.WriteFiles(t.TempDir(), "test-peer", tlsconf.CertOptions{})
+	// The test reads the cells' state and metrics (admin) and calls them
+	// as globald does (global).
+	files, err := f.CA.WriteFiles(t.TempDir(), "test-peer", tlsconf.CertOptions{URIs: []string{auth.RoleURI(auth.RoleAdmin), auth.RoleURI(auth.RoleGlobal)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
 	"github.com/cellrouter/cellrouter/cell"
 	"github.com/cellrouter/cellrouter/global"
+	"github.com/cellrouter/cellrouter/internal/auth"
 	"github.com/cellrouter/cellrouter/internal/tlsconf"
 )
 
@@ -39,10 +40,10 @@ func startTLSTier(ctx context.Context, ccfg cell.Config, p *prompts, dir, tokFil
 	if err != nil {
 		return nil, nil, err
 	}
-	if ccfg.TLS.Config, err = ca.WriteFiles(dir, "cell-tls", tlsconf.CertOptions{}); err != nil {
+	if ccfg.TLS.Config, err = ca.WriteFiles(dir, "cell-tls", tlsconf.CertOptions{URIs: []string{auth.RoleURI(auth.RoleCell)}}); err != nil {
 		return nil, nil, err
 	}
-	gfiles, err := ca.WriteFiles(dir, "globald", tlsconf.CertOptions{})
+	gfiles, err := ca.WriteFiles(dir, "globald", tlsconf.CertOptions{URIs: []string{auth.RoleURI(auth.RoleGlobal)}})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -68,7 +68,16 @@ func BenchmarkUnmarshalConvert(b *testing.B) {
 // BenchmarkHandle measures the server's per-request work without the
 // network: sequencing, validation, conversion, a discarding sink.
 func BenchmarkHandle(b *testing.B) {
-	srv, err := NewServer(sinkDiscard, DefaultConfig())
+	b.Run("open", func(b *testing.B) { benchHandle(b, DefaultConfig()) })
+	// With the cell's checks: the caller's pods and the known pods.
+	cfg := DefaultConfig()
+	cfg.Authorize = func(context.Context, string) error { return nil }
+	cfg.Admits = func(string) bool { return true }
+	b.Run("authorized", func(b *testing.B) { benchHandle(b, cfg) })
+}
+
+func benchHandle(b *testing.B, cfg Config) {
+	srv, err := NewServer(sinkDiscard, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,11 @@
 package grpcpub
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+)
 
 // Limits bound what one PublishRequest may carry. They protect the cell
 // from a faulty or hostile publisher; a request over a limit is dropped
@@ -67,12 +72,28 @@ type Config struct {
 	// Sequencer orders each publisher's batches; nil means a new
 	// MemSequencer.
 	Sequencer Sequencer
+	// Authorize, when not nil, says whether the caller of a stream (its
+	// context, which holds who it is) may publish for the pod a request
+	// names: nil, or an error saying why not. A refused request ends its
+	// stream with PermissionDenied, is counted (ReasonForbiddenPod) and
+	// logged at a bounded rate. It must be safe for concurrent use.
+	Authorize func(ctx context.Context, pod string) error
+	// Admits, when not nil, says whether the sink accepts a pod's batches
+	// at all (the cell's applier refuses pods it does not know): a request
+	// for a pod it refuses is rejected (ReasonUnknownPod) before the
+	// server keeps any state for it, so no invented pod takes a publisher
+	// slot. It must be safe for concurrent use.
+	Admits func(pod string) bool
+	// Logger receives the refusals' warnings; nil logs nothing.
+	Logger *slog.Logger
+	// LogEvery is the shortest interval between two warnings. Default 1s.
+	LogEvery time.Duration
 }
 
 // DefaultConfig returns DefaultLimits, room for 4096 publishers (16 ranks of
 // each of the 256 pods a cell indexes) and an in-memory sequencer.
 func DefaultConfig() Config {
-	return Config{Limits: DefaultLimits(), MaxPublishers: 4096}
+	return Config{Limits: DefaultLimits(), MaxPublishers: 4096, LogEvery: time.Second}
 }
 
 // Validate reports the first bad field.
@@ -82,6 +103,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxPublishers <= 0 {
 		return fmt.Errorf("grpcpub: Config.MaxPublishers = %d, want > 0", c.MaxPublishers)
+	}
+	if c.LogEvery < 0 {
+		return fmt.Errorf("grpcpub: Config.LogEvery = %v, want >= 0", c.LogEvery)
 	}
 	return nil
 }

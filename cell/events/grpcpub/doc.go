@@ -16,6 +16,12 @@
 //     restarted: the first batch of the new run is delivered with an
 //     AllBlocksCleared event in front of its own events.
 //
+// Before a request is sequenced, Config.Authorize (the cell: the pods its
+// caller's key or certificate names) may refuse its pod, which ends the
+// stream with PermissionDenied, and Config.Admits (the cell: its
+// configured pods) may reject it as an unknown pod, before the server
+// keeps any state for the pod.
+//
 // Every request gets exactly one response, in order. Invalid requests and
 // batches the sink refuses are dropped with a reason label, counted, and
 // their event_id counts as processed, so one bad batch does not stall a

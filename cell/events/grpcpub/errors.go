@@ -37,6 +37,13 @@ const (
 	// ReasonSink labels a batch the sink refused with an error that has no
 	// Reason method of its own.
 	ReasonSink = "sink"
+	// ReasonForbiddenPod labels a request for a pod its caller may not
+	// publish for (Config.Authorize); its stream ends with
+	// PermissionDenied.
+	ReasonForbiddenPod = "forbidden_pod"
+	// ReasonUnknownPod labels a request for a pod the sink does not accept
+	// (Config.Admits).
+	ReasonUnknownPod = "unknown_pod"
 )
 
 // ValidationError says which rule a PublishRequest broke. It matches

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"sync"
 
 	eventsv1 "github.com/cellrouter/cellrouter/api/events/v1"
 	"github.com/cellrouter/cellrouter/cell/events"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Server implements eventsv1.EventPublisherServer on top of an events.Sink.
@@ -17,11 +20,14 @@ import (
 type Server struct {
 	eventsv1.UnimplementedEventPublisherServer
 
-	sink  events.Sink
-	lim   Limits
-	max   int
-	seq   Sequencer
-	stats counters
+	sink      events.Sink
+	lim       Limits
+	max       int
+	seq       Sequencer
+	stats     counters
+	authorize func(ctx context.Context, pod string) error
+	admits    func(pod string) bool
+	rl        rateLog
 
 	mu   sync.Mutex
 	pubs map[string]*sync.Mutex
@@ -42,7 +48,8 @@ func NewServer(sink events.Sink, cfg Config) (*Server, error) {
 	if seq == nil {
 		seq = NewMemSequencer()
 	}
-	return &Server{sink: sink, lim: cfg.Limits, max: cfg.MaxPublishers, seq: seq, pubs: make(map[string]*sync.Mutex)}, nil
+	return &Server{sink: sink, lim: cfg.Limits, max: cfg.MaxPublishers, seq: seq, pubs: make(map[string]*sync.Mutex),
+		authorize: cfg.Authorize, admits: cfg.Admits, rl: rateLog{log: cfg.Logger, every: cfg.LogEvery}}, nil
 }
 
 // Counters returns a snapshot of the server's counters.
@@ -75,13 +82,26 @@ func (s *Server) Publish(stream grpc.BidiStreamingServer[eventsv1.PublishRequest
 
 // Handle processes one request and returns its response; Publish calls it
 // for each request of a stream. batch is scratch space reused between
-// calls of one goroutine. It returns an error only when ctx ended while the
-// sink was applying the batch; the batch then counts as not processed.
+// calls of one goroutine. It returns an error only when the caller may not
+// publish for the request's pod (a gRPC PermissionDenied status, which
+// ends the stream), or when ctx ended while the sink was applying the
+// batch; the batch then counts as not processed.
 func (s *Server) Handle(ctx context.Context, req *eventsv1.PublishRequest, batch *events.Batch) (*eventsv1.PublishResponse, error) {
 	id := req.GetEventId()
 	resp := &eventsv1.PublishResponse{EventId: id}
 	if err := ValidateHeader(req, s.lim); err != nil {
 		return s.dropped(resp, eventsv1.PublishStatus_PUBLISH_STATUS_INVALID, err), nil
+	}
+	if s.authorize != nil {
+		if err := s.authorize(ctx, req.GetPod()); err != nil {
+			s.stats.drop(ReasonForbiddenPod)
+			s.rl.warn("grpcpub: refused a publisher for a pod its key or certificate does not name", "pod", req.GetPod(), "err", err)
+			return nil, status.Error(codes.PermissionDenied, "grpcpub: may not publish for pod "+quote(req.GetPod())+": "+err.Error())
+		}
+	}
+	if s.admits != nil && !s.admits(req.GetPod()) {
+		s.rl.warn("grpcpub: rejected events of a pod that is not configured", "pod", req.GetPod())
+		return s.dropped(resp, eventsv1.PublishStatus_PUBLISH_STATUS_REJECTED, errUnknownPod), nil
 	}
 	header(req, batch)
 	pub := batch.Holder()
@@ -148,6 +168,17 @@ func (s *Server) Handle(ctx context.Context, req *eventsv1.PublishRequest, batch
 // errTooManyPublishers is the drop error for a publisher over
 // Config.MaxPublishers.
 var errTooManyPublishers = &rejectError{reason: ReasonTooManyPublishers, msg: "grpcpub: too many publishers"}
+
+// errUnknownPod is the drop error for a pod Config.Admits refuses.
+var errUnknownPod = &rejectError{reason: ReasonUnknownPod, msg: "grpcpub: the pod is not configured at this cell"}
+
+// quote quotes a pod name for a message, cut to 128 bytes.
+func quote(pod string) string {
+	if len(pod) > 128 {
+		pod = pod[:128]
+	}
+	return strconv.Quote(pod)
+}
 
 // rejectError is a drop error of the server's own that is not a validation
 // failure.

@@ -57,6 +57,10 @@ func (l *loop) runBind(ctx context.Context, sock zmq4.Socket) {
 		}
 		w := workers[string(pod)]
 		if w == nil {
+			if !l.s.knownPod(pod) {
+				l.s.unknownPodDrop(pod, l.addr)
+				continue
+			}
 			if len(workers) >= maxHolders {
 				l.s.drop("publishers", "zmqsub: too many publishers on the bind socket; message dropped", "pod", string(pod), "limit", maxHolders)
 				continue

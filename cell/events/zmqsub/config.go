@@ -3,6 +3,7 @@ package zmqsub
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -94,6 +95,22 @@ type Config struct {
 	LogEvery time.Duration
 	// Logger receives the Subscriber's log lines; nil means slog.Default().
 	Logger *slog.Logger
+	// AllowedSources, when not empty, limits the Bind socket to publishers
+	// whose connection comes from one of these networks: a connection
+	// from any other source address is closed as it is accepted, before
+	// the ZMTP handshake, and counted (Counters.RefusedConnections). ZMQ
+	// has no authentication of its own, and zmq4 does not say which
+	// connection a message came from, so the source address is checked
+	// per connection (acl.go). Empty accepts every source. Dial sockets
+	// are not affected: the cell chose whom to dial.
+	AllowedSources []netip.Prefix
+	// KnownPod, when not nil, says whether a pod a topic names may publish:
+	// a message of the Bind socket, or of a dial socket without Pod, whose
+	// topic names a pod it refuses is dropped before the Subscriber keeps
+	// any state for it (counted as "unknown_pod", logged at a bounded rate).
+	// The cell passes the applier's Admits: configured pods only, unless
+	// events.accept_unknown_pods. It must be safe for concurrent use.
+	KnownPod func(pod string) bool
 }
 
 // DefaultConfig returns a Config with every default and no endpoint; set
@@ -152,6 +169,14 @@ func (c Config) Validate() error {
 	}
 	if c.LogEvery <= 0 {
 		return fmt.Errorf("zmqsub: Config.LogEvery %v must be positive", c.LogEvery)
+	}
+	for i, p := range c.AllowedSources {
+		if !p.IsValid() {
+			return fmt.Errorf("zmqsub: Config.AllowedSources[%d] %v is not a valid network", i, p)
+		}
+	}
+	if len(c.AllowedSources) > 0 && c.Bind != "" && !strings.HasPrefix(c.Bind, "tcp://") {
+		return fmt.Errorf("zmqsub: Config.Bind %q: AllowedSources needs a tcp:// bind address", c.Bind)
 	}
 	return nil
 }

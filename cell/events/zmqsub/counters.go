@@ -6,9 +6,10 @@ import "sync/atomic"
 // message is dropped before it reaches the sink, in index order:
 // vllmwire.Reason's labels ("topic": no pod could be told from the topic),
 // "queue_full" (its publisher's queue was full), "publishers" (past the
-// publishers one socket tracks) and "other".
+// publishers one socket tracks), "unknown_pod" (its topic names a pod
+// Config.KnownPod refuses) and "other".
 var DecodeReasons = [...]string{"frame_count", "bad_seq", "topic", "too_large", "unknown_tag", "bad_event", "msgpack",
-	"queue_full", "publishers", "other"}
+	"queue_full", "publishers", "unknown_pod", "other"}
 
 // reasonIndex returns the DecodeErrors index of a vllmwire.Reason label.
 func reasonIndex(label string) int {
@@ -59,6 +60,9 @@ type Counters struct {
 	// Disconnects counts connections lost (dial mode) or publishers gone
 	// (bind mode).
 	Disconnects atomic.Uint64
+	// RefusedConnections counts connections to the Bind socket closed at
+	// once because their source address is outside Config.AllowedSources.
+	RefusedConnections atomic.Uint64
 }
 
 // DecodeErrorsTotal returns the sum of DecodeErrors.

@@ -41,6 +41,16 @@
 //
 // A message whose pod cannot be told is dropped, counted under "topic" and
 // logged at a bounded rate with its topic: nothing is filtered away unseen.
+// One whose topic names a pod Config.KnownPod refuses is dropped the same
+// way under "unknown_pod", before the Subscriber keeps any state for it.
+//
+// # Who may connect
+//
+// ZMQ authenticates nobody. With Config.AllowedSources the Bind socket's
+// listener closes every connection from a source address outside those
+// networks as it is accepted, before the ZMTP greeting (acl.go: zmq4 gives
+// no peer address per message, but asks the socket's transport to listen
+// with the socket's context, which carries the filter).
 //
 // Messages that do not decode are counted by vllmwire.Reason label, logged
 // at most once per Config.LogEvery per reason, and dropped.

@@ -29,6 +29,32 @@ type loop struct {
 
 	connected atomic.Bool
 	nholders  atomic.Int64
+
+	// admitted holds the pods a dial socket without Pod let through
+	// (Config.KnownPod), so it is asked once per pod; only the socket's
+	// goroutine uses it.
+	admitted map[string]struct{}
+}
+
+// admit reports whether the pod a dial socket's topic names may publish,
+// asking Config.KnownPod once per pod (at most maxHolders remembered).
+func (l *loop) admit(pod []byte) bool {
+	if l.s.cfg.KnownPod == nil {
+		return true
+	}
+	if _, ok := l.admitted[string(pod)]; ok {
+		return true
+	}
+	if !l.s.knownPod(pod) {
+		return false
+	}
+	if l.admitted == nil {
+		l.admitted = make(map[string]struct{})
+	}
+	if len(l.admitted) < maxHolders {
+		l.admitted[string(pod)] = struct{}{}
+	}
+	return true
 }
 
 // newLoop returns the loop of ep (dial mode) or of the Bind socket at
@@ -54,7 +80,7 @@ func (l *loop) runDial(ctx context.Context) {
 	}()
 	for ctx.Err() == nil {
 		sock := l.s.newSub(ctx)
-		if err := sock.Dial(subAddr(l.ep.Pub)); err != nil {
+		if err := sock.Dial(subAddr(l.ep.Pub, false)); err != nil {
 			sock.Close()
 			l.s.counters.DialFailures.Add(1)
 			l.s.logLimited("dial:"+l.ep.Pub, "zmqsub: cannot reach publisher", "endpoint", l.ep.Pub, "err", err, "retry_in", backoff)
@@ -113,6 +139,9 @@ func (l *loop) recvDial(ctx context.Context, sock zmq4.Socket, st *stream) error
 	switch {
 	case l.ep.Pod != "":
 		b.Pod = l.ep.Pod
+	case named && !l.admit(pod):
+		l.s.unknownPodDrop(pod, l.addr)
+		return nil
 	case named:
 		vllmwire.SetString(&b.Pod, pod)
 	default:

@@ -141,8 +141,18 @@ func (s *Subscriber) Run(ctx context.Context) error {
 	var loops []*loop
 	var bindSock zmq4.Socket
 	if s.cfg.Bind != "" {
-		bindSock = s.newSub(ctx)
-		if err := bindSock.Listen(subAddr(s.cfg.Bind)); err != nil {
+		f := s.bindFilter()
+		sctx := ctx
+		if f != nil {
+			sctx = withSourceFilter(ctx, f)
+		}
+		bindSock = s.newSub(sctx)
+		listen := subAddr(s.cfg.Bind, f != nil)
+		if f != nil && listen == s.cfg.Bind {
+			bindSock.Close()
+			return fmt.Errorf("zmqsub: bind %s: the source filter's transport is not available", s.cfg.Bind)
+		}
+		if err := bindSock.Listen(listen); err != nil {
 			bindSock.Close()
 			return fmt.Errorf("zmqsub: bind %s: %w", s.cfg.Bind, err)
 		}

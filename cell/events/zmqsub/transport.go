@@ -34,8 +34,11 @@ var (
 // per message (about seven for [topic, seq, payload]); a buffered reader
 // serves a backlog of messages with one. Large frames bypass the buffer
 // (bufio reads them straight into zmq4's frame), so nothing is copied twice.
-func subAddr(ep string) string {
-	if readBuffer <= 0 || !strings.HasPrefix(ep, "tcp://") {
+//
+// filtered forces the Subscriber's transport even without a read buffer:
+// it is what applies a Bind socket's source filter (acl.go).
+func subAddr(ep string, filtered bool) string {
+	if (readBuffer <= 0 && !filtered) || !strings.HasPrefix(ep, "tcp://") {
 		return ep
 	}
 	registerOnce.Do(func() {
@@ -62,11 +65,19 @@ func (t bufferedTCP) Dial(ctx context.Context, d transport.Dialer, addr string) 
 	return newBufConn(c), nil
 }
 
-// Listen listens on addr over TCP; accepted connections buffer their reads.
+// Listen listens on addr over TCP; accepted connections buffer their reads,
+// and when ctx carries a source filter (the socket's context: acl.go), only
+// connections from allowed sources are accepted.
 func (t bufferedTCP) Listen(ctx context.Context, addr string) (net.Listener, error) {
 	l, err := t.base.Listen(ctx, addr)
 	if err != nil {
 		return nil, err
+	}
+	if f := sourceFilterFrom(ctx); f != nil {
+		l = filteredListener{Listener: l, f: f}
+	}
+	if readBuffer <= 0 {
+		return l, nil
 	}
 	return bufListener{l}, nil
 }
