@@ -1,4 +1,4 @@
-//go:build unix
+//go:build linux
 
 package proxy
 
@@ -17,6 +17,23 @@ import (
 	"testing"
 	"time"
 )
+
+// procState returns the state letter of process pid from /proc (R, S, T...).
+func procState(t *testing.T, pid int) byte {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pid (comm) state ...: comm may hold spaces, so take what follows
+	// the last ')'.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		t.Fatalf("unexpected /proc stat %q", s)
+	}
+	return s[i+2]
+}
 
 // childEnv makes the test binary a tiny streaming pod (see TestMain).
 const childEnv = "CELLROUTER_PROXY_TEST_POD"
@@ -117,6 +134,15 @@ func TestSIGSTOPPedPodIsRetriedEjectedAndReadmitted(t *testing.T) {
 	if err := child.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
+	// The signal is delivered asynchronously: wait until the kernel says
+	// the process is stopped.
+	deadline := time.Now().Add(waitTimeout)
+	for procState(t, child.Process.Pid) != 'T' {
+		if time.Now().After(deadline) {
+			t.Fatal("the child did not stop after SIGSTOP")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	took, pod := call()
 	if pod != "good" || took > 2*bound+3*time.Second {
 		t.Fatalf("with the child stopped: served by %s after %v, want the good pod within bound + liveness + one retry", pod, took)
@@ -124,13 +150,16 @@ func TestSIGSTOPPedPodIsRetriedEjectedAndReadmitted(t *testing.T) {
 	if !p.Ejected(childAddr) {
 		t.Fatal("the stopped child was not ejected")
 	}
-	if took, pod := call(); pod != "good" || took > bound {
-		t.Fatalf("next call served by %s after %v: the ejected child was tried first", pod, took)
+	if _, pod := call(); pod != "good" || p.WatchStats().FirstByteTimeouts != 1 {
+		t.Fatalf("next call served by %s, stats %+v: the ejected child was waited for again", pod, p.WatchStats())
+	}
+	if events, _, _ := log.snapshot(); events[len(events)-3] != "attempt good" {
+		t.Fatalf("next call's events %v: the ejected child was tried first", events[len(events)-3:])
 	}
 	if err := child.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(waitTimeout)
+	deadline = time.Now().Add(waitTimeout)
 	for p.Ejected(childAddr) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the resumed child was not readmitted: %+v", p.WatchStats())
