@@ -38,7 +38,7 @@
 // A stopped process (SIGSTOP, a hung host) keeps accepting connections and
 // says nothing, so neither a refused connection nor a header timeout finds
 // it. Each attempt has a watch (Config.Watch). Its first-byte bound is
-// max(FirstByteTimeout, FirstByteFactor x p99 of the target's recent times
+// max(FirstByteTimeout, FirstByteFactor (1) x p99 of the target's recent times
 // to first byte of streamed responses), capped at FirstByteTimeoutMax.
 // When an attempt made no progress for the bound (no first body byte, then
 // no chunk), the watch checks the target's liveness: a GET of

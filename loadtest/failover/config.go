@@ -18,8 +18,8 @@ const (
 	FaultFreezeCellReplica = "freeze-cell-replica"
 	// FaultFreezePod stops an engine pod with SIGSTOP the same way.
 	FaultFreezePod = "freeze-pod"
-	// FaultEventFlood floods one pod's KV events into its cell's ZMQ bind
-	// socket from a hostile publisher (Config.FloodBlocks distinct blocks)
+	// FaultEventFlood floods the KV events of the last cell's first pod
+	// into the cell's ZMQ bind sockets from a hostile publisher (Config.FloodBlocks distinct blocks)
 	// and measures what the other pods keep in the index.
 	FaultEventFlood = "event-flood"
 )
@@ -65,8 +65,11 @@ type Config struct {
 	// stream counts as stalled.
 	StallGap time.Duration
 	// FloodBlocks is how many distinct blocks the event flood publishes
-	// for its pod (the cell's index.max_blocks is 500,000 by default).
+	// for its pod.
 	FloodBlocks int
+	// IndexMaxBlocks is every cell's index.max_blocks (500,000 in the
+	// issue's fleet, so that a flood of FloodBlocks can fill it).
+	IndexMaxBlocks int
 	// ProbeInterval, ProbeTimeout and SuspicionMult tune memberlist's
 	// failure detection in every celld and globald.
 	ProbeInterval, ProbeTimeout time.Duration
@@ -90,7 +93,7 @@ func DefaultConfig() Config {
 		PodBlocks: 65536, PodTimeScale: 1,
 		Warmup: 15 * time.Second, Window: 10 * time.Second, Gap: 3 * time.Second, RestartAfter: 3 * time.Second,
 		Faults:    append([]string(nil), AllFaults...),
-		FreezeFor: 5 * time.Second, StallGap: 2 * time.Second, FloodBlocks: 600_000,
+		FreezeFor: 5 * time.Second, StallGap: 2 * time.Second, FloodBlocks: 600_000, IndexMaxBlocks: 500_000,
 		ProbeInterval: 200 * time.Millisecond, ProbeTimeout: 100 * time.Millisecond, SuspicionMult: 2,
 		RequestTimeout: 60 * time.Second, StartTimeout: 60 * time.Second,
 	}
@@ -127,6 +130,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("failover: StallGap = %v, want > 0", c.StallGap)
 	case c.FloodBlocks < 1:
 		return fmt.Errorf("failover: FloodBlocks = %d, want >= 1", c.FloodBlocks)
+	case c.IndexMaxBlocks < 1:
+		return fmt.Errorf("failover: IndexMaxBlocks = %d, want >= 1", c.IndexMaxBlocks)
 	case len(c.Faults) == 0:
 		return fmt.Errorf("failover: no faults")
 	case c.ProbeInterval <= 0 || c.ProbeTimeout <= 0 || c.ProbeTimeout >= c.ProbeInterval || c.SuspicionMult < 1:

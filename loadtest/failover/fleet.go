@@ -273,7 +273,7 @@ func (f *fleet) cellYAML(r *replicaProc, grpc string, seeds []string) string {
 	fmt.Fprintf(&b, "cell_id: cell-%d\nhttp_addr: %s\ngrpc_addr: %s\n", r.cell, r.http, grpc)
 	fmt.Fprintf(&b, "health_interval: 200ms\nhealth_timeout: 150ms\ntick_interval: 100ms\nshutdown_timeout: 10s\n")
 	fmt.Fprintf(&b, "events:\n  block_size: %d\n  default_model: %s\n  dead_after: 2s\n", blockSize, model)
-	fmt.Fprintf(&b, "zmq:\n  bind: %s\n", r.zmqBind)
+	fmt.Fprintf(&b, "zmq:\n  bind: %s\nindex:\n  max_blocks: %d\n", r.zmqBind, f.cfg.IndexMaxBlocks)
 	b.WriteString("pods:\n")
 	for _, pd := range f.pods {
 		if pd.cell != r.cell {

@@ -34,6 +34,10 @@ type FloodResult struct {
 	// the flood (of FreshPromptBlocks): 0 means the index took no new block.
 	FreshPromptMatchedBlocks int `json:"fresh_prompt_matched_blocks"`
 	FreshPromptBlocks        int `json:"fresh_prompt_blocks"`
+	// CapDrops is the growth of the first replica's
+	// cellrouter_index_cap_drops_total over the flood and the fresh
+	// prompt: stores refused because the index reached max_blocks.
+	CapDrops float64 `json:"cap_drops"`
 }
 
 // floodBatchBlocks is the blocks of one flood batch.
@@ -97,18 +101,21 @@ func floodPayloads(n int, rng *rand.Rand) ([][]byte, error) {
 	return out, nil
 }
 
-// eventFlood publishes FloodBlocks distinct blocks for the last pod of
-// cell 0 into the ZMQ bind socket of every replica of the cell, as a
+// eventFlood publishes FloodBlocks distinct blocks for the first pod of
+// the last cell into the ZMQ bind socket of every replica of the cell, as a
 // hostile publisher that reached the socket would, then measures what the
 // first replica's index keeps for the other pods and whether it still
 // takes new blocks (a fresh prompt sent three times, then routed).
 func eventFlood(ctx context.Context, cfg Config, f *fleet, inj *injection) {
-	pd := f.pods[cfg.PodsPerCell-1]
-	reps := f.replicasOf(pd.cell)
+	cell := cfg.Cells - 1
+	pd := f.pods[cell*cfg.PodsPerCell]
+	reps := f.replicasOf(cell)
 	first := reps[0]
 	res := &FloodResult{Pod: pd.id}
 	inj.flood, inj.target = res, pd.id
 	res.OtherPodsBlocksBefore, _ = othersAnd(f.podBlocks(first), pd.id)
+	capDrops := fmt.Sprintf(`cellrouter_index_cap_drops_total{cell="cell-%d"}`, cell)
+	drops0 := f.sampleAt(first.http, capDrops)
 	payloads, err := floodPayloads(cfg.FloodBlocks, rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 22)))
 	if err != nil {
 		progress(cfg, "  event flood: %v", err)
@@ -116,51 +123,66 @@ func eventFlood(ctx context.Context, cfg Config, f *fleet, inj *injection) {
 	}
 	inj.at = time.Now()
 	deadline := inj.at.Add(cfg.Window / 2)
-	var wg sync.WaitGroup
-	var sent atomic.Int64
+	var (
+		wg   sync.WaitGroup
+		sent atomic.Int64
+		mu   sync.Mutex
+		pubs []*vllmpub.Publisher
+	)
 	for _, r := range reps {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sent.Add(int64(publishFlood(ctx, cfg, r, pd.id, payloads, deadline)))
+			pub, n := publishFlood(ctx, cfg, r, pd.id, payloads, deadline)
+			sent.Add(int64(n))
+			if pub != nil {
+				mu.Lock()
+				pubs = append(pubs, pub)
+				mu.Unlock()
+			}
 		}()
 	}
 	wg.Wait()
-	res.Seconds = time.Since(inj.at).Seconds()
-	res.BlocksSent = int(sent.Load()) / len(reps)
-	// Let the cell apply what it queued: until the flooded pod's count
-	// holds still.
+	// The PUB sockets queue what they were handed: keep them open until
+	// the cell took it all, that is until the flooded pod's count holds
+	// still for a second (or the window's half passed).
 	var last uint64
 	seen := false
-	poll(ctx, 20*time.Second, func() bool {
-		time.Sleep(500 * time.Millisecond)
+	poll(ctx, time.Until(deadline)+5*time.Second, func() bool {
+		time.Sleep(time.Second)
 		_, n := othersAnd(f.podBlocks(first), pd.id)
 		stable := seen && n == last
 		last, seen = n, true
 		return stable
 	})
+	for _, p := range pubs {
+		p.Close()
+	}
+	res.Seconds = time.Since(inj.at).Seconds()
+	res.BlocksSent = int(sent.Load()) / len(reps)
 	res.OtherPodsBlocksAfter, res.FloodedPodBlocks = othersAnd(f.podBlocks(first), pd.id)
 	res.FreshPromptBlocks = 64
 	res.FreshPromptMatchedBlocks = f.freshPromptMatch(ctx, first, res.FreshPromptBlocks)
-	progress(cfg, "  event flood of %s: %d blocks in %.1fs; other pods' blocks %d -> %d; flooded pod %d; fresh prompt matched %d/%d",
-		pd.id, res.BlocksSent, res.Seconds, res.OtherPodsBlocksBefore, res.OtherPodsBlocksAfter, res.FloodedPodBlocks,
-		res.FreshPromptMatchedBlocks, res.FreshPromptBlocks)
+	res.CapDrops = f.sampleAt(first.http, capDrops) - drops0
+	progress(cfg, "  %s", res.summary())
 }
 
-// publishFlood publishes payloads for pod into replica r's bind socket
-// until they are all sent or deadline, and returns the blocks sent.
-func publishFlood(ctx context.Context, cfg Config, r *replicaProc, pod string, payloads [][]byte, deadline time.Time) int {
+// publishFlood hands payloads for pod to a publisher connected to replica
+// r's bind socket until they are all queued or deadline, and returns the
+// publisher (for the caller to close once the cell took them; nil on
+// failure) and the blocks handed over.
+func publishFlood(ctx context.Context, cfg Config, r *replicaProc, pod string, payloads [][]byte, deadline time.Time) (*vllmpub.Publisher, int) {
 	pc := vllmpub.DefaultConfig(pod, model)
 	pc.Endpoint, pc.Connect, pc.ReplayEndpoint, pc.BufferSize, pc.DialTimeout = r.zmqBind, true, "", 16, 5*time.Second
 	pub, err := vllmpub.New(pc)
 	if err != nil {
 		progress(cfg, "  event flood: publisher to %s: %v", r.zmqBind, err)
-		return 0
+		return nil, 0
 	}
-	defer pub.Close()
 	if poll(ctx, 5*time.Second, pub.Subscribed).IsZero() {
 		progress(cfg, "  event flood: %s never subscribed", r.zmqBind)
-		return 0
+		pub.Close()
+		return nil, 0
 	}
 	blocks := 0
 	for i, p := range payloads {
@@ -172,7 +194,7 @@ func publishFlood(ctx context.Context, cfg Config, r *replicaProc, pod string, p
 		}
 		blocks += min(floodBatchBlocks, cfg.FloodBlocks-i*floodBatchBlocks)
 	}
-	return blocks
+	return pub, blocks
 }
 
 // freshPromptMatch sends a fresh prompt of n blocks three times to replica
@@ -219,6 +241,6 @@ func (f *fleet) freshPromptMatch(ctx context.Context, r *replicaProc, n int) int
 
 // floodSummary is the flood's one-line note for the table.
 func (r *FloodResult) summary() string {
-	return fmt.Sprintf("flood %s: %d blocks; other pods %d -> %d; flooded %d; fresh prompt %d/%d matched",
-		r.Pod, r.BlocksSent, r.OtherPodsBlocksBefore, r.OtherPodsBlocksAfter, r.FloodedPodBlocks, r.FreshPromptMatchedBlocks, r.FreshPromptBlocks)
+	return fmt.Sprintf("event flood of %s: %d blocks in %.1fs; other pods' blocks %d -> %d; flooded pod %d; fresh prompt matched %d/%d; index cap drops +%.0f",
+		r.Pod, r.BlocksSent, r.Seconds, r.OtherPodsBlocksBefore, r.OtherPodsBlocksAfter, r.FloodedPodBlocks, r.FreshPromptMatchedBlocks, r.FreshPromptBlocks, r.CapDrops)
 }
