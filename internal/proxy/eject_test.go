@@ -160,7 +160,7 @@ func (n *naiveEjector) rank(keys []string) []int {
 }
 
 func TestEjectorMatchesNaiveModel(t *testing.T) {
-	for seed := range uint64(20) {
+	for seed := range uint64(10) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		cfg := EjectionConfig{ConsecutiveFailures: 1 + rng.IntN(4), BaseEjectionTime: time.Second, MaxEjectionTime: time.Duration(1+rng.IntN(5)) * time.Second,
 			MaxEjectionPercent: []int{0, 25, 50, 100}[rng.IntN(4)]}
@@ -168,7 +168,7 @@ func TestEjectorMatchesNaiveModel(t *testing.T) {
 		e := NewEjector(cfg, clk.now)
 		n := &naiveEjector{cfg: cfg, events: map[string][]naiveEvent{}}
 		keys := []string{"a", "b", "c", "d", "e"}
-		for step := range 2000 {
+		for step := range 1000 {
 			k := keys[rng.IntN(len(keys))]
 			var kind string
 			switch x := rng.IntN(10); {

@@ -36,9 +36,9 @@ func newLiveness(p *Proxy, c WatchConfig) *liveness {
 }
 
 // alive reports whether the target at addr answered a liveness check, one
-// made now or one that ended less than fresh ago. It returns false when ctx
-// ends first.
-func (l *liveness) alive(ctx context.Context, addr string) bool {
+// made now or one that ended less than fresh ago; stopped reports that stop
+// was closed first (a nil stop waits for the check, which is bounded).
+func (l *liveness) alive(stop <-chan struct{}, addr string) (ok, stopped bool) {
 	l.mu.Lock()
 	s := l.targets[addr]
 	if s == nil {
@@ -51,7 +51,7 @@ func (l *liveness) alive(ctx context.Context, addr string) bool {
 	if s.inflight == nil && !s.at.IsZero() && time.Since(s.at) < l.fresh {
 		ok := s.alive
 		l.mu.Unlock()
-		return ok
+		return ok, false
 	}
 	wait := s.inflight
 	if wait == nil {
@@ -72,12 +72,12 @@ func (l *liveness) alive(ctx context.Context, addr string) bool {
 	l.mu.Unlock()
 	select {
 	case <-wait:
-	case <-ctx.Done():
-		return false
+	case <-stop:
+		return false, true
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return s.alive
+	return s.alive, false
 }
 
 // close waits for the checks in flight (each bounded by LivenessTimeout).
@@ -127,7 +127,11 @@ func (r *readmitter) due(addr string) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		if r.p.live == nil || r.p.live.alive(context.Background(), addr) {
+		alive := r.p.live == nil
+		if !alive {
+			alive, _ = r.p.live.alive(nil, addr)
+		}
+		if alive {
 			r.p.ej.Success(addr)
 		} else {
 			r.p.ej.Failure(addr, true)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,9 +26,10 @@ var (
 // first-byte bound, it checks the target's liveness, and cancels the
 // attempt with errFrozen when the target does not answer; once the stream
 // reached the client it also cancels it with errIdle after
-// StreamIdleTimeout without a chunk. Its goroutine is owned by the attempt,
-// whose stop waits for it (never for a liveness check: that runs on the
-// proxy's own goroutine).
+// StreamIdleTimeout without a chunk. It runs on a timer (time.AfterFunc):
+// an attempt that ends within the bound costs no goroutine. Its check is
+// owned by the attempt, whose stop waits for it (never for a liveness
+// request: that runs on the proxy's own goroutine).
 type watch struct {
 	p      *Proxy
 	addr   string
@@ -38,8 +40,13 @@ type watch struct {
 	progress  atomic.Int64 // unix nanoseconds of the last progress
 	streaming atomic.Bool  // a byte reached the client
 	fired     atomic.Pointer[error]
-	stopc     chan struct{}
-	done      chan struct{}
+	checked   time.Time // the last liveness check that said alive (check only)
+
+	mu      sync.Mutex
+	stopped bool
+	timer   *time.Timer
+	stopc   chan struct{}  // closed by stop: a check in flight stops waiting
+	running sync.WaitGroup // the check in flight
 }
 
 // startWatch starts the watch of an attempt on t whose context cancel
@@ -49,72 +56,75 @@ func (p *Proxy) startWatch(t Target, cancel context.CancelCauseFunc) *watch {
 		return nil
 	}
 	w := &watch{p: p, addr: t.Address, bound: p.bounds.bound(t.Address), idle: p.cfg.Watch.StreamIdleTimeout,
-		cancel: cancel, stopc: make(chan struct{}), done: make(chan struct{})}
+		cancel: cancel, stopc: make(chan struct{})}
 	w.progress.Store(time.Now().UnixNano())
-	go w.run()
+	w.mu.Lock()
+	w.timer = time.AfterFunc(w.bound, w.check)
+	w.mu.Unlock()
 	return w
 }
 
-// run is the watch's loop.
-func (w *watch) run() {
-	defer close(w.done)
-	checked := time.Time{} // the last liveness check that said alive
-	timer := time.NewTimer(w.bound)
-	defer timer.Stop()
-	for {
-		select {
-		case <-w.stopc:
-			return
-		case <-timer.C:
-		}
-		now := time.Now()
-		last := time.Unix(0, w.progress.Load())
-		streaming := w.streaming.Load()
-		if streaming && now.Sub(last) >= w.idle {
-			w.fire(errIdle)
-			return
-		}
-		stale := last
-		if checked.After(stale) {
-			stale = checked
-		}
-		wake := stale.Add(w.bound)
-		if idleAt := last.Add(w.idle); streaming && idleAt.Before(wake) {
-			wake = idleAt
-		}
-		if now.Before(wake) {
-			timer.Reset(wake.Sub(now))
-			continue
-		}
-		switch {
-		case w.p.live != nil:
-			ctx, cancel := context.WithCancel(context.Background())
-			go func() {
-				select {
-				case <-w.stopc:
-					cancel()
-				case <-ctx.Done():
-				}
-			}()
-			alive := w.p.live.alive(ctx, w.addr)
-			stopped := ctx.Err() != nil
-			cancel()
-			if stopped {
-				return
-			}
-			if !alive {
-				w.fire(errFrozen)
-				return
-			}
-			checked = time.Now()
-		case !streaming:
-			w.fire(errFrozen) // no liveness path: the bound is hard
-			return
-		default:
-			checked = now // streaming without a check: only the idle bound
-		}
-		timer.Reset(w.bound)
+// check is the timer's function: one look at the attempt, then the timer
+// set for the next one unless the watch fired or stopped.
+func (w *watch) check() {
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return
 	}
+	w.running.Add(1)
+	w.mu.Unlock()
+	defer w.running.Done()
+	next, done := w.look()
+	if done {
+		return
+	}
+	w.mu.Lock()
+	if !w.stopped {
+		w.timer.Reset(next)
+	}
+	w.mu.Unlock()
+}
+
+// look decides on the attempt's progress: it fires the watch (done), or
+// returns how long until the next look.
+func (w *watch) look() (next time.Duration, done bool) {
+	now := time.Now()
+	last := time.Unix(0, w.progress.Load())
+	streaming := w.streaming.Load()
+	if streaming && now.Sub(last) >= w.idle {
+		w.fire(errIdle)
+		return 0, true
+	}
+	stale := last
+	if w.checked.After(stale) {
+		stale = w.checked
+	}
+	wake := stale.Add(w.bound)
+	if idleAt := last.Add(w.idle); streaming && idleAt.Before(wake) {
+		wake = idleAt
+	}
+	if now.Before(wake) {
+		return wake.Sub(now), false
+	}
+	switch {
+	case w.p.live != nil:
+		alive, stopped := w.p.live.alive(w.stopc, w.addr)
+		if stopped {
+			return 0, true
+		}
+		if !alive {
+			w.fire(errFrozen)
+			return 0, true
+		}
+		w.checked = time.Now()
+	case !streaming:
+		w.fire(errFrozen) // no liveness path: the bound is hard
+		return 0, true
+	default:
+		w.checked = now // streaming without a check: only the idle bound
+	}
+	return w.bound, false
 }
 
 // fire cancels the attempt with cause.
@@ -149,13 +159,17 @@ func (w *watch) cause() error {
 	return nil
 }
 
-// stop ends the watch and waits for its goroutine.
+// stop ends the watch and waits for a check in flight.
 func (w *watch) stop() {
 	if w == nil {
 		return
 	}
+	w.mu.Lock()
+	w.stopped = true
+	w.timer.Stop()
+	w.mu.Unlock()
 	close(w.stopc)
-	<-w.done
+	w.running.Wait()
 }
 
 // stallEvent is the SSE event that ends a stream the watch cut: an OpenAI
