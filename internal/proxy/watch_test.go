@@ -328,3 +328,51 @@ func TestP99MatchesSortedReference(t *testing.T) {
 		}
 	}
 }
+
+func TestLivenessChecksShareOneRequest(t *testing.T) {
+	var checks atomic.Int64
+	release := make(chan struct{})
+	srv := NewFreezable(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		checks.Add(1)
+		<-release // every caller waits on the one check in flight
+	}))
+	cfg := watchConfig(waitTimeout, waitTimeout) // an outcome stays fresh for 10s
+	cfg.Watch.LivenessTimeout = waitTimeout
+	p := testProxy(t, cfg)
+	const callers = 8
+	results := make(chan bool, callers)
+	for range callers {
+		go func() {
+			ok, _ := p.live.alive(nil, srv.Addr())
+			results <- ok
+		}()
+	}
+	deadline := time.Now().Add(waitTimeout)
+	for checks.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no liveness request was made")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	for range callers {
+		select {
+		case ok := <-results:
+			if !ok {
+				t.Fatal("a live target was reported dead")
+			}
+		case <-time.After(waitTimeout):
+			t.Fatal("a caller did not get the shared check's outcome")
+		}
+	}
+	// The outcome stays fresh for half the bound: no new request.
+	if ok, _ := p.live.alive(nil, srv.Addr()); !ok || checks.Load() != 1 {
+		t.Fatalf("%d liveness requests for %d concurrent callers and a fresh one, want 1", checks.Load(), callers+1)
+	}
+	// A caller that stops waiting returns at once, stopped.
+	stop := make(chan struct{})
+	close(stop)
+	if _, stopped := p.live.alive(stop, servertest.SilentAddr(t)); !stopped {
+		t.Fatal("a stopped wait did not say so")
+	}
+}
