@@ -153,6 +153,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (_ *Cell, err error) {
 		c.ix.Close()
 		return nil, err
 	}
+	c.promReg.MustRegister(c.proxy.Collector("cellrouter_upstream", "pod", prometheus.Labels{"cell": cfg.CellID}))
 	if err := c.buildTransports(); err != nil {
 		c.ix.Close()
 		return nil, err

@@ -55,6 +55,10 @@ type RoutingConfig struct {
 	// TokenizeTimeout bounds a remote /tokenize call.
 	TokenizeTimeout time.Duration `yaml:"tokenize_timeout"`
 
+	// Watch bounds the waits on pods that stopped answering and ejects
+	// them (routing.watch).
+	Watch WatchConfig `yaml:"watch"`
+
 	// CandidatesTTL is how long the cell reuses its list of pods between
 	// decisions (loads are always fresh).
 	CandidatesTTL time.Duration `yaml:"candidates_ttl"`
@@ -77,6 +81,7 @@ func DefaultRoutingConfig() RoutingConfig {
 		MaxBodyBytes:          32 << 20,
 		TokenizeTimeout:       5 * time.Second,
 		CandidatesTTL:         100 * time.Millisecond,
+		Watch:                 DefaultWatchConfig(),
 	}
 }
 
@@ -86,6 +91,7 @@ func (r RoutingConfig) proxyConfig() proxy.Config {
 	p.ResponseHeaderTimeout = r.ResponseHeaderTimeout
 	p.RequestTimeout = r.RequestTimeout
 	p.MaxAttempts = r.MaxAttempts
+	p.Watch = r.Watch.proxy()
 	return p
 }
 

@@ -43,6 +43,16 @@ type Config struct {
 	// hand-off; MaxAttempts is the cells tried before the first byte.
 	ConnectTimeout, ResponseHeaderTimeout, RequestTimeout time.Duration
 	MaxAttempts                                           int
+	// Watch bounds the waits on cell replicas that stopped answering (a
+	// frozen celld): past the first-byte bound the replica's /healthz is
+	// checked, a replica that does not answer is given up for the next
+	// while nothing reached the client (its stream ends with an SSE error
+	// event otherwise), and it is ejected from hand-offs and probes until it
+	// answers again. See "Frozen targets" in package proxy. Defaults:
+	// proxy.DefaultWatchConfig with LivenessPath "/healthz" and a
+	// StreamIdleTimeout of 90s, above the cells' own 60s, so a cell's
+	// word on its pod's silence arrives first.
+	Watch proxy.WatchConfig
 	// MaxIdleConnsPerCell is the keep-alive connections kept open to each
 	// cell for hand-offs. A global tier sends all its concurrency to a few
 	// cells, so this is far above a cell's per-pod figure: with fewer, a
@@ -77,7 +87,18 @@ func DefaultConfig() Config {
 		MaxIdleConnsPerCell:   1024,
 		ShutdownTimeout:       5 * time.Second,
 		Limits:                edge.DefaultLimits(),
+		Watch:                 defaultWatch(),
 	}
+}
+
+// defaultWatch is the global tier's watch of its cells: the proxy's
+// defaults, checking a cell's /healthz, with a stream idle bound above the
+// cells' own.
+func defaultWatch() proxy.WatchConfig {
+	w := proxy.DefaultWatchConfig()
+	w.LivenessPath = "/healthz"
+	w.StreamIdleTimeout = 90 * time.Second
+	return w
 }
 
 // Validate reports the first invalid field with its value.
@@ -128,5 +149,6 @@ func (c Config) proxyConfig() proxy.Config {
 	p := proxy.DefaultConfig()
 	p.ConnectTimeout, p.ResponseHeaderTimeout, p.RequestTimeout, p.MaxAttempts = c.ConnectTimeout, c.ResponseHeaderTimeout, c.RequestTimeout, c.MaxAttempts*ReplicaAttempts
 	p.MaxIdleConnsPerHost = c.MaxIdleConnsPerCell
+	p.Watch = c.Watch
 	return p
 }

@@ -83,7 +83,11 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option)
 	if g.proxy, err = proxy.New(pc); err != nil {
 		return nil, err
 	}
+	if g.prober != nil {
+		g.prober.ej = g.proxy
+	}
 	g.m = newMetrics(reg)
+	reg.MustRegister(g.proxy.Collector("cellrouter_global_handoff", "cell replica", nil))
 	registerCache(reg, g.rt.Tokenizer())
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 

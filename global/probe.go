@@ -3,6 +3,7 @@ package global
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,8 +40,24 @@ type grpcProber struct {
 	tp    trace.TracerProvider             // nil: the global one
 	creds credentials.TransportCredentials // mutual TLS to the cells, or plaintext
 
+	// ej, when set, is the hand-off proxy's outlier ejection, keyed by a
+	// replica's HTTP address: an ejected replica is not probed, and probes
+	// that time out or find the replica unavailable count against it.
+	ej probeEjector
+
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn
+}
+
+// errAllEjected is a probe's error when every replica of the cell is
+// ejected: it was not sent.
+var errAllEjected = errors.New("global: every replica of the cell is ejected")
+
+// probeEjector is the part of the proxy's ejection the prober uses.
+type probeEjector interface {
+	Ejected(addr string) bool
+	ReportFailure(addr string, timeout bool)
+	ReportSuccess(addr string)
 }
 
 // newGRPCProber traces calls on tp, or on the global provider when tp is
@@ -87,21 +104,38 @@ func (p *grpcProber) Probe(ctx context.Context, cell *CellView, req *cellv1.Rout
 // answer had to wait for a connection to open (its round trip then
 // measures the handshake too, not only the distance).
 func (p *grpcProber) ProbeOpening(ctx context.Context, cell *CellView, req *cellv1.RouteRequest) (*cellv1.RouteResponse, bool, error) {
-	var lastErr error
+	lastErr := errAllEjected
 	opened := false
 	for _, ep := range cell.rotated(p.turn.Add(1)) {
+		if p.ej != nil && p.ej.Ejected(ep.HTTPAddr) {
+			continue // a frozen replica would cost every request the probe deadline
+		}
 		c, err := p.conn(ep.GRPCAddr)
 		if err != nil {
 			return nil, opened, err
 		}
 		opened = opened || c.GetState() != connectivity.Ready
 		resp, err := cellv1.NewCellServiceClient(c).Route(ctx, req)
+		p.report(ctx, ep, err)
 		if err == nil || status.Code(err) != grpccodes.Unavailable || ctx.Err() != nil {
 			return resp, opened, err
 		}
 		lastErr = err
 	}
 	return nil, opened, lastErr
+}
+
+// report feeds the ejection with a probe's outcome: an answer, or a
+// replica that was unavailable or missed the probe deadline (not a probe
+// its caller abandoned).
+func (p *grpcProber) report(ctx context.Context, ep Endpoint, err error) {
+	switch {
+	case p.ej == nil:
+	case err == nil:
+		p.ej.ReportSuccess(ep.HTTPAddr)
+	case status.Code(err) == grpccodes.Unavailable, errors.Is(ctx.Err(), context.DeadlineExceeded):
+		p.ej.ReportFailure(ep.HTTPAddr, false)
+	}
 }
 
 // openingProber is a Prober that says whether a probe opened its

@@ -9,6 +9,7 @@
 //	      [--api-keys keys.yaml] [--tls-cert C --tls-key K --tls-ca CA] [--max-body-bytes N ...]
 //	      [--snapshot-dir DIR --snapshot-interval 5m --snapshot-every-events N --snapshot-keep 3]
 //	      [--bootstrap-from REPLICA_GRPC_ADDR]
+//	      [--first-byte-timeout 2s --liveness-timeout 1s --stream-idle-timeout 1m --eject-base-time 5s]
 //	celld --check-config celld.yaml   # check the configuration (with any flags above) and exit
 //	celld --version
 package main

@@ -47,6 +47,11 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	overlap := fs.Float64("kv-overlap-score-weight", d.KVOverlapScoreWeight, "default profile: weight of a block to prefill against a block of decode load (overrides routing.kv_overlap_score_weight)")
 	temp := fs.Float64("router-temperature", d.RouterTemperature, "default profile: softmax temperature over normalised costs; 0 picks the lowest cost (overrides routing.router_temperature)")
 	busy := fs.Float64("busy-threshold", d.BusyThreshold, "default profile: skip pods whose active blocks exceed this fraction of kv_blocks (overrides routing.busy_threshold)")
+	wd := cell.DefaultWatchConfig()
+	firstByte := fs.Duration("first-byte-timeout", wd.FirstByteTimeout, "floor of the first-byte bound, past which a silent pod's liveness is checked and a frozen one given up for the next (overrides routing.watch.first_byte_timeout; 0: off)")
+	liveTimeout := fs.Duration("liveness-timeout", wd.LivenessTimeout, "bound of a pod's liveness check (overrides routing.watch.liveness_timeout)")
+	streamIdle := fs.Duration("stream-idle-timeout", wd.StreamIdleTimeout, "end a stream whose pod sent nothing for this long with an SSE error event (overrides routing.watch.stream_idle_timeout)")
+	ejectBase := fs.Duration("eject-base-time", wd.EjectBaseTime, "length of a frozen or failing pod's first ejection (overrides routing.watch.eject_base_time)")
 	apiKeys := fs.String("api-keys", "", "override auth.key_file: the API key file")
 	tlsCert := fs.String("tls-cert", "", "override tls.cert_file: the cell's certificate (PEM)")
 	tlsKey := fs.String("tls-key", "", "override tls.key_file: its private key (PEM)")
@@ -120,6 +125,14 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 			cfg.Routing.RouterTemperature = *temp
 		case "busy-threshold":
 			cfg.Routing.BusyThreshold = *busy
+		case "first-byte-timeout":
+			cfg.Routing.Watch.FirstByteTimeout = *firstByte
+		case "liveness-timeout":
+			cfg.Routing.Watch.LivenessTimeout = *liveTimeout
+		case "stream-idle-timeout":
+			cfg.Routing.Watch.StreamIdleTimeout = *streamIdle
+		case "eject-base-time":
+			cfg.Routing.Watch.EjectBaseTime = *ejectBase
 		}
 	})
 	if *checkPath != "" {

@@ -70,6 +70,8 @@ func TestCheckConfig(t *testing.T) {
 		{"bad advertise flag", []string{"--check-config", wildcard, "--gossip-advertise", "10.1.2.3"}, "", "advertise"},
 		{"bad secret flag", []string{"--check-config", wildcard, "--gossip-secret-key", "not base64!"}, "", "secret key"},
 		{"index layout flag", []string{"--check-config", example, "--index-layout", "paged"}, "ok: cell cell-a", ""},
+		{"watch flags", []string{"--check-config", example, "--first-byte-timeout", "500ms", "--stream-idle-timeout", "5s", "--liveness-timeout", "300ms", "--eject-base-time", "1s"}, "ok: cell cell-a", ""},
+		{"bad stream idle flag", []string{"--check-config", example, "--first-byte-timeout", "2s", "--stream-idle-timeout", "1s"}, "", "StreamIdleTimeout"},
 		{"bad index layout flag", []string{"--check-config", example, "--index-layout", "pages"}, "", "unknown layout \"pages\""},
 		{"zmq endpoint", []string{"--check-config", badZMQ}, "", "bad-zmq.yaml: cell: invalid config: pods[0]"},
 		{"misspelt key", []string{"--check-config", badKey}, "", "secert_key"},

@@ -18,6 +18,7 @@ import (
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/buildinfo"
 	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/proxy"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
 	"github.com/cellrouter/cellrouter/internal/tlsconf"
 	"github.com/cellrouter/cellrouter/loadtest/fleet"
@@ -79,6 +80,16 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	rttW := fs.Float64("rtt-weight", d.Choose.RTTWeight, "cost of a millisecond of probe round trip, in blocks")
 	attempts := fs.Int("max-attempts", d.MaxAttempts, "cells tried before the first byte")
 	reqTimeout := fs.Duration("request-timeout", d.RequestTimeout, "bound of a whole hand-off")
+	firstByte := fs.Duration("first-byte-timeout", d.Watch.FirstByteTimeout, "floor of the first-byte bound of a hand-off, past which a silent cell replica's /healthz is checked and a frozen one given up for the next (0: off)")
+	firstByteFactor := fs.Float64("first-byte-factor", d.Watch.FirstByteFactor, "the bound is this many times the p99 of the replica's observed time to first byte, at least --first-byte-timeout")
+	firstByteMax := fs.Duration("first-byte-timeout-max", d.Watch.FirstByteTimeoutMax, "cap of the first-byte bound")
+	livePath := fs.String("liveness-path", d.Watch.LivenessPath, "path of a cell replica's liveness check")
+	liveTimeout := fs.Duration("liveness-timeout", d.Watch.LivenessTimeout, "bound of a cell replica's liveness check")
+	streamIdle := fs.Duration("stream-idle-timeout", d.Watch.StreamIdleTimeout, "end a stream whose cell sent nothing for this long with an SSE error event")
+	ejectFails := fs.Int("eject-consecutive-failures", d.Watch.Ejection.ConsecutiveFailures, "failures in a row (hand-offs or probes) that eject a cell replica; a frozen one is ejected at once (0: no ejection)")
+	ejectBase := fs.Duration("eject-base-time", d.Watch.Ejection.BaseEjectionTime, "length of a replica's first ejection, times its ejections in a row")
+	ejectMax := fs.Duration("eject-max-time", d.Watch.Ejection.MaxEjectionTime, "cap of an ejection's length")
+	ejectPct := fs.Int("eject-max-percent", d.Watch.Ejection.MaxEjectionPercent, "largest share of a hand-off's replicas ranked last for being ejected")
 	idlePerCell := fs.Int("max-idle-conns-per-cell", d.MaxIdleConnsPerCell, "keep-alive connections kept open to each cell for hand-offs")
 	gossipBind := fs.String("gossip-bind", p.Bind, "memberlist address")
 	gossipAdv := fs.String("gossip-advertise", "", "address other nodes reach this one at")
@@ -140,6 +151,9 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	cfg.RoutedLoadTTL = *routedTTL
 	cfg.ProbeTimeout, cfg.Choose.PrefillWeight, cfg.Choose.RTTWeight = *probeTimeout, *prefillW, *rttW
 	cfg.MaxAttempts, cfg.RequestTimeout, cfg.ProbeLone, cfg.MaxIdleConnsPerCell = *attempts, *reqTimeout, *probeLone, *idlePerCell
+	cfg.Watch.FirstByteTimeout, cfg.Watch.FirstByteFactor, cfg.Watch.FirstByteTimeoutMax = *firstByte, *firstByteFactor, *firstByteMax
+	cfg.Watch.LivenessPath, cfg.Watch.LivenessTimeout, cfg.Watch.StreamIdleTimeout = *livePath, *liveTimeout, *streamIdle
+	cfg.Watch.Ejection = proxy.EjectionConfig{ConsecutiveFailures: *ejectFails, BaseEjectionTime: *ejectBase, MaxEjectionTime: *ejectMax, MaxEjectionPercent: *ejectPct}
 	cfg.Tokenize.Models, cfg.Tokenize.Remote, cfg.Tokenize.RemoteTimeout, cfg.Tokenize.CacheBytes = toks, *remoteTok, *tokTimeout, *tokCache<<20
 	pool := p
 	pool.Bind, pool.Advertise, pool.SecretKey, pool.Seeds = *gossipBind, *gossipAdv, *secret, seedList

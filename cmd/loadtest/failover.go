@@ -33,6 +33,10 @@ func runFailover(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	gap := fs.Duration("gap", d.Gap, "time between a window's end and the next fault")
 	restart := fs.Duration("restart-after", d.RestartAfter, "restart a faulted process this long after its fault")
 	faults := fs.String("faults", strings.Join(d.Faults, ","), "faults in order, from "+strings.Join(failover.AllFaults, ", "))
+	freezeFor := fs.Duration("freeze-for", d.FreezeFor, "how long a freeze fault keeps its process stopped (SIGSTOP, then SIGCONT)")
+	stallGap := fs.Duration("stall-gap", d.StallGap, "a stream with no event for this long counts as stalled")
+	floodBlocks := fs.Int("flood-blocks", d.FloodBlocks, "distinct blocks the event flood publishes for its pod")
+	maxBlocks := fs.Int("index-max-blocks", d.IndexMaxBlocks, "every cell's index.max_blocks")
 	probe := fs.Duration("gossip-probe-interval", d.ProbeInterval, "memberlist probe interval of every celld and globald")
 	probeTimeout := fs.Duration("gossip-probe-timeout", d.ProbeTimeout, "memberlist probe timeout")
 	suspicion := fs.Int("gossip-suspicion-mult", d.SuspicionMult, "memberlist suspicion multiplier")
@@ -54,6 +58,7 @@ func runFailover(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	cfg.ProbeInterval, cfg.ProbeTimeout, cfg.SuspicionMult = *probe, *probeTimeout, *suspicion
+	cfg.FreezeFor, cfg.StallGap, cfg.FloodBlocks, cfg.IndexMaxBlocks = *freezeFor, *stallGap, *floodBlocks, *maxBlocks
 	cfg.NoBaseline = *noBaseline
 	if !*quiet {
 		cfg.Progress = stderr

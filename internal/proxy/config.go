@@ -40,6 +40,9 @@ type Config struct {
 	// (a cell's pods behind TLS, or the cells behind mutual TLS for the
 	// global tier's hand-off). Nil: plain HTTP.
 	TLS *tls.Config
+	// Watch bounds the waits on targets that stopped answering and ejects
+	// them (see WatchConfig).
+	Watch WatchConfig
 }
 
 // DefaultConfig returns the default configuration.
@@ -53,6 +56,7 @@ func DefaultConfig() Config {
 		MaxAttempts:             3,
 		MaxPrefillResponseBytes: 1 << 20,
 		BufferSize:              32 << 10,
+		Watch:                   DefaultWatchConfig(),
 	}
 }
 
@@ -76,5 +80,5 @@ func (c Config) Validate() error {
 	case c.BufferSize < 512:
 		return fmt.Errorf("proxy: Config.BufferSize must be at least 512, got %d", c.BufferSize)
 	}
-	return nil
+	return c.Watch.Validate()
 }

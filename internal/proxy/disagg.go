@@ -50,7 +50,7 @@ func (p *Proxy) ForwardDisaggregated(w http.ResponseWriter, r *http.Request, bod
 	if hdr.Get(requestIDHeader) == "" {
 		hdr.Set(requestIDHeader, newRequestID())
 	}
-	params, err := p.prefillLeg(ctx, w, r, pbody, hdr, prefill, h)
+	params, err := p.prefillLeg(ctx, w, r, pbody, hdr, p.ranked(prefill), h)
 	if err != nil {
 		return err
 	}
@@ -135,8 +135,20 @@ func (p *Proxy) endPrefill(t Target, res Result, h Hooks, final bool) {
 // (bounded by MaxPrefillResponseBytes). err is set only when no complete
 // response was read.
 func (p *Proxy) prefillAttempt(ctx context.Context, r *http.Request, body []byte, hdr http.Header, t Target, h Hooks) (Result, []byte, error) {
+	actx, acancel := context.WithCancelCause(ctx)
+	defer acancel(nil)
+	wd := p.startWatch(t, acancel)
+	defer wd.stop()
+	res, data, err := p.prefillRelay(ctx, actx, r, body, hdr, t, h)
+	err = watchedError(wd, t, err)
+	p.settle(ctx, t, wd, res, err, err != nil)
+	return res, data, err
+}
+
+// prefillRelay is prefillAttempt under the attempt's own context actx.
+func (p *Proxy) prefillRelay(ctx, actx context.Context, r *http.Request, body []byte, hdr http.Header, t Target, h Hooks) (Result, []byte, error) {
 	var res Result
-	req, err := p.newRequest(ctx, http.MethodPost, r, body, hdr, t, h)
+	req, err := p.newRequest(actx, http.MethodPost, r, body, hdr, t, h)
 	if err != nil {
 		return res, nil, fmt.Errorf("%w: build prefill request for pod %s: %w", ErrUpstream, t.Pod, err)
 	}

@@ -33,6 +33,42 @@
 // (the connection to the pod is closed, which vLLM takes as an abort),
 // including the prefill leg of disaggregated serving.
 //
+// # Frozen targets
+//
+// A stopped process (SIGSTOP, a hung host) keeps accepting connections and
+// says nothing, so neither a refused connection nor a header timeout finds
+// it. Each attempt has a watch (Config.Watch). Its first-byte bound is
+// max(FirstByteTimeout, FirstByteFactor (1) x p99 of the target's recent times
+// to first byte of streamed responses), capped at FirstByteTimeoutMax.
+// When an attempt made no progress for the bound (no first body byte, then
+// no chunk), the watch checks the target's liveness: a GET of
+// LivenessPath (vLLM's /health, a cell's /healthz) within
+// LivenessTimeout, concurrent checks of one target sharing one request.
+// A target that answers is alive and keeps the attempt (a non-streamed
+// response has no byte before generation ends; a long prefill is slow, not
+// frozen); one that does not is frozen: before any byte reached the client
+// the attempt is cancelled and the next target tried (ErrTimeout), so a
+// frozen target costs a request at most the bound plus LivenessTimeout;
+// once streaming, the stream ends with an SSE error event in OpenAI's
+// shape (data: {"error":{...,"code":"upstream_stalled"}}) and Forward
+// returns an error wrapping ErrMidStream and ErrTimeout. A stream whose
+// target stays alive but sends nothing for StreamIdleTimeout ends the same
+// way (code "stream_idle_timeout"). Without a LivenessPath the bound is a
+// hard limit on the first byte, which suits only fleets where every
+// request streams.
+//
+// Outlier ejection (Ejector, Envoy's model reduced): a target that timed
+// out so (or whose connection failed, or that answered 5xx,
+// ConsecutiveFailures times in a row) is ejected for BaseEjectionTime
+// times its ejections in a row (capped at MaxEjectionTime), and after that
+// until a liveness check (made on a goroutine of the proxy when a call or
+// Ejected next looks at it) says it answers again. Forward and
+// ForwardDisaggregated try ejected targets last, at most
+// MaxEjectionPercent of a call's targets, so ejection never empties a
+// fleet. Calls the proxy does not make (the global tier's probes) use
+// Ejected, ReportFailure and ReportSuccess. WatchStats counts first-byte
+// timeouts, stalled streams, ejections and readmissions.
+//
 // # Disaggregated prefill and decode
 //
 // ForwardDisaggregated follows vLLM's protocol (its NixlConnector and the

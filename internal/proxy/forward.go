@@ -42,6 +42,7 @@ func (p *Proxy) Forward(w http.ResponseWriter, r *http.Request, body []byte, tar
 
 // serve runs the attempt loop of one leg that answers the client.
 func (p *Proxy) serve(ctx context.Context, w http.ResponseWriter, r *http.Request, body []byte, hdr http.Header, targets []Target, h Hooks) error {
+	targets = p.ranked(targets)
 	n := min(len(targets), p.cfg.MaxAttempts)
 	var (
 		last    Target
@@ -148,13 +149,62 @@ func retryableStatus(code int) bool {
 // byte reached the client (err is then set). On the last attempt a 5xx
 // response is relayed rather than failed.
 func (p *Proxy) attempt(ctx context.Context, w http.ResponseWriter, r *http.Request, body []byte, hdr http.Header, t Target, h Hooks, last bool, start time.Time) (res Result, err error, retry bool) {
-	req, err := p.newRequest(ctx, r.Method, r, body, hdr, t, h)
+	actx, acancel := context.WithCancelCause(ctx)
+	defer acancel(nil)
+	wd := p.startWatch(t, acancel)
+	defer wd.stop()
+	res, err, retry = p.relay(ctx, actx, wd, w, r, body, hdr, t, h, last, start)
+	p.settle(ctx, t, wd, res, err, retry)
+	return res, err, retry
+}
+
+// settle feeds the ejector and the counters with an attempt's outcome. An
+// attempt ended by the client or the call's deadline (ctx) says nothing of
+// its target.
+func (p *Proxy) settle(ctx context.Context, t Target, wd *watch, res Result, err error, retry bool) {
+	cause := wd.cause()
+	if cause == nil && ctx.Err() != nil {
+		return
+	}
+	switch {
+	case cause != nil && retry:
+		p.stats.firstByteTimeouts.Add(1)
+	case cause != nil:
+		p.stats.stalls.Add(1)
+	}
+	switch {
+	case cause != nil:
+		p.outcome(t.Address, true, true)
+	case attemptFailed(err) && (retry || errors.Is(err, ErrMidStream)):
+		p.outcome(t.Address, errors.Is(err, ErrTimeout), true)
+	case res.Status > 0 && res.Status < 500:
+		p.outcome(t.Address, false, false)
+	}
+}
+
+// watchedError wraps the error of an attempt the watch cancelled in
+// ErrTimeout, saying why; other errors are returned as they are.
+func watchedError(wd *watch, t Target, err error) error {
+	cause := wd.cause()
+	if cause == nil {
+		return err
+	}
+	if errors.Is(cause, errIdle) {
+		return fmt.Errorf("%w: pod %s (%s) sent no chunk for %v: %w", ErrTimeout, t.Pod, t.Address, wd.idle, cause)
+	}
+	return fmt.Errorf("%w: pod %s (%s) sent nothing for %v and failed its liveness check: %w", ErrTimeout, t.Pod, t.Address, wd.bound, cause)
+}
+
+// relay is attempt under the attempt's own context actx, which wd cancels
+// when the target stops answering.
+func (p *Proxy) relay(ctx, actx context.Context, wd *watch, w http.ResponseWriter, r *http.Request, body []byte, hdr http.Header, t Target, h Hooks, last bool, start time.Time) (res Result, err error, retry bool) {
+	req, err := p.newRequest(actx, r.Method, r, body, hdr, t, h)
 	if err != nil {
 		return res, fmt.Errorf("%w: build request for pod %s: %w", ErrUpstream, t.Pod, err), true
 	}
 	resp, err := p.transport.RoundTrip(req)
 	if err != nil {
-		return res, attemptError(ctx, r, t, "send to", err), true
+		return res, watchedError(wd, t, attemptError(ctx, r, t, "send to", err)), true
 	}
 	defer resp.Body.Close()
 	res.Status = resp.StatusCode
@@ -163,7 +213,11 @@ func (p *Proxy) attempt(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	}
 
 	if resp.StatusCode >= 400 {
-		return p.relayError(ctx, w, r, resp, t, h, start)
+		res, err, retry = p.relayError(ctx, w, r, resp, t, h, start)
+		if retry {
+			err = watchedError(wd, t, err)
+		}
+		return res, err, retry
 	}
 
 	bufp := p.bufs.Get().(*[]byte)
@@ -174,14 +228,19 @@ func (p *Proxy) attempt(ctx context.Context, w http.ResponseWriter, r *http.Requ
 	// pod can still be replaced.
 	nr, rerr := readSome(resp.Body, buf)
 	if nr == 0 && rerr != nil && rerr != io.EOF {
-		return res, attemptError(ctx, r, t, "read from", rerr), true
+		return res, watchedError(wd, t, attemptError(ctx, r, t, "read from", rerr)), true
 	}
+	wd.tick()
 
 	var scan *usageScanner
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		scan = &usageScanner{}
 	}
-	stream := resp.ContentLength < 0 || isEventStream(resp.Header.Get("Content-Type"))
+	sse := isEventStream(resp.Header.Get("Content-Type"))
+	stream := resp.ContentLength < 0 || sse
+	if sse && p.bounds != nil && resp.StatusCode < 300 {
+		p.bounds.observe(t.Address, time.Since(start))
+	}
 	rc := http.NewResponseController(w)
 	copyResponseHeader(w.Header(), resp.Header)
 	if h.OnStatus != nil {
@@ -191,6 +250,7 @@ func (p *Proxy) attempt(ctx context.Context, w http.ResponseWriter, r *http.Requ
 		h.OnResponse(t, w.Header())
 	}
 	w.WriteHeader(resp.StatusCode)
+	wd.committed()
 
 	first := true
 	for {
@@ -224,12 +284,19 @@ func (p *Proxy) attempt(ctx context.Context, w http.ResponseWriter, r *http.Requ
 			if r.Context().Err() != nil {
 				return res, fmt.Errorf("%w: %w: %w", ErrCanceled, ErrMidStream, rerr), false
 			}
+			if cause := wd.cause(); cause != nil {
+				if sse {
+					writeStallEvent(w, cause)
+				}
+				return res, fmt.Errorf("%w: %w", ErrMidStream, watchedError(wd, t, rerr)), false
+			}
 			if isTimeout(rerr) || ctx.Err() != nil {
 				return res, fmt.Errorf("%w: %w: pod %s: %w", ErrMidStream, ErrTimeout, t.Pod, rerr), false
 			}
 			return res, fmt.Errorf("%w: pod %s: %w", ErrMidStream, t.Pod, rerr), false
 		}
 		nr, rerr = readSome(resp.Body, buf)
+		wd.tick()
 	}
 	if first && h.OnFirstByte != nil {
 		// An empty body: the headers were the first (and only) bytes.

@@ -93,6 +93,14 @@ type Proxy struct {
 	scheme    string // "http" or "https"
 	transport *http.Transport
 	bufs      sync.Pool // *[]byte of cfg.BufferSize
+
+	// The watch of frozen targets (see watch.go); bounds and live are nil
+	// when it is disabled, ej never.
+	bounds  *firstByteBounds
+	live    *liveness
+	ej      *Ejector
+	readmit *readmitter
+	stats   watchCounters
 }
 
 // New returns a Proxy for cfg.
@@ -118,6 +126,14 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.TLS != nil {
 		p.scheme = "https"
 	}
+	p.ej = NewEjector(cfg.Watch.Ejection, nil)
+	p.readmit = &readmitter{p: p}
+	if cfg.Watch.FirstByteTimeout > 0 {
+		p.bounds = newFirstByteBounds(cfg.Watch)
+		if cfg.Watch.LivenessPath != "" {
+			p.live = newLiveness(p, cfg.Watch)
+		}
+	}
 	p.bufs.New = func() any {
 		b := make([]byte, cfg.BufferSize)
 		return &b
@@ -125,8 +141,14 @@ func New(cfg Config) (*Proxy, error) {
 	return p, nil
 }
 
-// Close closes the idle connections to pods. Calls in flight go on.
+// Close closes the idle connections to pods and waits for the liveness
+// checks in flight (each bounded by WatchConfig.LivenessTimeout). Calls in
+// flight go on.
 func (p *Proxy) Close() {
+	p.readmit.close()
+	if p.live != nil {
+		p.live.close()
+	}
 	p.transport.CloseIdleConnections()
 }
 

@@ -26,6 +26,13 @@ type record struct {
 	Prompt, Cached int
 	// Detail says why it failed.
 	Detail string
+	// FirstByte is the wait from sending until the first event of the
+	// answer (0 when none came); MaxGap the longest wait between two
+	// events of the stream after it.
+	FirstByte, MaxGap time.Duration
+	// ErrorEvent: the stream ended with an OpenAI error event (data:
+	// {"error":...}), as a router ends a stream whose upstream stalled.
+	ErrorEvent bool
 }
 
 // balancer is the client's stand-in for a load balancer over the globald
@@ -129,6 +136,7 @@ func (c *client) send(ctx context.Context, body []byte, timeout time.Duration) r
 	var rec record
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	start := time.Now()
 	var lastErr error
 	for _, i := range c.lb.order() {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.lb.urls[i]+"/v1/completions", bytes.NewReader(body))
@@ -147,9 +155,10 @@ func (c *client) send(ctx context.Context, body []byte, timeout time.Duration) r
 			c.lb.setUp(i, false)
 			continue
 		}
-		return readAnswer(resp)
+		return readAnswer(resp, start)
 	}
 	rec.FailedBeforeFirstByte = true
+	rec.FirstByte = time.Since(start)
 	if lastErr == nil {
 		lastErr = errNoAnswer
 	}
@@ -157,13 +166,16 @@ func (c *client) send(ctx context.Context, body []byte, timeout time.Duration) r
 	return rec
 }
 
-// readAnswer reads a streamed answer: failed before the first byte unless
-// 200, cut unless it ends with [DONE]; the usage chunk gives the tokens.
-func readAnswer(resp *http.Response) record {
+// readAnswer reads a streamed answer sent at start: failed before the first
+// byte unless 200, cut unless it ends with [DONE]; the usage chunk gives the
+// tokens; the events' arrival times give the first-byte wait and the
+// longest gap.
+func readAnswer(resp *http.Response, start time.Time) record {
 	defer resp.Body.Close()
 	var rec record
 	if resp.StatusCode != http.StatusOK {
 		rec.FailedBeforeFirstByte = true
+		rec.FirstByte = time.Since(start)
 		var msg [512]byte
 		n, _ := resp.Body.Read(msg[:])
 		rec.Detail = resp.Status + ": " + strings.TrimSpace(string(msg[:n]))
@@ -172,10 +184,21 @@ func readAnswer(resp *http.Response) record {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	done := false
+	var last time.Time
 	for sc.Scan() {
 		data, ok := strings.CutPrefix(sc.Text(), "data: ")
 		if !ok {
 			continue
+		}
+		now := time.Now()
+		if last.IsZero() {
+			rec.FirstByte = now.Sub(start)
+		} else if gap := now.Sub(last); gap > rec.MaxGap {
+			rec.MaxGap = gap
+		}
+		last = now
+		if strings.HasPrefix(data, `{"error"`) {
+			rec.ErrorEvent = true
 		}
 		if data == "[DONE]" {
 			done = true

@@ -12,10 +12,21 @@ const (
 	FaultKillGlobald     = "kill-globald"
 	FaultKillPod         = "kill-pod"
 	FaultTermCellReplica = "term-cell-replica"
+	// FaultFreezeCellReplica stops a cell replica with SIGSTOP for
+	// Config.FreezeFor, then resumes it with SIGCONT: a frozen process
+	// keeps its sockets open and answers nothing.
+	FaultFreezeCellReplica = "freeze-cell-replica"
+	// FaultFreezePod stops an engine pod with SIGSTOP the same way.
+	FaultFreezePod = "freeze-pod"
+	// FaultEventFlood floods the KV events of the last cell's first pod
+	// into the cell's ZMQ bind sockets from a hostile publisher (Config.FloodBlocks distinct blocks)
+	// and measures what the other pods keep in the index.
+	FaultEventFlood = "event-flood"
 )
 
 // AllFaults lists every fault in injection order.
-var AllFaults = []string{FaultKillCellReplica, FaultKillGlobald, FaultKillPod, FaultTermCellReplica}
+var AllFaults = []string{FaultKillCellReplica, FaultKillGlobald, FaultKillPod, FaultTermCellReplica,
+	FaultFreezeCellReplica, FaultFreezePod, FaultEventFlood}
 
 // Config configures the suite. Start from DefaultConfig.
 type Config struct {
@@ -48,6 +59,17 @@ type Config struct {
 	RestartAfter time.Duration
 	// Faults are the faults to inject, a subset of AllFaults in any order.
 	Faults []string
+	// FreezeFor is how long a freeze fault keeps its process stopped.
+	FreezeFor time.Duration
+	// StallGap is the wait between two events of a stream past which the
+	// stream counts as stalled.
+	StallGap time.Duration
+	// FloodBlocks is how many distinct blocks the event flood publishes
+	// for its pod.
+	FloodBlocks int
+	// IndexMaxBlocks is every cell's index.max_blocks (500,000 in the
+	// issue's fleet, so that a flood of FloodBlocks can fill it).
+	IndexMaxBlocks int
 	// ProbeInterval, ProbeTimeout and SuspicionMult tune memberlist's
 	// failure detection in every celld and globald.
 	ProbeInterval, ProbeTimeout time.Duration
@@ -70,7 +92,8 @@ func DefaultConfig() Config {
 		Rate: 4, Concurrency: 32, MaxTokens: 32,
 		PodBlocks: 65536, PodTimeScale: 1,
 		Warmup: 15 * time.Second, Window: 10 * time.Second, Gap: 3 * time.Second, RestartAfter: 3 * time.Second,
-		Faults:        append([]string(nil), AllFaults...),
+		Faults:    append([]string(nil), AllFaults...),
+		FreezeFor: 5 * time.Second, StallGap: 2 * time.Second, FloodBlocks: 600_000, IndexMaxBlocks: 500_000,
 		ProbeInterval: 200 * time.Millisecond, ProbeTimeout: 100 * time.Millisecond, SuspicionMult: 2,
 		RequestTimeout: 60 * time.Second, StartTimeout: 60 * time.Second,
 	}
@@ -101,6 +124,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("failover: Warmup %v, Window %v and Gap %v: want positive, positive, non-negative", c.Warmup, c.Window, c.Gap)
 	case c.RestartAfter <= 0 || c.RestartAfter >= c.Window:
 		return fmt.Errorf("failover: RestartAfter = %v, want in (0, Window %v)", c.RestartAfter, c.Window)
+	case c.FreezeFor <= 0 || c.FreezeFor >= c.Window:
+		return fmt.Errorf("failover: FreezeFor = %v, want in (0, Window %v)", c.FreezeFor, c.Window)
+	case c.StallGap <= 0:
+		return fmt.Errorf("failover: StallGap = %v, want > 0", c.StallGap)
+	case c.FloodBlocks < 1:
+		return fmt.Errorf("failover: FloodBlocks = %d, want >= 1", c.FloodBlocks)
+	case c.IndexMaxBlocks < 1:
+		return fmt.Errorf("failover: IndexMaxBlocks = %d, want >= 1", c.IndexMaxBlocks)
 	case len(c.Faults) == 0:
 		return fmt.Errorf("failover: no faults")
 	case c.ProbeInterval <= 0 || c.ProbeTimeout <= 0 || c.ProbeTimeout >= c.ProbeInterval || c.SuspicionMult < 1:

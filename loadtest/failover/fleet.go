@@ -33,7 +33,10 @@ type replicaProc struct {
 	cell         int
 	id           string // replica id
 	http, gossip string
-	p            *proc
+	// zmqBind is the replica's ZMQ bind socket (tcp://host:port), where
+	// anyone who reaches it may publish events for a pod (the event flood).
+	zmqBind string
+	p       *proc
 }
 
 // globalProc is one globald.
@@ -187,7 +190,11 @@ func startFleet(ctx context.Context, cfg Config, bin, dir string) (f *fleet, err
 			if err != nil {
 				return f, err
 			}
-			f.replicas = append(f.replicas, &replicaProc{cell: c, id: fmt.Sprintf("r%d", r), http: addr(hp), gossip: addr(gp)})
+			zp, err := f.port(false)
+			if err != nil {
+				return f, err
+			}
+			f.replicas = append(f.replicas, &replicaProc{cell: c, id: fmt.Sprintf("r%d", r), http: addr(hp), gossip: addr(gp), zmqBind: "tcp://" + addr(zp)})
 		}
 		for i := range cfg.PodsPerCell {
 			base, err := f.portRange(3)
@@ -266,6 +273,7 @@ func (f *fleet) cellYAML(r *replicaProc, grpc string, seeds []string) string {
 	fmt.Fprintf(&b, "cell_id: cell-%d\nhttp_addr: %s\ngrpc_addr: %s\n", r.cell, r.http, grpc)
 	fmt.Fprintf(&b, "health_interval: 200ms\nhealth_timeout: 150ms\ntick_interval: 100ms\nshutdown_timeout: 10s\n")
 	fmt.Fprintf(&b, "events:\n  block_size: %d\n  default_model: %s\n  dead_after: 2s\n", blockSize, model)
+	fmt.Fprintf(&b, "zmq:\n  bind: %s\nindex:\n  max_blocks: %d\n", r.zmqBind, f.cfg.IndexMaxBlocks)
 	b.WriteString("pods:\n")
 	for _, pd := range f.pods {
 		if pd.cell != r.cell {

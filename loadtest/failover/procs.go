@@ -124,6 +124,7 @@ func (p *proc) stop(grace time.Duration) {
 		return
 	}
 	p.signal(syscall.SIGTERM)
+	p.signal(syscall.SIGCONT) // a frozen process handles its SIGTERM only once resumed
 	if !p.wait(grace) {
 		p.signal(syscall.SIGKILL)
 		p.wait(10 * time.Second)

@@ -107,14 +107,49 @@ func response(status int, body string) *http.Response {
 func TestReadAnswer(t *testing.T) {
 	ok := "data: {\"choices\":[{\"text\":\"a\"}]}\n\n" +
 		"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":64,\"prompt_tokens_details\":{\"cached_tokens\":48}}}\n\ndata: [DONE]\n\n"
-	if r := readAnswer(response(200, ok)); r.FailedBeforeFirstByte || r.Cut || r.Prompt != 64 || r.Cached != 48 {
+	if r := readAnswer(response(200, ok), time.Now()); r.FailedBeforeFirstByte || r.Cut || r.Prompt != 64 || r.Cached != 48 {
 		t.Fatalf("complete stream: %+v", r)
 	}
-	if r := readAnswer(response(200, "data: {\"choices\":[{\"text\":\"a\"}]}\n\n")); !r.Cut {
+	if r := readAnswer(response(200, "data: {\"choices\":[{\"text\":\"a\"}]}\n\n"), time.Now()); !r.Cut {
 		t.Fatalf("stream without [DONE]: %+v, want cut", r)
 	}
-	if r := readAnswer(response(503, `{"error":{}}`)); !r.FailedBeforeFirstByte || r.Cut {
+	if r := readAnswer(response(503, `{"error":{}}`), time.Now()); !r.FailedBeforeFirstByte || r.Cut {
 		t.Fatalf("503: %+v, want failed before the first byte", r)
+	}
+}
+
+// TestReadAnswerTimes checks the first-byte wait and the longest gap of a
+// stream whose events arrive slowly, and an error event that ends one.
+func TestReadAnswerTimes(t *testing.T) {
+	pr, pw := io.Pipe()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		io.WriteString(pw, "data: {\"choices\":[{\"text\":\"a\"}]}\n\n")
+		time.Sleep(120 * time.Millisecond)
+		io.WriteString(pw, "data: {\"error\":{\"message\":\"stalled\",\"type\":\"server_error\",\"param\":null,\"code\":\"upstream_stalled\"}}\n\n")
+		pw.Close()
+	}()
+	r := readAnswer(&http.Response{StatusCode: 200, Body: pr}, time.Now())
+	if r.FirstByte < 50*time.Millisecond || r.MaxGap < 120*time.Millisecond || !r.ErrorEvent || !r.Cut {
+		t.Fatalf("record %+v: want first byte >= 50ms, gap >= 120ms, an error event, cut", r)
+	}
+}
+
+// TestStreamStats checks the window's longest first byte and stalled
+// streams.
+func TestStreamStats(t *testing.T) {
+	s := time.Second
+	recs := []record{
+		{Sent: 0, FirstByte: 9 * s},
+		{Sent: 10 * s, FirstByte: 300 * time.Millisecond},
+		{Sent: 11 * s, FirstByte: 2500 * time.Millisecond, MaxGap: 100 * time.Millisecond},
+		{Sent: 12 * s, FirstByte: 100 * time.Millisecond, MaxGap: 3 * s},
+		{Sent: 13 * s, FirstByte: 100 * time.Millisecond, ErrorEvent: true, Cut: true},
+		{Sent: 20 * s, FirstByte: 8 * s, MaxGap: 8 * s},
+	}
+	maxFirst, stalled, errs := streamStats(recs, 10*s, 20*s, 2*s)
+	if maxFirst != 2500*time.Millisecond || stalled != 2 || errs != 1 {
+		t.Fatalf("streamStats = %v, %d, %d; want 2.5s, 2, 1", maxFirst, stalled, errs)
 	}
 }
 
@@ -144,6 +179,9 @@ func TestConfigValidate(t *testing.T) {
 		{"restart after the window", func(c *Config) { c.RestartAfter = c.Window }},
 		{"unknown fault", func(c *Config) { c.Faults = []string{"kill-everything"} }},
 		{"probe timeout above interval", func(c *Config) { c.ProbeTimeout = c.ProbeInterval }},
+		{"freeze past the window", func(c *Config) { c.FreezeFor = c.Window }},
+		{"no stall gap", func(c *Config) { c.StallGap = 0 }},
+		{"no flood", func(c *Config) { c.FloodBlocks = 0 }},
 	} {
 		c := good
 		tc.mod(&c)
@@ -151,7 +189,7 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: Validate = nil, want an error", tc.name)
 		}
 	}
-	if got, want := good.Duration(), good.Warmup+4*(good.Window+good.Gap); got != want {
+	if got, want := good.Duration(), good.Warmup+time.Duration(len(AllFaults))*(good.Window+good.Gap); got != want {
 		t.Fatalf("Duration = %v, want %v", got, want)
 	}
 }

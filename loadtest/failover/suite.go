@@ -22,6 +22,7 @@ type injection struct {
 	restarted, ready         time.Time
 	offset                   time.Duration // at, from the start of the replay
 	detectTimeout, readyMiss bool
+	flood                    *FloodResult // the event flood's measures
 }
 
 // run is one replay on one fleet.
@@ -321,6 +322,12 @@ func inject(ctx context.Context, cfg Config, f *fleet, lb *balancer, name string
 			}
 			return true
 		})
+	case FaultFreezeCellReplica:
+		freezeCellReplica(ctx, cfg, f, &inj)
+	case FaultFreezePod:
+		freezePod(ctx, cfg, f, &inj)
+	case FaultEventFlood:
+		eventFlood(ctx, cfg, f, &inj)
 	case FaultKillPod:
 		pd := f.pods[len(f.pods)-1]
 		inj.target = pd.id
