@@ -66,12 +66,22 @@ type LimitsConfig struct {
 	// MaxConcurrentStreams bounds the requests each server serves at once
 	// (503 / Unavailable past it). Default 4096.
 	MaxConcurrentStreams int `yaml:"max_concurrent_streams"`
+	// MaxBufferedBytes bounds the data-plane request body bytes the cell
+	// holds at once, all requests together (503 with Retry-After past it;
+	// see edge.Budget). 0 is unlimited, otherwise at least
+	// routing.max_body_bytes. Default 128 MiB.
+	MaxBufferedBytes int64 `yaml:"max_buffered_bytes"`
+	// TenantMaxConcurrent bounds the requests in flight of a tenant whose
+	// key file entry sets no max_concurrent, for clients that call the
+	// cell directly (429 past it); 0 is unlimited. Default 128.
+	TenantMaxConcurrent int `yaml:"tenant_max_concurrent"`
 }
 
 func defaultLimits() LimitsConfig {
 	d := edge.DefaultLimits()
 	return LimitsConfig{MaxHeaderBytes: d.MaxHeaderBytes, ReadHeaderTimeout: d.ReadHeaderTimeout, BodyTimeout: d.BodyTimeout,
-		IdleTimeout: d.IdleTimeout, MaxConcurrentStreams: d.MaxConcurrentStreams}
+		IdleTimeout: d.IdleTimeout, MaxConcurrentStreams: d.MaxConcurrentStreams, MaxBufferedBytes: d.MaxBufferedBytes,
+		TenantMaxConcurrent: d.TenantMaxConcurrent}
 }
 
 // EdgeLimits returns the servers' limits: the limits section and
@@ -79,7 +89,8 @@ func defaultLimits() LimitsConfig {
 func (c Config) EdgeLimits() edge.Limits {
 	return edge.Limits{MaxBodyBytes: c.Routing.MaxBodyBytes, MaxHeaderBytes: c.Limits.MaxHeaderBytes,
 		ReadHeaderTimeout: c.Limits.ReadHeaderTimeout, BodyTimeout: c.Limits.BodyTimeout, IdleTimeout: c.Limits.IdleTimeout,
-		MaxConcurrentStreams: c.Limits.MaxConcurrentStreams}
+		MaxConcurrentStreams: c.Limits.MaxConcurrentStreams, MaxBufferedBytes: c.Limits.MaxBufferedBytes,
+		TenantMaxConcurrent: c.Limits.TenantMaxConcurrent}
 }
 
 // SetEdgeLimits sets the limits section and routing.max_body_bytes from l
@@ -87,7 +98,8 @@ func (c Config) EdgeLimits() edge.Limits {
 func (c *Config) SetEdgeLimits(l edge.Limits) {
 	c.Routing.MaxBodyBytes = l.MaxBodyBytes
 	c.Limits = LimitsConfig{MaxHeaderBytes: l.MaxHeaderBytes, ReadHeaderTimeout: l.ReadHeaderTimeout, BodyTimeout: l.BodyTimeout,
-		IdleTimeout: l.IdleTimeout, MaxConcurrentStreams: l.MaxConcurrentStreams}
+		IdleTimeout: l.IdleTimeout, MaxConcurrentStreams: l.MaxConcurrentStreams, MaxBufferedBytes: l.MaxBufferedBytes,
+		TenantMaxConcurrent: l.TenantMaxConcurrent}
 }
 
 func (c Config) validateSecurity() error {
@@ -126,7 +138,8 @@ type security struct {
 // bad one.
 func newSecurity(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*security, error) {
 	s := &security{log: log, m: edge.NewMetrics(reg), limits: cfg.EdgeLimits()}
-	s.guard = edge.NewGuard(edge.GuardConfig{TrustPeers: cfg.TLS.Enabled()}, s.m)
+	s.guard = edge.NewGuard(edge.GuardConfig{TrustPeers: cfg.TLS.Enabled(), Budget: edge.NewBudget(s.limits.MaxBufferedBytes),
+		TenantMaxConcurrent: s.limits.TenantMaxConcurrent}, s.m)
 	interval := cfg.Auth.ReloadInterval
 	watch := func(what string, paths []string, load func([][]byte) error) error {
 		w, err := reload.New(paths, interval, load, func(err error) {

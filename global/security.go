@@ -72,7 +72,8 @@ func newSecurity(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*secu
 	s := &security{cfg: sc, m: edge.NewMetrics(reg), limits: cfg.Limits}
 	// Without mutual TLS to the cells, a cell cannot believe globald's
 	// word for the tenant, so the key goes along for the cell to check.
-	s.guard = edge.NewGuard(edge.GuardConfig{KeepAuthorization: !sc.TLS.Enabled()}, s.m)
+	s.guard = edge.NewGuard(edge.GuardConfig{KeepAuthorization: !sc.TLS.Enabled(), Budget: edge.NewBudget(cfg.Limits.MaxBufferedBytes),
+		TenantMaxConcurrent: cfg.Limits.TenantMaxConcurrent}, s.m)
 	watch := func(what string, paths []string, load func([][]byte) error) error {
 		w, err := reload.New(paths, sc.ReloadInterval, load, func(err error) {
 			log.Warn("reload refused; the previous files stay in force", "what", what, "err", err)

@@ -1,0 +1,148 @@
+package edge
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"sync/atomic"
+)
+
+// ErrBudget: the process holds its most buffered request bytes
+// (Limits.MaxBufferedBytes): HTTP 503 with Retry-After.
+var ErrBudget = errors.New("edge: request body budget spent")
+
+// budgetGrain is the most a body of unknown length (chunked) reserves at
+// a time when it outgrows its reservation: what the reader asks for, up to
+// this.
+const budgetGrain = 64 << 10
+
+// Budget bounds the request body bytes a process holds at once, all
+// requests together. Both daemons read a data-plane body whole before
+// they parse it (and hash or tokenize its prompt), so without a bound a
+// few clients sending large bodies at once can take the process's memory.
+// A request reserves its body's bytes before the handler reads them (the
+// announced Content-Length, or growing by budgetGrain as a chunked body
+// arrives, up to budgetGrain at a time) and releases them when its handler returns. A nil *Budget is
+// unlimited. Safe for concurrent use; it never blocks.
+type Budget struct {
+	max  int64
+	used atomic.Int64
+}
+
+// NewBudget returns a budget of max bytes; max <= 0 returns nil
+// (unlimited).
+func NewBudget(max int64) *Budget {
+	if max <= 0 {
+		return nil
+	}
+	return &Budget{max: max}
+}
+
+// TryAcquire reserves n bytes and reports whether they fit; a refused
+// request reserves nothing. n <= 0 always fits.
+func (b *Budget) TryAcquire(n int64) bool {
+	if b == nil || n <= 0 {
+		return true
+	}
+	for {
+		u := b.used.Load()
+		if n > b.max-u {
+			return false
+		}
+		if b.used.CompareAndSwap(u, u+n) {
+			return true
+		}
+	}
+}
+
+// Release returns n bytes TryAcquire reserved.
+func (b *Budget) Release(n int64) {
+	if b == nil || n <= 0 {
+		return
+	}
+	if b.used.Add(-n) < 0 {
+		panic("edge: budget released more than it reserved")
+	}
+}
+
+// Used returns the bytes reserved now.
+func (b *Budget) Used() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.used.Load()
+}
+
+// Max returns the budget's size, 0 for unlimited.
+func (b *Budget) Max() int64 {
+	if b == nil {
+		return 0
+	}
+	return b.max
+}
+
+// hold reserves r's body before the handler reads it: the announced length
+// at once, a body of unknown length as it arrives. It returns the request
+// and writer the handler gets and a release to call once the handler
+// returned; a refusal (ErrBudget) is counted and answered by the caller.
+func (b *Budget) hold(w http.ResponseWriter, r *http.Request, m *Metrics) (http.ResponseWriter, *http.Request, func(), error) {
+	if b == nil || r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return w, r, func() {}, nil
+	}
+	if r.ContentLength > 0 {
+		n := r.ContentLength
+		if !b.TryAcquire(n) {
+			m.Hit(LimitBufferBudget)
+			return w, r, nil, ErrBudget
+		}
+		m.bufferedAdd(n)
+		return w, r, func() { b.Release(n); m.bufferedAdd(-n) }, nil
+	}
+	gw := &guardedWriter{ResponseWriter: w}
+	body := &budgetBody{rc: r.Body, b: b, m: m, w: gw}
+	r2 := r.Clone(r.Context())
+	r2.Body = body
+	return gw, r2, func() { b.Release(body.reserved); m.bufferedAdd(-body.reserved) }, nil
+}
+
+// budgetBody reserves a chunked body's bytes as they arrive. Past the
+// budget it answers 503 itself (through the guarded writer, which then
+// drops what the handler writes) and fails the read with ErrBudget.
+type budgetBody struct {
+	rc       io.ReadCloser
+	b        *Budget
+	m        *Metrics
+	w        *guardedWriter
+	read     int64 // bytes handed to the reader
+	reserved int64 // bytes reserved; read <= reserved
+	refused  bool
+}
+
+func (bb *budgetBody) Read(p []byte) (int, error) {
+	if bb.refused {
+		return 0, ErrBudget
+	}
+	if len(p) == 0 {
+		return bb.rc.Read(p)
+	}
+	if bb.read == bb.reserved {
+		grow := min(int64(len(p)), budgetGrain)
+		if !bb.b.TryAcquire(grow) {
+			bb.refused = true
+			bb.m.Hit(LimitBufferBudget)
+			WriteHTTP(bb.w.ResponseWriter, ErrBudget)
+			bb.w.refuse()
+			return 0, ErrBudget
+		}
+		bb.reserved += grow
+		bb.m.bufferedAdd(grow)
+	}
+	if room := bb.reserved - bb.read; int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, err := bb.rc.Read(p)
+	bb.read += int64(n)
+	return n, err
+}
+
+func (bb *budgetBody) Close() error { return bb.rc.Close() }
