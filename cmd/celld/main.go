@@ -15,6 +15,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell"
 	"github.com/cellrouter/cellrouter/internal/buildinfo"
 	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/memlimit"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
 )
 
@@ -54,6 +55,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	keyring := fs.String("gossip-keyring", "", "override gossip.keyring_file")
 	indexLayout := fs.String("index-layout", "", "override index.layout: the block index's storage layout, block or paged")
 	applyLimits := edge.BindFlags(fs, cell.DefaultConfig().EdgeLimits())
+	memRatio := fs.Float64("memory-limit-ratio", memlimit.DefaultConfig().Ratio, "set the Go memory limit to this fraction of the container's cgroup memory limit, unless GOMEMLIMIT is set (0: off)")
 	applySnapshot := cell.BindSnapshotFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -73,6 +75,9 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: lv}))
+	if err := memlimit.Setup(*memRatio, log); err != nil {
+		return err
+	}
 
 	cfg := cell.DefaultConfig()
 	if *configPath != "" {

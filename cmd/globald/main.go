@@ -18,6 +18,7 @@ import (
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/buildinfo"
 	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/memlimit"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
 	"github.com/cellrouter/cellrouter/internal/tlsconf"
 	"github.com/cellrouter/cellrouter/loadtest/fleet"
@@ -105,6 +106,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	keyring := fs.String("gossip-keyring", "", "gossip keyring file, one base64 key a line, the first the primary (instead of --gossip-secret-key); reloaded on change")
 	reloadEvery := fs.Duration("reload-interval", 0, "how often the key file, the TLS files and the keyring are read again (0: 2s)")
 	applyLimits := edge.BindFlags(fs, d.Limits)
+	memRatio := fs.Float64("memory-limit-ratio", memlimit.DefaultConfig().Ratio, "set the Go memory limit to this fraction of the container's cgroup memory limit, unless GOMEMLIMIT is set (0: off)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -117,6 +119,9 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: lv}))
+	if err := memlimit.Setup(*memRatio, log); err != nil {
+		return err
+	}
 	tel, err := telemetry.Setup(ctx)
 	if err != nil {
 		return fmt.Errorf("tracing: %w", err)
