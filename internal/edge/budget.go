@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"sync/atomic"
 )
 
@@ -82,7 +83,8 @@ func (b *Budget) Max() int64 {
 }
 
 // hold reserves r's body before the handler reads it: the announced length
-// at once, a body of unknown length as it arrives. It returns the request
+// at once, a body of unknown length as it arrives. A refused body is
+// drained, never kept. It returns the request
 // and writer the handler gets and a release to call once the handler
 // returned; a refusal (ErrBudget) is counted and answered by the caller.
 func (b *Budget) hold(w http.ResponseWriter, r *http.Request, m *Metrics) (http.ResponseWriter, *http.Request, func(), error) {
@@ -93,6 +95,11 @@ func (b *Budget) hold(w http.ResponseWriter, r *http.Request, m *Metrics) (http.
 		n := r.ContentLength
 		if !b.TryAcquire(n) {
 			m.Hit(LimitBufferBudget)
+			if !strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+				// A client waiting for 100 Continue sends no body: it
+				// reads the refusal as it is.
+				drain(r.Body)
+			}
 			return w, r, nil, ErrBudget
 		}
 		m.bufferedAdd(n)
@@ -129,6 +136,7 @@ func (bb *budgetBody) Read(p []byte) (int, error) {
 		grow := min(int64(len(p)), budgetGrain)
 		if !bb.b.TryAcquire(grow) {
 			bb.refused = true
+			drain(bb.rc)
 			bb.m.Hit(LimitBufferBudget)
 			WriteHTTP(bb.w.ResponseWriter, ErrBudget)
 			bb.w.refuse()
@@ -146,3 +154,13 @@ func (bb *budgetBody) Read(p []byte) (int, error) {
 }
 
 func (bb *budgetBody) Close() error { return bb.rc.Close() }
+
+// drain reads what is left of a refused body without keeping it (bounded
+// by the server's body size and time limits, which the body enforces), so
+// that the client, still sending, reads the refusal instead of a reset
+// connection: a server that closes a connection with unread bytes resets
+// it, and a client that sent "Connection: close", or a body too large for
+// net/http to discard after the handler, would see only that.
+func drain(body io.Reader) {
+	_, _ = io.Copy(io.Discard, body)
+}
