@@ -130,6 +130,7 @@ type security struct {
 	limits       edge.Limits
 	server       *tlsconf.Source // nil: plaintext servers
 	pods         *tlsconf.Source // nil: plain HTTP to the pods
+	budget       *edge.Budget    // the data plane's buffered request bodies
 	watchers     []*reload.Watcher
 	requireCerts bool
 }
@@ -138,7 +139,8 @@ type security struct {
 // bad one.
 func newSecurity(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*security, error) {
 	s := &security{log: log, m: edge.NewMetrics(reg), limits: cfg.EdgeLimits()}
-	s.guard = edge.NewGuard(edge.GuardConfig{TrustPeers: cfg.TLS.Enabled(), Budget: edge.NewBudget(s.limits.MaxBufferedBytes),
+	s.budget = edge.NewBudget(s.limits.MaxBufferedBytes)
+	s.guard = edge.NewGuard(edge.GuardConfig{TrustPeers: cfg.TLS.Enabled(), Budget: s.budget,
 		TenantMaxConcurrent: s.limits.TenantMaxConcurrent}, s.m)
 	interval := cfg.Auth.ReloadInterval
 	watch := func(what string, paths []string, load func([][]byte) error) error {
@@ -238,10 +240,13 @@ func (s *security) httpServer(h http.Handler) *http.Server {
 // keys, or client certificates required.
 func (s *security) authenticated() bool { return s.guard.Enabled() || s.requireCerts }
 
-// run reloads changed files until ctx ends.
+// run reloads changed files and returns memory after floods of bodies
+// until ctx ends.
 func (s *security) run(ctx context.Context, wg *sync.WaitGroup) {
 	for _, w := range s.watchers {
 		wg.Add(1)
 		go func() { defer wg.Done(); w.Run(ctx) }()
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); s.budget.Trim(ctx, nil) }()
 }

@@ -1,11 +1,14 @@
 package edge
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // ErrBudget: the process holds its most buffered request bytes
@@ -25,10 +28,26 @@ const budgetGrain = 64 << 10
 // announced Content-Length, or growing by budgetGrain as a chunked body
 // arrives, up to budgetGrain at a time) and releases them when its handler returns. A nil *Budget is
 // unlimited. Safe for concurrent use; it never blocks.
+//
+// A flood leaves the process holding the memory its bodies took: the Go
+// runtime keeps freed heap for reuse and returns it to the operating system
+// slowly, or not at all until the next collection. So when the bytes
+// reserved fall to an eighth of the budget after having reached half of it
+// since the last time (a flood, not steady traffic), Trim, run by the
+// daemon, collects and returns the free memory (debug.FreeOSMemory), at
+// most once per TrimInterval.
 type Budget struct {
 	max  int64
 	used atomic.Int64
+	// peak is the most reserved since the last trim was signalled.
+	peak atomic.Int64
+	// trim is signalled (never blocking) when a flood has drained.
+	trim chan struct{}
 }
+
+// TrimInterval is the least time between two returns of memory to the
+// operating system after floods.
+const TrimInterval = 10 * time.Second
 
 // NewBudget returns a budget of max bytes; max <= 0 returns nil
 // (unlimited).
@@ -36,7 +55,33 @@ func NewBudget(max int64) *Budget {
 	if max <= 0 {
 		return nil
 	}
-	return &Budget{max: max}
+	return &Budget{max: max, trim: make(chan struct{}, 1)}
+}
+
+// Trim returns the process's free memory to the operating system (free,
+// nil meaning debug.FreeOSMemory) each time a flood of bodies has drained,
+// at most once per TrimInterval, until ctx ends. The daemon that owns the
+// budget runs it in one goroutine; a nil budget returns at once.
+func (b *Budget) Trim(ctx context.Context, free func()) {
+	if b == nil {
+		return
+	}
+	if free == nil {
+		free = debug.FreeOSMemory
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-b.trim:
+		}
+		free()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(TrimInterval):
+		}
+	}
 }
 
 // TryAcquire reserves n bytes and reports whether they fit; a refused
@@ -51,6 +96,8 @@ func (b *Budget) TryAcquire(n int64) bool {
 			return false
 		}
 		if b.used.CompareAndSwap(u, u+n) {
+			for p := b.peak.Load(); u+n > p && !b.peak.CompareAndSwap(p, u+n); p = b.peak.Load() {
+			}
 			return true
 		}
 	}
@@ -61,8 +108,17 @@ func (b *Budget) Release(n int64) {
 	if b == nil || n <= 0 {
 		return
 	}
-	if b.used.Add(-n) < 0 {
+	u := b.used.Add(-n)
+	if u < 0 {
 		panic("edge: budget released more than it reserved")
+	}
+	if u <= b.max/8 {
+		if p := b.peak.Load(); p >= b.max/2 && b.peak.CompareAndSwap(p, u) {
+			select {
+			case b.trim <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 

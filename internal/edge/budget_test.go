@@ -2,6 +2,7 @@ package edge
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"io"
 	"math/rand/v2"
@@ -9,7 +10,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cellrouter/cellrouter/internal/auth"
 )
@@ -295,4 +298,45 @@ func BenchmarkBudget(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestBudgetTrimsAfterAFlood checks when the budget returns memory: once
+// the bytes reserved fall to an eighth of it after reaching half, not for
+// traffic that never came near half, and Trim stops with its context.
+func TestBudgetTrimsAfterAFlood(t *testing.T) {
+	b := NewBudget(1000)
+	var trims atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); b.Trim(ctx, func() { trims.Add(1) }) }()
+	for range 100 { // steady traffic well under half
+		if !b.TryAcquire(300) {
+			t.Fatal("300 of 1000 refused")
+		}
+		b.Release(300)
+	}
+	if len(b.trim) != 0 || trims.Load() != 0 {
+		t.Fatalf("steady traffic signalled a trim")
+	}
+	b.TryAcquire(400)
+	b.TryAcquire(200) // 600 reserved: a flood
+	b.Release(400)    // 200 left: still above an eighth
+	if len(b.trim) != 0 || trims.Load() != 0 {
+		t.Fatalf("a trim while 200 of 1000 are reserved")
+	}
+	b.Release(200)
+	deadline := time.Now().Add(20 * time.Second)
+	for trims.Load() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("no trim after the flood drained")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if trims.Load() != 1 {
+		t.Fatalf("trims: got %d, want 1", trims.Load())
+	}
+	var nilBudget *Budget
+	nilBudget.Trim(context.Background(), nil) // returns at once
 }
