@@ -47,6 +47,8 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	d := cell.DefaultRoutingConfig()
 	overlap := fs.Float64("kv-overlap-score-weight", d.KVOverlapScoreWeight, "default profile: weight of a block to prefill against a block of decode load (overrides routing.kv_overlap_score_weight)")
 	temp := fs.Float64("router-temperature", d.RouterTemperature, "default profile: softmax temperature over normalised costs; 0 picks the lowest cost (overrides routing.router_temperature)")
+	maxPromptBytes := fs.Int64("max-prompt-bytes", d.PromptLimits.MaxBytes, "override routing.prompt_limits.max_bytes: longest prompt text in bytes, checked before tokenizing (400 context_length_exceeded past it; 0: unlimited)")
+	maxPromptTokens := fs.Int("max-prompt-tokens", d.PromptLimits.MaxTokens, "override routing.prompt_limits.max_tokens: most prompt tokens (400 context_length_exceeded past it; 0: unlimited)")
 	busy := fs.Float64("busy-threshold", d.BusyThreshold, "default profile: skip pods whose active blocks exceed this fraction of kv_blocks (overrides routing.busy_threshold)")
 	apiKeys := fs.String("api-keys", "", "override auth.key_file: the API key file")
 	tlsCert := fs.String("tls-cert", "", "override tls.cert_file: the cell's certificate (PEM)")
@@ -125,6 +127,10 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 			cfg.Routing.RouterTemperature = *temp
 		case "busy-threshold":
 			cfg.Routing.BusyThreshold = *busy
+		case "max-prompt-bytes":
+			cfg.Routing.PromptLimits.MaxBytes = *maxPromptBytes
+		case "max-prompt-tokens":
+			cfg.Routing.PromptLimits.MaxTokens = *maxPromptTokens
 		}
 	})
 	if *checkPath != "" {
