@@ -94,8 +94,12 @@ func (e *PromptTooLongError) Error() string {
 		return "This model's maximum context length is " + strconv.FormatInt(e.Limit, 10) + " tokens. However, your " +
 			e.what() + " resulted in " + strconv.FormatInt(e.Got, 10) + " tokens. Please reduce the length of the " + e.what() + "."
 	}
+	verb := " has "
+	if e.Param == "messages" {
+		verb = " have "
+	}
 	return "This router accepts at most " + strconv.FormatInt(e.Limit, 10) + " bytes of prompt text for this model. However, your " +
-		e.what() + " has " + strconv.FormatInt(e.Got, 10) + " bytes. Please reduce the length of the " + e.what() + "."
+		e.what() + verb + strconv.FormatInt(e.Got, 10) + " bytes. Please reduce the length of the " + e.what() + "."
 }
 
 func (e *PromptTooLongError) what() string {
