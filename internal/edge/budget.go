@@ -25,9 +25,10 @@ const budgetGrain = 64 << 10
 // they parse it (and hash or tokenize its prompt), so without a bound a
 // few clients sending large bodies at once can take the process's memory.
 // A request reserves its body's bytes before the handler reads them (the
-// announced Content-Length, or growing by budgetGrain as a chunked body
-// arrives, up to budgetGrain at a time) and releases them when its handler returns. A nil *Budget is
-// unlimited. Safe for concurrent use; it never blocks.
+// announced Content-Length, or, for a chunked body, what each read asks
+// for, up to budgetGrain at a time) and releases them when its handler
+// returns. A nil *Budget is unlimited. Safe for concurrent use; it never
+// blocks.
 //
 // A flood leaves the process holding the memory its bodies took: the Go
 // runtime keeps freed heap for reuse and returns it to the operating system
@@ -140,9 +141,9 @@ func (b *Budget) Max() int64 {
 
 // hold reserves r's body before the handler reads it: the announced length
 // at once, a body of unknown length as it arrives. A refused body is
-// drained, never kept. It returns the request
-// and writer the handler gets and a release to call once the handler
-// returned; a refusal (ErrBudget) is counted and answered by the caller.
+// drained, never kept. It returns the request and writer the handler gets
+// and a release to call once the handler returned; a refusal (ErrBudget)
+// is counted and answered by the caller.
 func (b *Budget) hold(w http.ResponseWriter, r *http.Request, m *Metrics) (http.ResponseWriter, *http.Request, func(), error) {
 	if b == nil || r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return w, r, func() {}, nil
