@@ -117,6 +117,20 @@ func (c *Cell) serveInference(kind openai.Kind) http.HandlerFunc {
 			openai.WriteModelNotFound(w, oreq.Model)
 			return
 		}
+		// A prompt longer than its model takes is refused before it costs
+		// tokenizer time; its tokens are checked once the pipeline has
+		// them.
+		limit := c.cfg.Routing.PromptLimits.For(oreq.Model)
+		if err := limit.CheckText(oreq); err != nil {
+			c.refusePrompt(w, err)
+			return
+		}
+		if oreq.Prompt.IsTokens() {
+			if err := limit.CheckTokens(false, len(oreq.Prompt.Tokens)); err != nil {
+				c.refusePrompt(w, err)
+				return
+			}
+		}
 		// The tenant's cache salt joins the request's identity here and
 		// goes to the pod in the body.
 		if body, err = edge.Salt(r.Context(), body, oreq); err != nil {
@@ -139,9 +153,32 @@ func (c *Cell) serveInference(kind openai.Kind) http.HandlerFunc {
 			return
 		}
 		defer c.router.release(d)
+		if toks, ok := pipeline.Tokens.Get(d.rc); ok {
+			if err := limit.CheckTokens(preq.Chat, len(toks)); err != nil {
+				c.refusePrompt(w, err)
+				return
+			}
+		}
 		c.rm.decisionTime.Observe(d.took.Seconds())
 		c.execute(w, r.WithContext(ctx), body, preq, d, start)
 	}
+}
+
+// refusePrompt answers a prompt over its model's limit (a
+// *openai.PromptTooLongError): 400 context_length_exceeded, counted in
+// cellrouter_limit_hits_total{limit="prompt_bytes"|"prompt_tokens"}.
+func (c *Cell) refusePrompt(w http.ResponseWriter, err error) {
+	var pe *openai.PromptTooLongError
+	if !errors.As(err, &pe) {
+		openai.WriteRequestError(w, err)
+		return
+	}
+	if pe.Tokens {
+		c.sec.m.Hit(edge.LimitPromptTokens)
+	} else {
+		c.sec.m.Hit(edge.LimitPromptBytes)
+	}
+	pe.Write(w)
 }
 
 // execute carries a plan out through the proxy, keeping the load tracker,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 	"github.com/cellrouter/cellrouter/internal/proxy"
 )
@@ -45,6 +46,11 @@ type RoutingConfig struct {
 	MaxAttempts           int           `yaml:"max_attempts"`
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// PromptLimits bound each model's prompt: its text before the cell
+	// tokenizes it (max_bytes) and its tokens (max_tokens), with
+	// per-model overrides (models); past either, 400
+	// context_length_exceeded. Defaults 4 MiB and 1,048,576 tokens.
+	PromptLimits openai.PromptLimits `yaml:"prompt_limits"`
 
 	// TokenizerJSON is a Hugging Face tokenizer.json for in-process
 	// tokenisation of text prompts; empty sends text to a pod's /tokenize.
@@ -79,6 +85,7 @@ func DefaultRoutingConfig() RoutingConfig {
 		RequestTimeout:        p.RequestTimeout,
 		MaxAttempts:           p.MaxAttempts,
 		MaxBodyBytes:          32 << 20,
+		PromptLimits:          openai.DefaultPromptLimits(),
 		TokenizeTimeout:       5 * time.Second,
 		CandidatesTTL:         100 * time.Millisecond,
 		Watch:                 DefaultWatchConfig(),
@@ -127,6 +134,9 @@ func (r RoutingConfig) validate() error {
 	}
 	if err := r.proxyConfig().Validate(); err != nil {
 		return fmt.Errorf("%w: routing: %v", ErrConfig, err)
+	}
+	if err := r.PromptLimits.Validate("routing.prompt_limits"); err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	return nil
 }

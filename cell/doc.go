@@ -82,7 +82,12 @@
 // cache salt having been applied where the request entered. A request
 // authenticated here gets its tenant's cache salt in its body, so the pod
 // partitions its cache the same way. Server limits (body, headers, slow
-// bodies, idle connections, concurrent streams) wrap every handler. The
+// bodies, idle connections, concurrent streams) wrap every handler; the
+// data plane's bodies are reserved against the process's buffered-bytes
+// budget (limits.max_buffered_bytes, 503 past it), and a prompt over its
+// model's routing.prompt_limits is refused with 400
+// context_length_exceeded (its text before the cell tokenizes it, its
+// tokens after the pipeline did). The
 // cell reads its pods' model lists and advertises them in gossip, so the
 // global tier refuses a model no pod serves; tls.pods makes the calls to
 // the pods HTTPS. Key files, TLS files and the gossip keyring are reloaded

@@ -87,12 +87,22 @@ type LimitsConfig struct {
 	// MaxConcurrentStreams bounds the requests each server serves at once
 	// (503 / Unavailable past it). Default 4096.
 	MaxConcurrentStreams int `yaml:"max_concurrent_streams"`
+	// MaxBufferedBytes bounds the data-plane request body bytes the cell
+	// holds at once, all requests together (503 with Retry-After past it;
+	// see edge.Budget). 0 is unlimited, otherwise at least
+	// routing.max_body_bytes. Default 128 MiB.
+	MaxBufferedBytes int64 `yaml:"max_buffered_bytes"`
+	// TenantMaxConcurrent bounds the requests in flight of a tenant whose
+	// key file entry sets no max_concurrent, for clients that call the
+	// cell directly (429 past it); 0 is unlimited. Default 128.
+	TenantMaxConcurrent int `yaml:"tenant_max_concurrent"`
 }
 
 func defaultLimits() LimitsConfig {
 	d := edge.DefaultLimits()
 	return LimitsConfig{MaxHeaderBytes: d.MaxHeaderBytes, ReadHeaderTimeout: d.ReadHeaderTimeout, BodyTimeout: d.BodyTimeout,
-		IdleTimeout: d.IdleTimeout, MaxConcurrentStreams: d.MaxConcurrentStreams}
+		IdleTimeout: d.IdleTimeout, MaxConcurrentStreams: d.MaxConcurrentStreams, MaxBufferedBytes: d.MaxBufferedBytes,
+		TenantMaxConcurrent: d.TenantMaxConcurrent}
 }
 
 // EdgeLimits returns the servers' limits: the limits section and
@@ -100,7 +110,8 @@ func defaultLimits() LimitsConfig {
 func (c Config) EdgeLimits() edge.Limits {
 	return edge.Limits{MaxBodyBytes: c.Routing.MaxBodyBytes, MaxHeaderBytes: c.Limits.MaxHeaderBytes,
 		ReadHeaderTimeout: c.Limits.ReadHeaderTimeout, BodyTimeout: c.Limits.BodyTimeout, IdleTimeout: c.Limits.IdleTimeout,
-		MaxConcurrentStreams: c.Limits.MaxConcurrentStreams}
+		MaxConcurrentStreams: c.Limits.MaxConcurrentStreams, MaxBufferedBytes: c.Limits.MaxBufferedBytes,
+		TenantMaxConcurrent: c.Limits.TenantMaxConcurrent}
 }
 
 // SetEdgeLimits sets the limits section and routing.max_body_bytes from l
@@ -108,7 +119,8 @@ func (c Config) EdgeLimits() edge.Limits {
 func (c *Config) SetEdgeLimits(l edge.Limits) {
 	c.Routing.MaxBodyBytes = l.MaxBodyBytes
 	c.Limits = LimitsConfig{MaxHeaderBytes: l.MaxHeaderBytes, ReadHeaderTimeout: l.ReadHeaderTimeout, BodyTimeout: l.BodyTimeout,
-		IdleTimeout: l.IdleTimeout, MaxConcurrentStreams: l.MaxConcurrentStreams}
+		IdleTimeout: l.IdleTimeout, MaxConcurrentStreams: l.MaxConcurrentStreams, MaxBufferedBytes: l.MaxBufferedBytes,
+		TenantMaxConcurrent: l.TenantMaxConcurrent}
 }
 
 func (c Config) validateSecurity() error {
@@ -142,6 +154,7 @@ type security struct {
 	limits       edge.Limits
 	server       *tlsconf.Source // nil: plaintext servers
 	pods         *tlsconf.Source // nil: plain HTTP to the pods
+	budget       *edge.Budget    // the data plane's buffered request bodies
 	watchers     []*reload.Watcher
 	requireCerts bool
 }
@@ -154,7 +167,9 @@ func newSecurity(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*secu
 	if err != nil {
 		return nil, err
 	}
-	s.guard = edge.NewGuard(edge.GuardConfig{TrustPeers: cfg.TLS.Enabled(), DefaultPeerRoles: roles}, s.m)
+	s.budget = edge.NewBudget(s.limits.MaxBufferedBytes)
+	s.guard = edge.NewGuard(edge.GuardConfig{TrustPeers: cfg.TLS.Enabled(), DefaultPeerRoles: roles, Budget: s.budget,
+		TenantMaxConcurrent: s.limits.TenantMaxConcurrent}, s.m)
 	interval := cfg.Auth.ReloadInterval
 	watch := func(what string, paths []string, load func([][]byte) error) error {
 		w, err := reload.New(paths, interval, load, func(err error) {
@@ -257,10 +272,13 @@ func (s *security) httpServer(h http.Handler) *http.Server {
 // keys, or client certificates required.
 func (s *security) authenticated() bool { return s.guard.Enabled() || s.requireCerts }
 
-// run reloads changed files until ctx ends.
+// run reloads changed files and returns memory after floods of bodies
+// until ctx ends.
 func (s *security) run(ctx context.Context, wg *sync.WaitGroup) {
 	for _, w := range s.watchers {
 		wg.Add(1)
 		go func() { defer wg.Done(); w.Run(ctx) }()
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); s.budget.Trim(ctx, nil) }()
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/proxy"
@@ -66,6 +67,10 @@ type Config struct {
 	Limits edge.Limits
 	// Security configures API keys and the TLS of globald's hops.
 	Security SecurityConfig
+	// Prompts bound each model's prompt: its text before globald
+	// tokenizes it and its tokens after (400 context_length_exceeded past
+	// either), so that a huge prompt costs no tokenizer time.
+	Prompts openai.PromptLimits
 }
 
 // DefaultConfig returns the defaults globald starts from.
@@ -88,6 +93,7 @@ func DefaultConfig() Config {
 		ShutdownTimeout:       5 * time.Second,
 		Limits:                edge.DefaultLimits(),
 		Watch:                 defaultWatch(),
+		Prompts:               openai.DefaultPromptLimits(),
 	}
 }
 
@@ -137,6 +143,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := c.Limits.Validate(""); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	if err := c.Prompts.Validate("prompts"); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	if err := c.Security.validate(); err != nil {

@@ -44,6 +44,12 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 		if g.refuseUnservedModel(w, oreq.Model) {
 			return
 		}
+		// A prompt longer than its model takes is refused before it costs
+		// tokenizer time; its tokens are checked once it has them.
+		if err := g.cfg.Prompts.For(oreq.Model).CheckText(oreq); err != nil {
+			g.refusePrompt(w, err)
+			return
+		}
 		// The tenant's cache salt joins the request's identity here, where
 		// it is hashed, and goes to the cell and the engine in the body;
 		// its name goes to the cell in TenantHeader (and the gRPC data
@@ -62,6 +68,10 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 		if d != nil {
 			path = routePath(d)
 			g.m.observeTokenize(d)
+		}
+		if errors.Is(err, openai.ErrPromptTooLong) {
+			g.refusePrompt(w, err)
+			return
 		}
 		if err != nil {
 			g.m.requests.WithLabelValues(path, "no_cell").Inc()
@@ -89,6 +99,23 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 		g.rt.noteRouted(d)
 		g.handoff(w, r.WithContext(ctx), body, d, path)
 	}
+}
+
+// refusePrompt answers a prompt over its model's limit (a
+// *openai.PromptTooLongError): 400 context_length_exceeded, counted in
+// cellrouter_limit_hits_total{limit="prompt_bytes"|"prompt_tokens"}.
+func (g *Global) refusePrompt(w http.ResponseWriter, err error) {
+	var pe *openai.PromptTooLongError
+	if !errors.As(err, &pe) {
+		openai.WriteRequestError(w, err)
+		return
+	}
+	if pe.Tokens {
+		g.sec.m.Hit(edge.LimitPromptTokens)
+	} else {
+		g.sec.m.Hit(edge.LimitPromptBytes)
+	}
+	pe.Write(w)
 }
 
 // requestOf is the global router's view of a parsed OpenAI request: every

@@ -225,6 +225,13 @@
 // lists (the models the cells advertise in gossip, ModelServed) is
 // answered 404 model_not_found here, without a probe.
 //
+// Memory and prompt bounds: a data-plane body is reserved against the
+// process's buffered-bytes budget (edge.Budget, Limits.MaxBufferedBytes)
+// before it is read, 503 with Retry-After past it; a prompt longer than its
+// model's Config.Prompts is refused with 400 context_length_exceeded, its
+// text before it is tokenized, its tokens after (in decide), so that a huge
+// prompt costs no tokenizer time.
+//
 // Dependencies: global uses cachekey/blockhash (hashing), cachekey/tokenizer,
 // gossip, the server plumbing under internal/ (the relay internal/proxy,
 // shared with the cell; auth, edge, tls, telemetry) and api, and nothing

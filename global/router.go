@@ -247,6 +247,10 @@ func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool) (*De
 	views, gossiped, depthsOf := rt.viewsAndGossiped()
 	d := &Decision{Views: views, Prompt: req.Kind(), gossiped: gossiped}
 	toks := rt.tokenize(ctx, req, views, d)
+	if err := rt.cfg.Prompts.For(req.Model).CheckTokens(req.Chat, len(toks)); err != nil {
+		d.Took = time.Since(start)
+		return d, err
+	}
 	chain := rt.chain(req, toks)
 	_, span := rt.tr.Start(ctx, "global.summary_lookup")
 	sc := rt.cfg.Search

@@ -64,15 +64,17 @@ type security struct {
 	guard    *edge.Guard
 	limits   edge.Limits
 	tls      *tlsconf.Source // nil: plaintext to the cells
+	budget   *edge.Budget    // the data plane's buffered request bodies
 	watchers []*reload.Watcher
 }
 
 func newSecurity(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*security, error) {
 	sc := cfg.Security
-	s := &security{cfg: sc, m: edge.NewMetrics(reg), limits: cfg.Limits}
+	s := &security{cfg: sc, m: edge.NewMetrics(reg), limits: cfg.Limits, budget: edge.NewBudget(cfg.Limits.MaxBufferedBytes)}
 	// Without mutual TLS to the cells, a cell cannot believe globald's
 	// word for the tenant, so the key goes along for the cell to check.
-	s.guard = edge.NewGuard(edge.GuardConfig{KeepAuthorization: !sc.TLS.Enabled()}, s.m)
+	s.guard = edge.NewGuard(edge.GuardConfig{KeepAuthorization: !sc.TLS.Enabled(), Budget: s.budget,
+		TenantMaxConcurrent: cfg.Limits.TenantMaxConcurrent}, s.m)
 	watch := func(what string, paths []string, load func([][]byte) error) error {
 		w, err := reload.New(paths, sc.ReloadInterval, load, func(err error) {
 			log.Warn("reload refused; the previous files stay in force", "what", what, "err", err)
@@ -161,10 +163,13 @@ func (s *security) httpServer(h http.Handler) *http.Server {
 	return edge.NewHTTPServer(edge.Harden(s.limits, s.m, h), s.limits, nil)
 }
 
-// run reloads changed files until ctx ends.
+// run reloads changed files and returns memory after floods of bodies
+// until ctx ends.
 func (s *security) run(ctx context.Context, wg *sync.WaitGroup) {
 	for _, w := range s.watchers {
 		wg.Add(1)
 		go func() { defer wg.Done(); w.Run(ctx) }()
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); s.budget.Trim(ctx, nil) }()
 }

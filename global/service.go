@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	globalv1 "github.com/cellrouter/cellrouter/api/global/v1"
+	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
 	"github.com/cellrouter/cellrouter/internal/auth"
 	"github.com/cellrouter/cellrouter/internal/edge"
@@ -43,6 +44,9 @@ func (s *service) Route(ctx context.Context, req *globalv1.RouteRequest) (*globa
 	d, err := s.rt.Decide(ctx, r)
 	if errors.Is(err, ErrNoCell) {
 		return nil, status.Error(codes.Unavailable, err.Error())
+	}
+	if errors.Is(err, openai.ErrPromptTooLong) {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())

@@ -48,6 +48,15 @@
 // replaces anything else (an HTML page, a stack trace) with a message that
 // names only the status.
 //
+// # Prompt limits
+//
+// PromptLimits bound each model's prompt as a router sees it: CheckText
+// the bytes of its text (a prompt string, or a chat's contents together)
+// before anything tokenizes it, CheckTokens its tokens; a prompt over
+// either is a *PromptTooLongError, answered as OpenAI answers a prompt
+// longer than the model's context: 400, invalid_request_error,
+// context_length_exceeded.
+//
 // # Models
 //
 // vLLM serves GET /v1/models but not OpenAI's GET /v1/models/{id};

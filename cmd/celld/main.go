@@ -15,6 +15,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell"
 	"github.com/cellrouter/cellrouter/internal/buildinfo"
 	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/memlimit"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
 )
 
@@ -46,6 +47,8 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	d := cell.DefaultRoutingConfig()
 	overlap := fs.Float64("kv-overlap-score-weight", d.KVOverlapScoreWeight, "default profile: weight of a block to prefill against a block of decode load (overrides routing.kv_overlap_score_weight)")
 	temp := fs.Float64("router-temperature", d.RouterTemperature, "default profile: softmax temperature over normalised costs; 0 picks the lowest cost (overrides routing.router_temperature)")
+	maxPromptBytes := fs.Int64("max-prompt-bytes", d.PromptLimits.MaxBytes, "override routing.prompt_limits.max_bytes: longest prompt text in bytes, checked before tokenizing (400 context_length_exceeded past it; 0: unlimited)")
+	maxPromptTokens := fs.Int("max-prompt-tokens", d.PromptLimits.MaxTokens, "override routing.prompt_limits.max_tokens: most prompt tokens (400 context_length_exceeded past it; 0: unlimited)")
 	busy := fs.Float64("busy-threshold", d.BusyThreshold, "default profile: skip pods whose active blocks exceed this fraction of kv_blocks (overrides routing.busy_threshold)")
 	wd := cell.DefaultWatchConfig()
 	firstByte := fs.Duration("first-byte-timeout", wd.FirstByteTimeout, "floor of the first-byte bound, past which a silent pod's liveness is checked and a frozen one given up for the next (overrides routing.watch.first_byte_timeout; 0: off)")
@@ -59,6 +62,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	keyring := fs.String("gossip-keyring", "", "override gossip.keyring_file")
 	indexLayout := fs.String("index-layout", "", "override index.layout: the block index's storage layout, block or paged")
 	applyLimits := edge.BindFlags(fs, cell.DefaultConfig().EdgeLimits())
+	memRatio := fs.Float64("memory-limit-ratio", memlimit.DefaultConfig().Ratio, "set the Go memory limit to this fraction of the container's cgroup memory limit, unless GOMEMLIMIT is set (0: off)")
 	applySnapshot := cell.BindSnapshotFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -78,6 +82,9 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: lv}))
+	if err := memlimit.Setup(*memRatio, log); err != nil {
+		return err
+	}
 
 	cfg := cell.DefaultConfig()
 	if *configPath != "" {
@@ -133,6 +140,10 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 			cfg.Routing.Watch.StreamIdleTimeout = *streamIdle
 		case "eject-base-time":
 			cfg.Routing.Watch.EjectBaseTime = *ejectBase
+		case "max-prompt-bytes":
+			cfg.Routing.PromptLimits.MaxBytes = *maxPromptBytes
+		case "max-prompt-tokens":
+			cfg.Routing.PromptLimits.MaxTokens = *maxPromptTokens
 		}
 	})
 	if *checkPath != "" {

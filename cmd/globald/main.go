@@ -8,17 +8,20 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/global"
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/buildinfo"
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/proxy"
+	"github.com/cellrouter/cellrouter/internal/memlimit"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
 	"github.com/cellrouter/cellrouter/internal/tlsconf"
 	"github.com/cellrouter/cellrouter/loadtest/fleet"
@@ -54,6 +57,35 @@ func (t *tokenizers) Set(v string) error {
 		return err
 	}
 	*t = append(*t, m)
+	return nil
+}
+
+// promptLimits collects repeated --prompt-limit flags.
+type promptLimits map[string]openai.PromptLimit
+
+func (p promptLimits) String() string { return fmt.Sprint(len(p), " models") }
+
+// Set parses MODEL=MAX_BYTES,MAX_TOKENS (0 or an empty field: the
+// default's).
+func (p promptLimits) Set(v string) error {
+	model, limits, ok := strings.Cut(v, "=")
+	b, t, ok2 := strings.Cut(limits, ",")
+	if !ok || !ok2 || model == "" {
+		return fmt.Errorf("want MODEL=MAX_BYTES,MAX_TOKENS, got %q", v)
+	}
+	var l openai.PromptLimit
+	var err error
+	if b != "" {
+		if l.MaxBytes, err = strconv.ParseInt(b, 10, 64); err != nil {
+			return fmt.Errorf("%q: MAX_BYTES: %w", v, err)
+		}
+	}
+	if t != "" {
+		if l.MaxTokens, err = strconv.Atoi(t); err != nil {
+			return fmt.Errorf("%q: MAX_TOKENS: %w", v, err)
+		}
+	}
+	p[model] = l
 	return nil
 }
 
@@ -121,6 +153,11 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	keyring := fs.String("gossip-keyring", "", "gossip keyring file, one base64 key a line, the first the primary (instead of --gossip-secret-key); reloaded on change")
 	reloadEvery := fs.Duration("reload-interval", 0, "how often the key file, the TLS files and the keyring are read again (0: 2s)")
 	applyLimits := edge.BindFlags(fs, d.Limits)
+	maxPromptBytes := fs.Int64("max-prompt-bytes", d.Prompts.MaxBytes, "longest prompt text (a prompt string, a chat's contents together) in bytes, checked before tokenizing; past it 400 context_length_exceeded (0: unlimited)")
+	maxPromptTokens := fs.Int("max-prompt-tokens", d.Prompts.MaxTokens, "most prompt tokens (ids given or tokenized); past it 400 context_length_exceeded (0: unlimited)")
+	perModel := promptLimits{}
+	fs.Var(perModel, "prompt-limit", "MODEL=MAX_BYTES,MAX_TOKENS: the prompt limits of one model (repeatable; an empty or 0 field takes --max-prompt-bytes or --max-prompt-tokens)")
+	memRatio := fs.Float64("memory-limit-ratio", memlimit.DefaultConfig().Ratio, "set the Go memory limit to this fraction of the container's cgroup memory limit, unless GOMEMLIMIT is set (0: off)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -133,6 +170,9 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: lv}))
+	if err := memlimit.Setup(*memRatio, log); err != nil {
+		return err
+	}
 	tel, err := telemetry.Setup(ctx)
 	if err != nil {
 		return fmt.Errorf("tracing: %w", err)
@@ -143,6 +183,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 		return runDemo(ctx, tel, *demoCells, *demoPods, *httpAddr, *grpcAddr, out, log)
 	}
 	applyLimits(&d.Limits)
+	d.Prompts = openai.PromptLimits{MaxBytes: *maxPromptBytes, MaxTokens: *maxPromptTokens, Models: perModel}
 	d.Security = global.SecurityConfig{KeyFile: *apiKeys, ReloadInterval: *reloadEvery, ServeTLS: *serveTLS,
 		TLS: tlsconf.Config{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA, ServerName: *tlsName}}
 	cfg := d

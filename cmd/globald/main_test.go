@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/internal/auth"
 )
 
@@ -25,6 +26,12 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"--tokenize-cache-mb", "-1", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "cache_bytes"},
 		{[]string{"--max-body-bytes", "10", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "max_body_bytes"},
 		{[]string{"--idle-timeout", "0s", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "idle_timeout"},
+		{[]string{"--max-buffered-bytes", "1024", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "max_buffered_bytes"},
+		{[]string{"--tenant-max-concurrent", "-1", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "tenant_max_concurrent"},
+		{[]string{"--max-prompt-bytes", "-1", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "prompts.max_bytes"},
+		{[]string{"--prompt-limit", "nonsense"}, "MODEL=MAX_BYTES,MAX_TOKENS"},
+		{[]string{"--prompt-limit", "m=5,many"}, "MAX_TOKENS"},
+		{[]string{"--memory-limit-ratio", "2"}, "memory_limit_ratio"},
 		{[]string{"--serve-tls", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "serve_tls"},
 		{[]string{"--tls-cert", "c.pem", "--tls-key", "k.pem", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "tls.ca_file"},
 		{[]string{"--api-keys", "/nonexistent/keys.yaml", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "key file"},
@@ -59,6 +66,25 @@ func TestKeygen(t *testing.T) {
 	for _, bad := range [][]string{{"--tenant", "a b"}, {"--tenant", "acme", "--scopes", "root"}} {
 		if err := keygen(bad, io.Discard, io.Discard); err == nil {
 			t.Errorf("keygen %q: got nil, want an error", bad)
+		}
+	}
+}
+
+// TestPromptLimitFlag checks --prompt-limit's parsing: both fields, one
+// left empty (the default's), repeated models.
+func TestPromptLimitFlag(t *testing.T) {
+	p := promptLimits{}
+	for _, v := range []string{"llama=1000,256", "qwen=,4096"} {
+		if err := p.Set(v); err != nil {
+			t.Fatalf("Set(%q): %v", v, err)
+		}
+	}
+	if p["llama"] != (openai.PromptLimit{MaxBytes: 1000, MaxTokens: 256}) || p["qwen"] != (openai.PromptLimit{MaxTokens: 4096}) {
+		t.Fatalf("got %+v", p)
+	}
+	for _, bad := range []string{"=1,2", "m=1", "m=x,2"} {
+		if err := p.Set(bad); err == nil {
+			t.Errorf("Set(%q): got nil, want an error", bad)
 		}
 	}
 }

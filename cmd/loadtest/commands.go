@@ -29,13 +29,14 @@ var commands = map[string]command{
 
 	"hierarchy": {summary: "hierarchical routing (summaries, probes, hand-off) against one flat exact index on a trace: prefix reuse, probes, gossip bytes, balance", run: runHierarchy},
 
-	"ingest":   {summary: "publish trace-derived KV events over loopback ZMQ to a subscriber, decoder, applier and index (block events/s, lag)", run: runIngest},
-	"eventlog": {summary: "record the KV events engines publish for a trace into an event log file", run: runEventlog},
-	"compare":  {summary: "replay a trace slice through a cell against a simulated fleet: random, round-robin, cache-aware with and without speculative entries, approximate (no events)", run: runCompare},
-	"failover": {summary: "kill and restart cell replicas, a globald and an engine pod of a real multi-process fleet under a trace replay: failed requests, detection, recovery, cache hits", run: runFailover},
-	"burst":    {summary: "bursts of requests sharing a new long prefix through a cell, with and without speculative entries: pods that prefill it", run: runBurst},
-	"restart":  {summary: "restart to ready with a trace's final index state: loading a snapshot against replaying every event into an empty index (time, peak memory)", run: runRestart},
-	"run":      {summary: "replay a Mooncake trace against an OpenAI endpoint (pod, cell, global) and report TTFT, ITL, E2E, cache hits, pod load", run: runRun},
+	"ingest":    {summary: "publish trace-derived KV events over loopback ZMQ to a subscriber, decoder, applier and index (block events/s, lag)", run: runIngest},
+	"eventlog":  {summary: "record the KV events engines publish for a trace into an event log file", run: runEventlog},
+	"compare":   {summary: "replay a trace slice through a cell against a simulated fleet: random, round-robin, cache-aware with and without speculative entries, approximate (no events)", run: runCompare},
+	"failover":  {summary: "kill and restart cell replicas, a globald and an engine pod of a real multi-process fleet under a trace replay: failed requests, detection, recovery, cache hits", run: runFailover},
+	"burst":     {summary: "bursts of requests sharing a new long prefix through a cell, with and without speculative entries: pods that prefill it", run: runBurst},
+	"restart":   {summary: "restart to ready with a trace's final index state: loading a snapshot against replaying every event into an empty index (time, peak memory)", run: runRestart},
+	"bodyflood": {summary: "start a globald binary with a key file and flood it with large authenticated bodies at once: answers by status, peak and settled RSS", run: runBodyflood},
+	"run":       {summary: "replay a Mooncake trace against an OpenAI endpoint (pod, cell, global) and report TTFT, ITL, E2E, cache hits, pod load", run: runRun},
 }
 
 // errUsage reports a command line that names no known subcommand.

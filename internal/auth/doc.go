@@ -14,7 +14,7 @@
 //	  - name: acme
 //	    requests_per_second: 20   # 0: unlimited
 //	    burst: 40                 # default: requests_per_second rounded up
-//	    max_concurrent: 8         # 0: unlimited
+//	    max_concurrent: 8         # 0: unlimited; absent: the daemon's default
 //	    # isolated: false         # opt out of cache isolation (default true)
 //	keys:
 //	  - sha256: 4f0c...e1         # HashKey of the key, hex

@@ -34,7 +34,7 @@ func FuzzParseKeyFile(f *testing.F) {
 		}
 		for _, ten := range tab.Tenants() {
 			l := ten.Limits
-			if !tenantName.MatchString(ten.Name) || l.RequestsPerSecond < 0 || l.MaxConcurrent < 0 || (l.RequestsPerSecond > 0 && l.Burst < 1) {
+			if !tenantName.MatchString(ten.Name) || l.RequestsPerSecond < 0 || l.MaxConcurrent < -1 || (l.RequestsPerSecond > 0 && l.Burst < 1) {
 				t.Fatalf("tenant %+v breaks an invariant", ten)
 			}
 		}

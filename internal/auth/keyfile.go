@@ -41,8 +41,10 @@ type TenantSpec struct {
 	// Burst is how many requests may come at once after a quiet spell; 0
 	// means RequestsPerSecond rounded up (at least 1).
 	Burst int `yaml:"burst"`
-	// MaxConcurrent bounds the tenant's requests in flight; 0 is unlimited.
-	MaxConcurrent int `yaml:"max_concurrent"`
+	// MaxConcurrent bounds the tenant's requests in flight; 0 is
+	// unlimited; absent (nil) takes the daemon's default
+	// (--tenant-max-concurrent, limits.tenant_max_concurrent).
+	MaxConcurrent *int `yaml:"max_concurrent"`
 }
 
 // KeySpec is one API key of the key file.
@@ -102,11 +104,18 @@ func ParseKeyFile(data []byte) (*Table, error) {
 			return nil, bad("tenants[%d].requests_per_second = %v: want a number >= 0", i, ts.RequestsPerSecond)
 		case ts.Burst < 0:
 			return nil, bad("tenants[%d].burst = %d: want >= 0", i, ts.Burst)
-		case ts.MaxConcurrent < 0:
-			return nil, bad("tenants[%d].max_concurrent = %d: want >= 0", i, ts.MaxConcurrent)
+		case ts.MaxConcurrent != nil && *ts.MaxConcurrent < 0:
+			return nil, bad("tenants[%d].max_concurrent = %d: want >= 0", i, *ts.MaxConcurrent)
+		}
+		conc := 0 // the limiter's default
+		if ts.MaxConcurrent != nil {
+			conc = *ts.MaxConcurrent
+			if conc == 0 {
+				conc = -1 // unlimited, said so
+			}
 		}
 		ten := &Tenant{Name: ts.Name, Isolated: ts.Isolated == nil || *ts.Isolated,
-			Limits: Limits{RequestsPerSecond: ts.RequestsPerSecond, Burst: ts.Burst, MaxConcurrent: ts.MaxConcurrent}}
+			Limits: Limits{RequestsPerSecond: ts.RequestsPerSecond, Burst: ts.Burst, MaxConcurrent: conc}}
 		if ten.Limits.Burst == 0 && ten.Limits.RequestsPerSecond > 0 {
 			ten.Limits.Burst = int(max(1, math.Ceil(min(ten.Limits.RequestsPerSecond, math.MaxInt32))))
 		}

@@ -19,6 +19,8 @@ const ConcurrencyRetryAfter = time.Second
 type Limiter struct {
 	mu sync.Mutex
 	m  map[string]*bucket
+	// defConc is the MaxConcurrent of a tenant whose Limits leave it 0.
+	defConc int
 }
 
 // bucket is one tenant's state.
@@ -36,8 +38,25 @@ type Ticket struct {
 	held   bool
 }
 
-// NewLimiter returns a limiter with no tenant seen yet.
+// NewLimiter returns a limiter with no tenant seen yet and no default
+// concurrency.
 func NewLimiter() *Limiter { return &Limiter{m: map[string]*bucket{}} }
+
+// SetDefaultConcurrent makes n the in-flight bound of tenants whose
+// Limits.MaxConcurrent is 0 (their key file entry sets none); n <= 0 leaves
+// them unlimited. Call it before the limiter is used.
+func (l *Limiter) SetDefaultConcurrent(n int) { l.defConc = max(n, 0) }
+
+// concurrency is the in-flight bound of lim, 0 for unlimited.
+func (l *Limiter) concurrency(lim Limits) int {
+	switch {
+	case lim.MaxConcurrent > 0:
+		return lim.MaxConcurrent
+	case lim.MaxConcurrent == 0:
+		return l.defConc
+	}
+	return 0
+}
 
 // Acquire admits one request of t at time now, or refuses it with an
 // *Error wrapping ErrConcurrency (t has MaxConcurrent requests in flight)
@@ -45,15 +64,20 @@ func NewLimiter() *Limiter { return &Limiter{m: map[string]*bucket{}} }
 // come back: for the rate, when the bucket holds a whole token again,
 // rounded up to a whole second as Retry-After carries it. A refused request
 // costs nothing. An admitted one holds a slot until Release(ticket). A nil
-// t, or one without limits, is always admitted (with a zero Ticket).
+// t, or one without limits (no rate, and MaxConcurrent negative or 0
+// without a default), is always admitted (with a zero Ticket).
 //
 // A clock that steps back refills nothing; the bucket resumes from the
 // latest time it saw.
 func (l *Limiter) Acquire(t *Tenant, now time.Time) (Ticket, error) {
-	if t == nil || (t.Limits.RequestsPerSecond <= 0 && t.Limits.MaxConcurrent <= 0) {
+	if t == nil {
 		return Ticket{}, nil
 	}
 	lim := t.Limits
+	conc := l.concurrency(lim)
+	if lim.RequestsPerSecond <= 0 && conc == 0 {
+		return Ticket{}, nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.m[t.Name]
@@ -61,7 +85,7 @@ func (l *Limiter) Acquire(t *Tenant, now time.Time) (Ticket, error) {
 		b = &bucket{}
 		l.m[t.Name] = b
 	}
-	if lim.MaxConcurrent > 0 && b.inflight >= lim.MaxConcurrent {
+	if conc > 0 && b.inflight >= conc {
 		return Ticket{}, &Error{Err: ErrConcurrency, Tenant: t.Name, RetryAfter: ConcurrencyRetryAfter}
 	}
 	if lim.RequestsPerSecond > 0 {

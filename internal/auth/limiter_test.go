@@ -172,3 +172,40 @@ func TestLimiterForget(t *testing.T) {
 		t.Errorf("b after Forget: %v", err)
 	}
 }
+
+// TestLimiterDefaultConcurrency checks the default in-flight bound: it
+// applies to a tenant whose key file entry sets no max_concurrent, not to
+// one that sets its own (0 in the file: unlimited), and never to a limiter
+// without a default.
+func TestLimiterDefaultConcurrency(t *testing.T) {
+	tab, err := ParseKeyFile([]byte("tenants:\n  - {name: dflt}\n  - {name: free, max_concurrent: 0}\n  - {name: own, max_concurrent: 3}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []int{tab.Tenant("dflt").Limits.MaxConcurrent, tab.Tenant("free").Limits.MaxConcurrent, tab.Tenant("own").Limits.MaxConcurrent}; got[0] != 0 || got[1] != -1 || got[2] != 3 {
+		t.Fatalf("parsed max_concurrent (absent, 0, 3): got %v, want [0 -1 3]", got)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	admitted := func(l *Limiter, name string, n int) int {
+		ok := 0
+		for range n {
+			if _, err := l.Acquire(tab.Tenant(name), now); err == nil {
+				ok++
+			}
+		}
+		return ok
+	}
+	l := NewLimiter()
+	l.SetDefaultConcurrent(2)
+	for _, c := range []struct {
+		tenant string
+		want   int
+	}{{"dflt", 2}, {"free", 10}, {"own", 3}} {
+		if got := admitted(l, c.tenant, 10); got != c.want {
+			t.Errorf("%s with a default of 2: admitted %d of 10, want %d", c.tenant, got, c.want)
+		}
+	}
+	if got := admitted(NewLimiter(), "dflt", 10); got != 10 {
+		t.Errorf("dflt without a default: admitted %d of 10, want 10", got)
+	}
+}

@@ -1,13 +1,16 @@
 package auth
 
-// Limits are a tenant's request limits (zero fields are unlimited).
+// Limits are a tenant's request limits (zero fields are unlimited, but
+// for MaxConcurrent).
 type Limits struct {
 	// RequestsPerSecond is the sustained rate; 0 is unlimited.
 	RequestsPerSecond float64
 	// Burst is the bucket's depth: requests admitted at once after a quiet
 	// spell (at least 1 when RequestsPerSecond is set).
 	Burst int
-	// MaxConcurrent bounds the requests in flight; 0 is unlimited.
+	// MaxConcurrent bounds the requests in flight; 0 takes the limiter's
+	// default (Limiter.SetDefaultConcurrent), a negative value is
+	// unlimited.
 	MaxConcurrent int
 }
 

@@ -42,4 +42,15 @@
 // instead of holding a connection open), idle keep-alive connections, and
 // concurrent requests or streams. Each hit is counted in
 // cellrouter_limit_hits_total{limit}.
+//
+// # Memory
+//
+// A Budget bounds the data-plane request bodies a process holds at once,
+// all clients together (Limits.MaxBufferedBytes): the guard reserves a
+// body's announced length before the handler reads it (a chunked body as
+// it arrives) and releases it when the handler returns; past the budget
+// the request gets 503 with Retry-After, its body drained but never kept
+// (cellrouter_buffered_request_bytes, limit "buffer_budget"). A tenant
+// without max_concurrent in the key file gets Limits.TenantMaxConcurrent.
+// After a flood drains, Budget.Trim returns the free memory to the OS.
 package edge

@@ -95,6 +95,9 @@ func answerOf(err error) answer {
 	case errors.Is(err, ErrBodyTimeout):
 		return answer{http.StatusRequestTimeout, codes.DeadlineExceeded, openai.TypeInvalidRequest, "request_timeout", "",
 			"the request body did not arrive in time", 0, ""}
+	case errors.Is(err, ErrBudget):
+		return answer{http.StatusServiceUnavailable, codes.Unavailable, openai.TypeServer, "server_overloaded", "",
+			"the server holds its most buffered request bytes; retry after the time in Retry-After", OverloadRetryAfter, ""}
 	case errors.Is(err, ErrOverloaded):
 		return answer{http.StatusServiceUnavailable, codes.Unavailable, openai.TypeServer, "server_overloaded", "",
 			"the server is at its limit of concurrent requests; retry after the time in Retry-After", OverloadRetryAfter, ""}

@@ -14,6 +14,8 @@ func BindFlags(fs *flag.FlagSet, d Limits) func(*Limits) {
 	fs.DurationVar(&v.BodyTimeout, "body-timeout", d.BodyTimeout, "time a client has to send a request's body; a slower one gets 408 and is cut off")
 	fs.DurationVar(&v.IdleTimeout, "idle-timeout", d.IdleTimeout, "idle keep-alive (HTTP) and call-less (gRPC) connections are closed after this")
 	fs.IntVar(&v.MaxConcurrentStreams, "max-concurrent-streams", d.MaxConcurrentStreams, "most requests served at once per server (HTTP 503 / gRPC Unavailable past it)")
+	fs.Int64Var(&v.MaxBufferedBytes, "max-buffered-bytes", d.MaxBufferedBytes, "request body bytes held at once, all requests together; past it 503 with Retry-After (0: unlimited, else at least --max-body-bytes)")
+	fs.IntVar(&v.TenantMaxConcurrent, "tenant-max-concurrent", d.TenantMaxConcurrent, "requests in flight of a tenant whose key file entry sets no max_concurrent; past it 429 (0: unlimited)")
 	return func(dst *Limits) {
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
@@ -29,6 +31,10 @@ func BindFlags(fs *flag.FlagSet, d Limits) func(*Limits) {
 				dst.IdleTimeout = v.IdleTimeout
 			case "max-concurrent-streams":
 				dst.MaxConcurrentStreams = v.MaxConcurrentStreams
+			case "max-buffered-bytes":
+				dst.MaxBufferedBytes = v.MaxBufferedBytes
+			case "tenant-max-concurrent":
+				dst.TenantMaxConcurrent = v.TenantMaxConcurrent
 			}
 		})
 	}

@@ -28,6 +28,12 @@ type GuardConfig struct {
 	KeepAuthorization bool
 	// Now is the clock of the tenants' limits; nil means time.Now.
 	Now func() time.Time
+	// Budget bounds the data plane's buffered request bodies (see
+	// Budget); nil is unlimited.
+	Budget *Budget
+	// TenantMaxConcurrent is the in-flight bound of a tenant whose key
+	// file entry sets none (Limits.TenantMaxConcurrent); 0 is unlimited.
+	TenantMaxConcurrent int
 }
 
 // Guard decides who each request acts for and whether it may go on. It is
@@ -44,7 +50,9 @@ func NewGuard(cfg GuardConfig, m *Metrics) *Guard {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Guard{cfg: cfg, lim: auth.NewLimiter(), m: m}
+	lim := auth.NewLimiter()
+	lim.SetDefaultConcurrent(cfg.TenantMaxConcurrent)
+	return &Guard{cfg: cfg, lim: lim, m: m}
 }
 
 // SetKeys makes t the key table; nil turns authentication off. Tenants that

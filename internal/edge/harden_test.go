@@ -278,6 +278,8 @@ func TestLimitsValidate(t *testing.T) {
 		{"no body timeout", mod(func(l *Limits) { l.BodyTimeout = -1 }), "limits.body_timeout"},
 		{"no idle timeout", mod(func(l *Limits) { l.IdleTimeout = 0 }), "limits.idle_timeout"},
 		{"no streams", mod(func(l *Limits) { l.MaxConcurrentStreams = 0 }), "limits.max_concurrent_streams = 0"},
+		{"budget under a body", mod(func(l *Limits) { l.MaxBufferedBytes = l.MaxBodyBytes - 1 }), "limits.max_buffered_bytes = 33554431"},
+		{"negative tenant concurrency", mod(func(l *Limits) { l.TenantMaxConcurrent = -1 }), "limits.tenant_max_concurrent = -1"},
 	}
 	for _, tt := range tests {
 		err := tt.l.Validate("limits")

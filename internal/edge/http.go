@@ -13,7 +13,9 @@ import (
 // answered by WriteHTTP. The handler finds the principal with
 // PrincipalFrom; TenantHeader holds its tenant (and nothing a client
 // sent), and the Authorization header is gone when the guard checked the
-// key, unless GuardConfig.KeepAuthorization.
+// key, unless GuardConfig.KeepAuthorization. A data-plane request admitted
+// this far reserves its body in GuardConfig.Budget before the handler
+// reads it, and holds it until the handler returns (503 past it).
 func (g *Guard) Require(need auth.Scope, h http.Handler) http.Handler {
 	limit := need == auth.ScopeInference
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -25,6 +27,14 @@ func (g *Guard) Require(need auth.Scope, h http.Handler) http.Handler {
 			return
 		}
 		defer g.done(p, tk, limit)
+		if limit {
+			var release func()
+			if w, r, release, err = g.cfg.Budget.hold(w, r, g.m); err != nil {
+				WriteHTTP(w, err)
+				return
+			}
+			defer release()
+		}
 		r.Header.Del(TenantHeader)
 		if p.Tenant != nil {
 			r.Header.Set(TenantHeader, p.Tenant.Name)

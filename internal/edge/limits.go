@@ -33,11 +33,23 @@ type Limits struct {
 	// of each gRPC server (Unavailable), and is HTTP/2's per-connection
 	// limit of the gRPC server.
 	MaxConcurrentStreams int
+	// MaxBufferedBytes bounds the data-plane request body bytes the
+	// process holds at once, all requests together (see Budget): past it
+	// a request gets 503 with Retry-After before its body is read. 0 is
+	// unlimited; otherwise at least MaxBodyBytes, so that every body the
+	// server accepts can pass alone.
+	MaxBufferedBytes int64
+	// TenantMaxConcurrent is the requests in flight of each tenant whose
+	// key file entry sets no max_concurrent (429 with Retry-After past
+	// it); 0 is unlimited.
+	TenantMaxConcurrent int
 }
 
 // DefaultLimits returns limits that no well-behaved OpenAI client meets: a
 // 32 MiB body (a 1M-token prompt as ids), 64 KiB of headers, 10 s for the
-// headers, 60 s for the body, 2 minutes idle, 4096 concurrent requests.
+// headers, 60 s for the body, 2 minutes idle, 4096 concurrent requests,
+// 128 MiB of request bodies held at once (four of the largest, or about
+// 6,000 of 20 KiB), 128 requests in flight per tenant.
 func DefaultLimits() Limits {
 	return Limits{
 		MaxBodyBytes:         32 << 20,
@@ -46,6 +58,8 @@ func DefaultLimits() Limits {
 		BodyTimeout:          60 * time.Second,
 		IdleTimeout:          2 * time.Minute,
 		MaxConcurrentStreams: 4096,
+		MaxBufferedBytes:     128 << 20,
+		TenantMaxConcurrent:  128,
 	}
 }
 
@@ -74,6 +88,10 @@ func (l Limits) Validate(prefix string) error {
 		return bad("idle_timeout", l.IdleTimeout, "must be positive")
 	case l.MaxConcurrentStreams < 1:
 		return bad("max_concurrent_streams", l.MaxConcurrentStreams, "want at least 1")
+	case l.MaxBufferedBytes != 0 && l.MaxBufferedBytes < l.MaxBodyBytes:
+		return bad("max_buffered_bytes", l.MaxBufferedBytes, "want 0 (unlimited) or at least max_body_bytes")
+	case l.TenantMaxConcurrent < 0:
+		return bad("tenant_max_concurrent", l.TenantMaxConcurrent, "want 0 (unlimited) or more")
 	}
 	return nil
 }

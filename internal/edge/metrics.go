@@ -12,6 +12,12 @@ const (
 	LimitHeaderTimeout = "header_timeout"
 	LimitIdleTimeout   = "idle_timeout"
 	LimitStreams       = "streams"
+	LimitBufferBudget  = "buffer_budget"
+	// LimitPromptBytes and LimitPromptTokens count prompts refused for
+	// their model's prompt limits (openai.PromptLimits), which the
+	// daemons check.
+	LimitPromptBytes  = "prompt_bytes"
+	LimitPromptTokens = "prompt_tokens"
 )
 
 // Metrics are the edge's Prometheus metrics. A nil *Metrics counts
@@ -23,6 +29,7 @@ type Metrics struct {
 	limitHits *prometheus.CounterVec
 	reloads   *prometheus.CounterVec
 	keys      prometheus.Gauge
+	buffered  prometheus.Gauge
 }
 
 // NewMetrics registers the edge's metrics on reg.
@@ -35,15 +42,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "cellrouter_tenant_inflight_requests",
 			Help: "Data-plane requests of each tenant in flight."}, []string{"tenant"}),
 		limitHits: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellrouter_limit_hits_total",
-			Help: "Requests or connections cut off by a server limit (body_size, header_size, body_timeout, header_timeout, idle_timeout, streams)."}, []string{"limit"}),
+			Help: "Requests or connections cut off by a server limit (body_size, header_size, body_timeout, header_timeout, idle_timeout, streams, buffer_budget, prompt_bytes, prompt_tokens)."}, []string{"limit"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellrouter_config_reloads_total",
 			Help: "Reloads of files that change at run time (keys, tls, keyring), by outcome (ok, error)."}, []string{"file", "outcome"}),
 		keys: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cellrouter_api_keys", Help: "API keys in the current key file."}),
+		buffered: prometheus.NewGauge(prometheus.GaugeOpts{Name: "cellrouter_buffered_request_bytes",
+			Help: "Request body bytes reserved against the process's budget (limits max_buffered_bytes) by requests in flight."}),
 	}
-	for _, l := range []string{LimitBodySize, LimitHeaderSize, LimitBodyTimeout, LimitHeaderTimeout, LimitIdleTimeout, LimitStreams} {
+	for _, l := range []string{LimitBodySize, LimitHeaderSize, LimitBodyTimeout, LimitHeaderTimeout, LimitIdleTimeout, LimitStreams, LimitBufferBudget, LimitPromptBytes, LimitPromptTokens} {
 		m.limitHits.WithLabelValues(l)
 	}
-	reg.MustRegister(m.rejected, m.requests, m.inflight, m.limitHits, m.reloads, m.keys)
+	reg.MustRegister(m.rejected, m.requests, m.inflight, m.limitHits, m.reloads, m.keys, m.buffered)
 	return m
 }
 
@@ -88,5 +97,12 @@ func (m *Metrics) inflightAdd(name string, d float64) {
 func (m *Metrics) setKeys(n int) {
 	if m != nil {
 		m.keys.Set(float64(n))
+	}
+}
+
+// bufferedAdd moves the buffered request bytes gauge by d.
+func (m *Metrics) bufferedAdd(d int64) {
+	if m != nil {
+		m.buffered.Add(float64(d))
 	}
 }
