@@ -40,6 +40,11 @@ type Applier struct {
 	aliases  map[string]string
 
 	counters Counters
+	// bounds is the bound of indexed router blocks of each configured pod
+	// that sets one (PodSpec.MaxIndexBlocks); evicted counts evictions per
+	// pod (evict.go).
+	bounds  map[string]int
+	evicted evictionLog
 
 	mu      sync.RWMutex
 	holders map[string]*holder
@@ -64,7 +69,7 @@ func NewApplier(cfg Config, ix IndexWriter, reg *Registry, now func() time.Time)
 		now = time.Now
 	}
 	a := &Applier{cfg: cfg, ix: ix, reg: reg, now: now, hasher: hasher, holders: make(map[string]*holder),
-		podModel: podModels(cfg.Pods), aliases: podAliases(cfg.Pods)}
+		podModel: podModels(cfg.Pods), aliases: podAliases(cfg.Pods), bounds: podBounds(cfg.Pods)}
 	if len(cfg.Models) > 0 {
 		a.models = make(map[string]bool, len(cfg.Models))
 		for _, m := range cfg.Models {
@@ -149,7 +154,9 @@ func (a *Applier) ApplyBatch(ctx context.Context, b *Batch) error {
 		a.ix.ClearPod(h.slot)
 	}
 	if len(h.ops) > 0 {
-		a.ix.Apply(h.ops)
+		if res := a.ix.Apply(h.ops); res.CapDrops > 0 {
+			a.relieve(h)
+		}
 		stores := 0
 		for i := range h.ops {
 			if h.ops[i].Kind == index.OpStore {
@@ -159,6 +166,7 @@ func (a *Applier) ApplyBatch(ctx context.Context, b *Batch) error {
 		a.counters.BlocksStored.Add(uint64(stores))
 		a.counters.BlocksRemoved.Add(uint64(len(h.ops) - stores))
 	}
+	a.flushEvictions(h)
 	a.counters.Batches.Add(1)
 	if b.TS > 0 {
 		a.counters.Lag.Observe(now.Sub(engineTime(b.TS)))
@@ -192,7 +200,7 @@ func (a *Applier) holder(pod string, rank int) (*holder, error) {
 					a.mu.Unlock()
 					return nil, fmt.Errorf("%w: %s: %v", ErrNoSlot, id, err)
 				}
-				h = &holder{id: id, pod: pod, slot: slot}
+				h = &holder{id: id, pod: pod, slot: slot, bound: a.boundOf(pod)}
 				a.holders[id] = h
 			}
 			a.mu.Unlock()
@@ -218,6 +226,7 @@ func (a *Applier) Kill(pod string) int {
 		}
 	}
 	a.mu.Unlock()
+	a.evicted.forget(pod)
 	for _, h := range victims {
 		h.mu.Lock()
 		h.dead = true

@@ -1,0 +1,116 @@
+package events
+
+// This file is the eviction order of a holder's forest: a binary min-heap
+// of its leaves by stamp.
+//
+// A holder may index only so many blocks (Config.MaxIndexBlocksPerPod,
+// PodSpec.MaxIndexBlocks) and track only so many engine blocks
+// (Config.MaxBlocksPerPod). Past either bound the Applier evicts the
+// holder's least recently used block that no other block depends on: the
+// leaf with the oldest stamp. Evicting leaves only keeps what the holder
+// indexes prefix-closed, as the index requires, and one eviction removes
+// one block.
+//
+// Stamps come from the holder's clock: a block is stamped when it is
+// stored, stored again, named as the parent of a stored event, or matched
+// by a request routed to the pod (Applier.Touch). An ancestor is not
+// restamped when a descendant is (that would cost the chain's depth per
+// event); instead a block absorbs the newest stamp of any subtree removed
+// from under it, so by the time it becomes a leaf it is at least as recent
+// as the blocks that depended on it. TestEvictionMatchesReferenceModel
+// checks the order against a naive model that scans every leaf.
+//
+// Costs: a new block is pushed with the newest stamp, which ends its
+// sift-up at once; its parent leaves the heap (O(log n), and O(1) for the
+// block just pushed before it in the same event); an eviction pops the
+// head (O(log n)).
+
+// pushLeaf adds node i to the heap of leaves.
+func (c *chains) pushLeaf(i int32) {
+	c.nodes[i].heap = int32(len(c.leaves))
+	c.leaves = append(c.leaves, i)
+	c.siftUp(int(c.nodes[i].heap))
+}
+
+// unleaf removes node i from the heap of leaves; it does nothing when i is
+// not in it.
+func (c *chains) unleaf(i int32) {
+	k := int(c.nodes[i].heap)
+	if k < 0 {
+		return
+	}
+	last := len(c.leaves) - 1
+	c.nodes[i].heap = none
+	if k != last {
+		moved := c.leaves[last]
+		c.leaves[k] = moved
+		c.nodes[moved].heap = int32(k)
+		c.leaves = c.leaves[:last]
+		if !c.siftUp(k) {
+			c.siftDown(k)
+		}
+		return
+	}
+	c.leaves = c.leaves[:last]
+}
+
+// touch gives node i the newest stamp.
+func (c *chains) touch(i int32) {
+	c.clock++
+	c.nodes[i].stamp = c.clock
+	if k := int(c.nodes[i].heap); k >= 0 {
+		c.siftDown(k)
+	}
+}
+
+// oldestLeaf returns the leaf to evict first, or none for an empty forest.
+func (c *chains) oldestLeaf() int32 {
+	if len(c.leaves) == 0 {
+		return none
+	}
+	return c.leaves[0]
+}
+
+func (c *chains) less(a, b int) bool {
+	return c.nodes[c.leaves[a]].stamp < c.nodes[c.leaves[b]].stamp
+}
+
+func (c *chains) swap(a, b int) {
+	c.leaves[a], c.leaves[b] = c.leaves[b], c.leaves[a]
+	c.nodes[c.leaves[a]].heap = int32(a)
+	c.nodes[c.leaves[b]].heap = int32(b)
+}
+
+// siftUp moves the entry at k up to its place and reports whether it moved.
+func (c *chains) siftUp(k int) bool {
+	start := k
+	for k > 0 {
+		p := (k - 1) / 2
+		if !c.less(k, p) {
+			break
+		}
+		c.swap(k, p)
+		k = p
+	}
+	return k != start
+}
+
+// siftDown moves the entry at k down to its place.
+func (c *chains) siftDown(k int) {
+	n := len(c.leaves)
+	for {
+		l := 2*k + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && c.less(r, l) {
+			m = r
+		}
+		if !c.less(m, k) {
+			return
+		}
+		c.swap(k, m)
+		k = m
+	}
+}
