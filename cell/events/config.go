@@ -105,7 +105,7 @@ type Drop struct {
 // DefaultConfig returns the default configuration.
 func DefaultConfig() Config {
 	return Config{
-		BlockSize:       blockhash.DefaultBlockSize,
+		BlockSize:            blockhash.DefaultBlockSize,
 		MaxBlocksPerPod:      1 << 20,
 		MaxIndexBlocksPerPod: 1 << 18,
 		DeadAfter:            30 * time.Second,
