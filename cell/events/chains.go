@@ -82,6 +82,18 @@ type chains struct {
 	// indexed counts the router blocks of the indexed (not skipped) nodes:
 	// the holder's share of the index.
 	indexed int
+	// byLast maps the last router hash of each indexed node that completed
+	// one to the node, for Applier.Touch.
+	byLast map[index.BlockHash]int32
+}
+
+// setLast records that node i, indexed, completed router blocks ending
+// with last.
+func (c *chains) setLast(last index.BlockHash, i int32) {
+	if c.byLast == nil {
+		c.byLast = make(map[index.BlockHash]int32)
+	}
+	c.byLast[last] = i
 }
 
 // len returns the number of tracked blocks.
@@ -163,8 +175,11 @@ func (c *chains) removeSubtree(root int32, ops []index.Op, slot index.Slot) ([]i
 		if n.heap != none {
 			c.unleaf(i)
 		}
-		if !n.skip {
+		if !n.skip && n.nRouter > 0 {
 			c.indexed -= int(n.nRouter)
+			if last := n.routerHash(n.nRouter - 1); c.byLast[last] == i {
+				delete(c.byLast, last)
+			}
 		}
 		newest = max(newest, n.stamp)
 		delete(c.byHash, n.hash)

@@ -278,3 +278,36 @@ func podBounds(pods []PodSpec) map[string]int {
 	}
 	return m
 }
+
+// touchProbes bounds how far Touch looks back from the end of a match for
+// a block the holder's events stored: past the end of an engine block that
+// completes several router blocks, or past speculative blocks.
+const touchProbes = 64
+
+// Touch records that a request routed to holder uses the blocks of chain
+// (the leading blocks it matched there): they become its most recently
+// used, the last eviction candidates. It marks the deepest block the
+// holder's events stored among the last touchProbes of chain; its
+// ancestors need no mark, since only leaves are evicted and a block takes
+// the stamp of the blocks below it when they go. It never waits: when the
+// holder is busy applying a batch it does nothing and reports false, as it
+// does when no block was found. It may be called concurrently.
+func (a *Applier) Touch(holderID string, chain []index.BlockHash) bool {
+	a.mu.RLock()
+	h := a.holders[holderID]
+	a.mu.RUnlock()
+	if h == nil || !h.mu.TryLock() {
+		return false
+	}
+	defer h.mu.Unlock()
+	if h.dead {
+		return false
+	}
+	for d := len(chain) - 1; d >= 0 && d >= len(chain)-touchProbes; d-- {
+		if n, ok := h.chains.byLast[chain[d]]; ok {
+			h.chains.touch(n)
+			return true
+		}
+	}
+	return false
+}
