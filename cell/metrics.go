@@ -52,14 +52,14 @@ func newCollector(cellID string, ix *index.Index, reg *events.Registry, a *event
 		evicted: d("events_evicted_blocks_total", "Engine blocks evicted from a pod's share of the index, by pod and reason: "+
 			"pod_bound (the pod reached its max_index_blocks), tracked_bound (events.max_blocks_per_pod), "+
 			"fair_share (the index was full and the pod held more than its share).", "pod", "reason"),
-		indexBlocks:    d("index_blocks", "Distinct blocks in the index."),
-		indexBytes:     d("index_table_bytes", "Memory of the index tables."),
-		capDrops:       d("index_cap_drops_total", "Stores refused because the index reached max_blocks."),
-		staleOps:       d("index_stale_ops_total", "Index writes ignored for dead slots."),
-		slots:          d("index_slots", "Index pod slots by state.", "state"),
-		sweeps:         d("index_sweeps_total", "Background sweeps of dead pods finished."),
-		pods:           d("pods", "Pods by state.", "state"),
-		learnedBlocks:  d("index_learned_blocks", "Blocks the cell learned from its own routing, held now, by kind (speculative, approximate).", "kind"),
+		indexBlocks:   d("index_blocks", "Distinct blocks in the index."),
+		indexBytes:    d("index_table_bytes", "Memory of the index tables."),
+		capDrops:      d("index_cap_drops_total", "Stores refused because the index reached max_blocks."),
+		staleOps:      d("index_stale_ops_total", "Index writes ignored for dead slots."),
+		slots:         d("index_slots", "Index pod slots by state.", "state"),
+		sweeps:        d("index_sweeps_total", "Background sweeps of dead pods finished."),
+		pods:          d("pods", "Pods by state.", "state"),
+		learnedBlocks: d("index_learned_blocks", "Blocks the cell learned from its own routing, held now, by kind (speculative, approximate).", "kind"),
 		learnedEvents: d("index_learned_blocks_total", "Learned blocks by event: speculated and learned (added), confirmed (events stored them), "+
 			"expired, evicted (per-pod bound), cut (a removal event), dropped (a pod left approximate mode).", "event"),
 		approxPods: d("index_approximate_pods", "Pods routed with the approximate index (no KV events)."),
