@@ -50,6 +50,22 @@
 // A publisher may name a configured pod by its address instead of its id
 // (vLLM topics commonly do): its batches go to that pod.
 //
+// # Bounds and eviction
+//
+// One holder may index at most its bound of router blocks
+// (PodSpec.MaxIndexBlocks, else Config.MaxIndexBlocksPerPod) and track at
+// most Config.MaxBlocksPerPod engine blocks, so that one event stream (a
+// broken engine, or anyone who can reach a bind socket) cannot fill the
+// index for every pod. Past either bound a new block evicts the holder's
+// least recently stored or matched leaf (evict.go, leaves.go: a heap of
+// the forest's leaves by stamp; a block takes the stamp of the blocks
+// removed from under it), which keeps its indexed blocks prefix-closed.
+// When the index itself is full (it refused a store), every holder over
+// its fair share of the index evicts down to that share and the refused
+// batch is applied again, so a holder within its share never pays for
+// another's flood. Applier.Touch marks the blocks a routed request matched
+// as used; Applier.EnforceBounds trims restored holders.
+//
 // # Order and repair
 //
 // Engines number their batches. A SeqTracker per holder (seq.go) applies
@@ -63,8 +79,9 @@
 //
 // A batch is validated completely before anything changes: a malformed batch
 // is dropped whole (ErrInvalid) and leaves the index as it was. Conditions
-// that depend on state (an unknown parent, a full holder, a sliding-window
-// group) skip the one event and are counted; the rest of the batch applies.
+// that depend on state (an unknown parent, a chain as long as the holder's
+// bound, a sliding-window group) skip the one event and are counted; the
+// rest of the batch applies.
 // The index writes of a batch go to the index in one Apply call.
 //
 // # Liveness
