@@ -147,6 +147,7 @@ func (a *Applier) ApplyBatch(ctx context.Context, b *Batch) error {
 	}
 
 	h.ops = h.ops[:0]
+	h.limit, h.limitReason = a.limitOf(h)
 	if a.translate(h, b, model) {
 		wipe = true
 	}

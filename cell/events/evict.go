@@ -1,8 +1,10 @@
 package events
 
 import (
+	"runtime"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/cellrouter/cellrouter/cell/index"
 )
@@ -17,11 +19,14 @@ import (
 //     evicts the holder's own least recently used leaf (leaves.go) instead
 //     of being refused; only a block whose parent is that very leaf (one
 //     chain as long as the bound) is refused, as ReasonHolderFull;
-//   - when the whole index is full (index.Config.MaxBlocks refused a
-//     store), the holders over their fair share of it (MaxBlocks divided by
-//     the number of holders) evict down to that share, and the refused
-//     batch is applied again: a holder within its share never pays for
-//     another's flood.
+//   - when the index is nearly full (less than 1/pressureDiv of
+//     index.Config.MaxBlocks free), a holder's limit is also its fair share
+//     of the index (MaxBlocks divided by the number of holders), so a
+//     flooding holder evicts its own blocks before the index fills;
+//   - when the index is full nonetheless (it refused a store), the holders
+//     over their fair share evict down to it, and the refused batch is
+//     applied again: a holder within its share never pays for another's
+//     flood.
 
 // EvictReason says why a block was evicted.
 type EvictReason uint8
@@ -137,8 +142,8 @@ func (a *Applier) makeRoom(h *holder, keep int32, routerBlocks int) bool {
 			return false
 		}
 	}
-	for routerBlocks > 0 && h.chains.indexed+routerBlocks > h.bound {
-		if !h.evictOldest(keep, EvictPodBound) {
+	for routerBlocks > 0 && h.chains.indexed+routerBlocks > h.limit {
+		if !h.evictOldest(keep, h.limitReason) {
 			return false
 		}
 	}
@@ -170,16 +175,74 @@ func (a *Applier) flushEvictions(h *holder) {
 }
 
 // capacity is the optional part of an IndexWriter that says how many
-// distinct blocks it holds at most (*index.Index implements it).
+// distinct blocks it holds and may hold at most (*index.Index implements
+// it).
 type capacity interface {
 	MaxBlocks() int
+	Blocks() int64
+}
+
+// pressureDiv sets when the index is under pressure: when less than
+// 1/pressureDiv of its capacity is free. Under pressure a holder's limit is
+// also its fair share, so that a flooding holder stops short of the
+// capacity and the others' stores are not refused while it is busy (when a
+// holder cannot be taken for relieve).
+const pressureDiv = 8
+
+// limitOf returns the most router blocks h may index now, and the reason
+// to count its evictions under: its bound, or under pressure its fair share
+// of the index when that is less. The caller holds h.mu.
+func (a *Applier) limitOf(h *holder) (int, EvictReason) {
+	capa, ok := a.ix.(capacity)
+	if !ok {
+		return h.bound, EvictPodBound
+	}
+	most := capa.MaxBlocks()
+	if capa.Blocks() < int64(most-most/pressureDiv) {
+		return h.bound, EvictPodBound
+	}
+	if share := most / a.sharers(); share < h.bound {
+		return share, EvictFairShare
+	}
+	return h.bound, EvictPodBound
+}
+
+// relieveWait bounds how long relieve waits for a busy holder's lock.
+const relieveWait = 2 * time.Millisecond
+
+// tryLockFor takes mu if it can within d, without ever blocking on it (two
+// holders relieving each other must not deadlock), and reports whether it
+// did.
+func tryLockFor(mu *sync.Mutex, d time.Duration) bool {
+	if mu.TryLock() {
+		return true
+	}
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		runtime.Gosched()
+		if mu.TryLock() {
+			return true
+		}
+	}
+	return false
+}
+
+// sharers returns the number of holders the index is shared among: the
+// live holders, and at least the configured pods.
+func (a *Applier) sharers() int {
+	a.mu.RLock()
+	n := len(a.holders)
+	a.mu.RUnlock()
+	return max(n, len(a.cfg.Pods), 1)
 }
 
 // relieve runs when the index refused stores of h (locked, its batch's ops
 // in h.ops) for room: every holder over its fair share of the index evicts
 // down to it, h included, and h's ops are applied again (they are
-// idempotent). Other holders are only taken when their lock is free: a busy
-// one is applying a batch and relieves itself if the index refuses it.
+// idempotent). A busy holder is waited for at most relieveWait: one still
+// applying a batch then keeps its blocks until its next batch, which the
+// pressure limit (limitOf) caps at its share, and h's refused stores stay
+// refused (counted in the index's cap drops).
 func (a *Applier) relieve(h *holder) index.ApplyResult {
 	capa, ok := a.ix.(capacity)
 	if !ok {
@@ -193,9 +256,9 @@ func (a *Applier) relieve(h *holder) index.ApplyResult {
 		}
 	}
 	a.mu.RUnlock()
-	share := capa.MaxBlocks() / (len(others) + 1)
+	share := capa.MaxBlocks() / max(len(others)+1, len(a.cfg.Pods))
 	for _, v := range others {
-		if !v.mu.TryLock() {
+		if !tryLockFor(&v.mu, relieveWait) {
 			continue
 		}
 		if !v.dead && v.chains.indexed > share {

@@ -2,6 +2,8 @@ package events
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/cellrouter/cellrouter/cell/index"
@@ -239,4 +241,77 @@ func checkForest(t *testing.T, a *Applier) {
 		}
 		h.mu.Unlock()
 	}
+}
+
+// TestFloodConcurrentWithPods floods one pod while three others store their
+// chains at the same time, each from its own goroutine as the transports
+// do, into an index of 3,000 blocks with no useful per-pod bound: the
+// flooding pod is held to its fair share as the index fills, so every
+// chain of the other pods is indexed in full.
+func TestFloodConcurrentWithPods(t *testing.T) {
+	icfg := index.DefaultConfig()
+	icfg.MaxBlocks = 3000
+	ix, err := index.New(icfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ix.Close)
+	cfg := DefaultConfig()
+	cfg.BlockSize = 4
+	cfg.Pods = []PodSpec{{ID: "flood"}, {ID: "real-0"}, {ID: "real-1"}, {ID: "real-2"}}
+	a, err := NewApplier(cfg, ix, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const chains, perChain = 20, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 1000; i++ {
+			b := &Batch{Pod: "flood", DPRank: -1, Seq: uint64(i), Model: "m",
+				Events: []Event{stored(nil, toks(10_000_000+4*64*i, 4*64), 4, 0)}}
+			if err := a.ApplyBatch(context.Background(), b); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	for p := 0; p < 3; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := 0; c < chains; c++ {
+				all := toks(1_000_000*(p+1)+4*perChain*c, 4*perChain)
+				b := &Batch{Pod: fmt.Sprintf("real-%d", p), DPRank: -1, Seq: uint64(c), Model: "m",
+					Events: []Event{stored(nil, all, 4, 0)}}
+				if err := a.ApplyBatch(context.Background(), b); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for p := 0; p < 3; p++ {
+		id := fmt.Sprintf("real-%d", p)
+		for c := 0; c < chains; c++ {
+			ch := routerChain("m", 4, toks(1_000_000*(p+1)+4*perChain*c, 4*perChain))
+			if got := depth(t, ix, id, ch); got != perChain {
+				t.Errorf("%s chain %d: depth %d, want %d", id, c, got, perChain)
+			}
+		}
+	}
+	if got := ix.Stats().Blocks; got > 3000 {
+		t.Errorf("index blocks = %d, want at most 3000", got)
+	}
+	if a.Counters().Evicted[EvictFairShare].Load() == 0 {
+		t.Error("no fair-share eviction: the flood did not press the index")
+	}
+	checkForest(t, a)
 }

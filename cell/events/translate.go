@@ -41,6 +41,11 @@ type holder struct {
 	bound    int
 	evicted  Evictions
 	nEvicted int
+	// limit is what the holder may index during the current batch: its
+	// bound, or its fair share of an index under pressure (limitOf), and
+	// limitReason the reason its evictions count under.
+	limit       int
+	limitReason EvictReason
 
 	// Reusable buffers for one batch.
 	ops    []index.Op
