@@ -15,14 +15,17 @@ import (
 // s uses the blocks of hashes its events stored there, so that they are
 // the last its bound evicts. It never waits (see events.Applier.Touch).
 func (c *Cell) touchMatched(s index.Slot, hashes []index.BlockHash, match *index.MatchResult) {
-	if match == nil {
+	if match == nil || match.Depth(s) == 0 {
 		return
 	}
+	// The match's depth may end in speculative blocks: the exact part is
+	// what the pod's events stored.
+	c.ix.SplitLearned(hashes, match, index.BitmapOf(s))
 	d := min(match.ExactDepth(s), len(hashes))
 	if d == 0 {
 		return
 	}
 	if id := c.ix.PodID(s); id != "" {
-		c.applier.Touch(id, hashes[:d])
+		c.applier.Touch(id, hashes[d-1])
 	}
 }

@@ -82,18 +82,10 @@ type chains struct {
 	// indexed counts the router blocks of the indexed (not skipped) nodes:
 	// the holder's share of the index.
 	indexed int
-	// byLast maps the last router hash of each indexed node that completed
-	// one to the node, for Applier.Touch.
-	byLast map[index.BlockHash]int32
-}
-
-// setLast records that node i, indexed, completed router blocks ending
-// with last.
-func (c *chains) setLast(last index.BlockHash, i int32) {
-	if c.byLast == nil {
-		c.byLast = make(map[index.BlockHash]int32)
-	}
-	c.byLast[last] = i
+	// matched holds router hashes of blocks a routed request matched since
+	// they were last stamped (Applier.Touch); eviction restamps such a block
+	// instead of evicting it (leaves.go).
+	matched map[index.BlockHash]struct{}
 }
 
 // len returns the number of tracked blocks.
@@ -175,11 +167,8 @@ func (c *chains) removeSubtree(root int32, ops []index.Op, slot index.Slot) ([]i
 		if n.heap != none {
 			c.unleaf(i)
 		}
-		if !n.skip && n.nRouter > 0 {
+		if !n.skip {
 			c.indexed -= int(n.nRouter)
-			if last := n.routerHash(n.nRouter - 1); c.byLast[last] == i {
-				delete(c.byLast, last)
-			}
 		}
 		newest = max(newest, n.stamp)
 		delete(c.byHash, n.hash)

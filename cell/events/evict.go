@@ -122,8 +122,8 @@ type PodEvictions struct {
 // evictOldest evicts h's least recently used leaf unless it is keep,
 // appending the index removals to h.ops, and reports whether it did.
 func (h *holder) evictOldest(keep int32, r EvictReason) bool {
-	n := h.chains.oldestLeaf()
-	if n == none || n == keep {
+	n := h.chains.victim(keep)
+	if n == none {
 		return false
 	}
 	var removed int
@@ -342,20 +342,13 @@ func podBounds(pods []PodSpec) map[string]int {
 	return m
 }
 
-// touchProbes bounds how far Touch looks back from the end of a match for
-// a block the holder's events stored: past the end of an engine block that
-// completes several router blocks, or past speculative blocks.
-const touchProbes = 64
-
-// Touch records that a request routed to holder uses the blocks of chain
-// (the leading blocks it matched there): they become its most recently
-// used, the last eviction candidates. It marks the deepest block the
-// holder's events stored among the last touchProbes of chain; its
-// ancestors need no mark, since only leaves are evicted and a block takes
-// the stamp of the blocks below it when they go. It never waits: when the
-// holder is busy applying a batch it does nothing and reports false, as it
-// does when no block was found. It may be called concurrently.
-func (a *Applier) Touch(holderID string, chain []index.BlockHash) bool {
+// Touch records that a request routed to holder matched its blocks up to
+// the one with router hash deepest (the last exact block of its match):
+// they count as used now, the last eviction candidates (see leaves.go: the
+// mark is taken when the block comes up for eviction). It never waits:
+// when the holder is busy applying a batch it does nothing and reports
+// false. It may be called concurrently.
+func (a *Applier) Touch(holderID string, deepest index.BlockHash) bool {
 	a.mu.RLock()
 	h := a.holders[holderID]
 	a.mu.RUnlock()
@@ -366,11 +359,6 @@ func (a *Applier) Touch(holderID string, chain []index.BlockHash) bool {
 	if h.dead {
 		return false
 	}
-	for d := len(chain) - 1; d >= 0 && d >= len(chain)-touchProbes; d-- {
-		if n, ok := h.chains.byLast[chain[d]]; ok {
-			h.chains.touch(n)
-			return true
-		}
-	}
-	return false
+	h.chains.noteMatched(deepest)
+	return true
 }

@@ -148,36 +148,38 @@ func TestEvictionKeepsRecentBlocks(t *testing.T) {
 }
 
 // TestTouchKeepsMatchedBlocks checks that a chain a request matched (Touch)
-// outlives an untouched chain stored after it.
+// outlives an untouched chain stored after it: without the match, the
+// older chain would lose its deepest blocks.
 func TestTouchKeepsMatchedBlocks(t *testing.T) {
-	ix, a := floodApplier(t, 1<<20, 100)
-	old := podChain(t, a, "p", 0, 1, 30)
-	mid := podChain(t, a, "p", 1, 10_000, 30)
-	// A request matched old's first 20 blocks, then 4 speculative ones the
-	// holder's events never stored.
-	req := append(old[:20:20], routerChain("m", 4, toks(90_000, 16))...)
-	if !a.Touch("p", req) {
-		t.Fatal("Touch found no block")
+	for _, touched := range []bool{false, true} {
+		ix, a := floodApplier(t, 1<<20, 100)
+		old := podChain(t, a, "p", 0, 1, 30)
+		mid := podChain(t, a, "p", 1, 10_000, 30)
+		if touched && !a.Touch("p", old[len(old)-1]) {
+			t.Fatal("Touch of a live holder reported false")
+		}
+		all := toks(20_000, 4*50)
+		if err := apply(t, a, &Batch{Pod: "p", DPRank: -1, Seq: 2, Model: "m", Events: []Event{stored(nil, all, 4, 0)}}); err != nil {
+			t.Fatal(err)
+		}
+		// 110 blocks for a bound of 100: the 10 evicted are the deepest of
+		// the older chain, unless a request matched it.
+		wantOld, wantMid := 20, 30
+		if touched {
+			wantOld, wantMid = 30, 20
+		}
+		if got := depth(t, ix, "p", old); got != wantOld {
+			t.Errorf("touched %v: older chain depth = %d, want %d", touched, got, wantOld)
+		}
+		if got := depth(t, ix, "p", mid); got != wantMid {
+			t.Errorf("touched %v: newer chain depth = %d, want %d", touched, got, wantMid)
+		}
+		checkForest(t, a)
 	}
-	all := toks(20_000, 4*50)
-	if err := apply(t, a, &Batch{Pod: "p", DPRank: -1, Seq: 2, Model: "m", Events: []Event{stored(nil, all, 4, 0)}}); err != nil {
-		t.Fatal(err)
-	}
-	// 110 blocks for a bound of 100: old's 10 blocks below the match go
-	// first (its leaf is older than the touched block), then nothing else.
-	if got := depth(t, ix, "p", old); got != 20 {
-		t.Errorf("matched chain depth = %d, want 20", got)
-	}
-	if got := depth(t, ix, "p", mid); got != len(mid) {
-		t.Errorf("untouched chain depth = %d, want %d", got, len(mid))
-	}
-	if a.Touch("p", routerChain("m", 4, toks(90_000, 16))) {
-		t.Error("Touch of blocks the holder never stored reported true")
-	}
-	if a.Touch("nobody", old) {
+	_, a := floodApplier(t, 1<<20, 100)
+	if a.Touch("nobody", 1) {
 		t.Error("Touch of an unknown holder reported true")
 	}
-	checkForest(t, a)
 }
 
 // TestOneChainPastTheBound checks the one refusal left: a chain longer than
@@ -228,12 +230,6 @@ func checkForest(t *testing.T, a *Applier) {
 		for k := 1; k < len(c.leaves); k++ {
 			if c.less(k, (k-1)/2) {
 				t.Errorf("%s: heap order broken at %d", id, k)
-			}
-		}
-		for last, i := range c.byLast {
-			n := &c.nodes[i]
-			if n.nRouter == 0 || n.skip || n.routerHash(n.nRouter-1) != last {
-				t.Errorf("%s: byLast %#x names node %d, which does not end with it", id, last, i)
 			}
 		}
 		if leaves != len(c.leaves) || indexed != c.indexed {

@@ -204,7 +204,6 @@ func (h *holder) restoreChains(blocks []BlockState) error {
 			}
 			if !b.Skip {
 				c.indexed += k
-				c.setLast(b.Router[k-1], n)
 			}
 		}
 		ids[i] = n

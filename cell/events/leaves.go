@@ -1,5 +1,7 @@
 package events
 
+import "github.com/cellrouter/cellrouter/cell/index"
+
 // This file is the eviction order of a holder's forest: a binary min-heap
 // of its leaves by stamp.
 //
@@ -12,18 +14,75 @@ package events
 // one block.
 //
 // Stamps come from the holder's clock: a block is stamped when it is
-// stored, stored again, named as the parent of a stored event, or matched
-// by a request routed to the pod (Applier.Touch). An ancestor is not
-// restamped when a descendant is (that would cost the chain's depth per
-// event); instead a block absorbs the newest stamp of any subtree removed
-// from under it, so by the time it becomes a leaf it is at least as recent
-// as the blocks that depended on it. TestEvictionMatchesReferenceModel
-// checks the order against a naive model that scans every leaf.
+// stored, stored again or named as the parent of a stored event. An
+// ancestor is not restamped when a descendant is (that would cost the
+// chain's depth per event); instead a block absorbs the newest stamp of any
+// subtree removed from under it, so by the time it becomes a leaf it is at
+// least as recent as the blocks that depended on it.
+//
+// A block a routed request matched (Applier.Touch records the router hash
+// of the deepest one) is restamped lazily, when it comes up for eviction:
+// it gets the newest stamp instead, once per match. A match then costs the
+// request path one insertion into a small set, and the store path nothing
+// (an eager restamp would need a map from router hash to block, updated on
+// every store and removal: BenchmarkApplyBatch measured 1.24x the CPU of
+// the same path without it). Only the deepest matched block needs the
+// mark: its ancestors cannot be evicted before it. The set is cleared when
+// it reaches maxMatched entries (marks of blocks since removed linger until
+// then). TestEvictionMatchesReferenceModel checks the order, matches
+// included, against a naive model that scans every leaf.
 //
 // Costs: a new block is pushed with the newest stamp, which ends its
 // sift-up at once; its parent leaves the heap (O(log n), and O(1) for the
 // block just pushed before it in the same event); an eviction pops the
 // head (O(log n)).
+
+// maxMatched bounds the match marks a holder keeps.
+const maxMatched = 4096
+
+// noteMatched marks the block with router hash h as matched.
+func (c *chains) noteMatched(h index.BlockHash) {
+	if c.matched == nil || len(c.matched) >= maxMatched {
+		c.matched = make(map[index.BlockHash]struct{})
+	}
+	c.matched[h] = struct{}{}
+}
+
+// takeMatched reports whether a router hash of node i is marked matched,
+// and unmarks it.
+func (c *chains) takeMatched(i int32) bool {
+	if len(c.matched) == 0 {
+		return false
+	}
+	n := &c.nodes[i]
+	if n.skip {
+		return false
+	}
+	for j := int32(0); j < n.nRouter; j++ {
+		h := n.routerHash(j)
+		if _, ok := c.matched[h]; ok {
+			delete(c.matched, h)
+			return true
+		}
+	}
+	return false
+}
+
+// victim returns the leaf to evict: the oldest, after restamping the ones
+// marked matched (each mark is used once, so this ends), or none when the
+// oldest leaf is keep or the forest is empty.
+func (c *chains) victim(keep int32) int32 {
+	for {
+		n := c.oldestLeaf()
+		if n == none || n == keep {
+			return none
+		}
+		if !c.takeMatched(n) {
+			return n
+		}
+		c.touch(n)
+	}
+}
 
 // pushLeaf adds node i to the heap of leaves.
 func (c *chains) pushLeaf(i int32) {

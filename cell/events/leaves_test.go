@@ -4,15 +4,18 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/cellrouter/cellrouter/cell/index"
 )
 
 // lruModel is the naive model of a holder's eviction order: every block
 // with its parent and stamp, and eviction by scanning every leaf for the
 // oldest stamp.
 type lruModel struct {
-	clock  uint64
-	parent map[uint64]uint64 // 0: a first block
-	stamp  map[uint64]uint64
+	clock   uint64
+	parent  map[uint64]uint64 // 0: a first block
+	stamp   map[uint64]uint64
+	matched map[uint64]bool // blocks marked matched, not yet restamped
 }
 
 func (m *lruModel) add(h, parent uint64) {
@@ -36,6 +39,7 @@ func (m *lruModel) remove(h uint64) {
 				walk(c)
 			}
 		}
+		delete(m.matched, x) // the forest keeps the mark, but no later block has its hash
 		newest = max(newest, m.stamp[x])
 		delete(m.parent, x)
 		delete(m.stamp, x)
@@ -44,6 +48,19 @@ func (m *lruModel) remove(h uint64) {
 	walk(h)
 	if p != 0 {
 		m.stamp[p] = max(m.stamp[p], newest)
+	}
+}
+
+// victim returns the block to evict: the oldest leaf, after restamping
+// (once) each oldest leaf marked matched; 0 when empty.
+func (m *lruModel) victim() uint64 {
+	for {
+		h := m.oldestLeaf()
+		if h == 0 || !m.matched[h] {
+			return h
+		}
+		delete(m.matched, h)
+		m.touch(h)
 	}
 }
 
@@ -70,7 +87,10 @@ func TestEvictionMatchesReferenceModel(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		var c chains
-		m := &lruModel{parent: map[uint64]uint64{}, stamp: map[uint64]uint64{}}
+		m := &lruModel{parent: map[uint64]uint64{}, stamp: map[uint64]uint64{}, matched: map[uint64]bool{}}
+		// Each block completes one router block, whose hash (routerOf) a
+		// match marks.
+		routerOf := func(h uint64) index.BlockHash { return index.BlockHash(h*0x9E3779B97F4A7C15 | 1) }
 		next := uint64(1)
 		var live []uint64
 		pick := func() uint64 { return live[rng.IntN(len(live))] }
@@ -91,22 +111,27 @@ func TestEvictionMatchesReferenceModel(t *testing.T) {
 					c.touch(pn) // stored () names its parent: touched
 					m.touch(parent)
 				}
-				c.add(next, pn)
+				n := c.add(next, pn)
+				c.node(n).nRouter, c.node(n).router0 = 1, routerOf(next)
 				m.add(next, parent)
 				next++
-			case op < 6: // stored again, or matched
+			case op < 5: // stored again
 				h := pick()
 				n, _ := c.lookup(h)
 				c.touch(n)
 				m.touch(h)
+			case op < 6: // matched by a routed request
+				h := pick()
+				c.noteMatched(routerOf(h))
+				m.matched[h] = true
 			case op < 7: // an engine removal
 				h := pick()
 				n, _ := c.lookup(h)
 				c.removeSubtree(n, nil, 0)
 				m.remove(h)
 			default: // an eviction
-				want := m.oldestLeaf()
-				n := c.oldestLeaf()
+				want := m.victim()
+				n := c.victim(none)
 				if got := c.node(n).hash; got != want {
 					t.Fatalf("seed %d step %d: evicts %d, model %d", seed, step, got, want)
 				}

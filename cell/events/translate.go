@@ -222,7 +222,6 @@ func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) 
 					node.routerRest = slices.Clone(hs[1:])
 				}
 				node.last = hs[k-1]
-				h.chains.setLast(node.last, n)
 			}
 			if rem := toks[len(hs)*rbs:]; len(rem) > 0 {
 				node.pending = slices.Clone(rem)
