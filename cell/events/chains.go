@@ -77,7 +77,7 @@ type chains struct {
 
 	// leaves is a min-heap of the forest's leaves by stamp: its head is the
 	// block to evict first (evict.go). clock hands out stamps.
-	leaves []int32
+	leaves []leaf
 	clock  uint64
 	// indexed counts the router blocks of the indexed (not skipped) nodes:
 	// the holder's share of the index.

@@ -222,8 +222,8 @@ func checkForest(t *testing.T, a *Applier) {
 			}
 			if n.heap != none {
 				leaves++
-				if c.leaves[n.heap] != i {
-					t.Errorf("%s: heap place %d of node %#x holds %d", id, n.heap, n.hash, c.leaves[n.heap])
+				if e := c.leaves[n.heap]; e.node != i || e.stamp != n.stamp {
+					t.Errorf("%s: heap place %d of node %#x (stamp %d) holds %+v", id, n.heap, n.hash, n.stamp, e)
 				}
 			}
 		}

@@ -84,11 +84,19 @@ func (c *chains) victim(keep int32) int32 {
 	}
 }
 
+// leaf is an entry of the heap of leaves: the node, and a copy of its
+// stamp so that a comparison reads the heap alone.
+type leaf struct {
+	stamp uint64
+	node  int32
+}
+
 // pushLeaf adds node i to the heap of leaves.
 func (c *chains) pushLeaf(i int32) {
-	c.nodes[i].heap = int32(len(c.leaves))
-	c.leaves = append(c.leaves, i)
-	c.siftUp(int(c.nodes[i].heap))
+	k := len(c.leaves)
+	c.nodes[i].heap = int32(k)
+	c.leaves = append(c.leaves, leaf{stamp: c.nodes[i].stamp, node: i})
+	c.siftUp(k)
 }
 
 // unleaf removes node i from the heap of leaves; it does nothing when i is
@@ -103,7 +111,7 @@ func (c *chains) unleaf(i int32) {
 	if k != last {
 		moved := c.leaves[last]
 		c.leaves[k] = moved
-		c.nodes[moved].heap = int32(k)
+		c.nodes[moved.node].heap = int32(k)
 		c.leaves = c.leaves[:last]
 		if !c.siftUp(k) {
 			c.siftDown(k)
@@ -118,6 +126,7 @@ func (c *chains) touch(i int32) {
 	c.clock++
 	c.nodes[i].stamp = c.clock
 	if k := int(c.nodes[i].heap); k >= 0 {
+		c.leaves[k].stamp = c.clock
 		c.siftDown(k)
 	}
 }
@@ -127,17 +136,15 @@ func (c *chains) oldestLeaf() int32 {
 	if len(c.leaves) == 0 {
 		return none
 	}
-	return c.leaves[0]
+	return c.leaves[0].node
 }
 
-func (c *chains) less(a, b int) bool {
-	return c.nodes[c.leaves[a]].stamp < c.nodes[c.leaves[b]].stamp
-}
+func (c *chains) less(a, b int) bool { return c.leaves[a].stamp < c.leaves[b].stamp }
 
 func (c *chains) swap(a, b int) {
 	c.leaves[a], c.leaves[b] = c.leaves[b], c.leaves[a]
-	c.nodes[c.leaves[a]].heap = int32(a)
-	c.nodes[c.leaves[b]].heap = int32(b)
+	c.nodes[c.leaves[a].node].heap = int32(a)
+	c.nodes[c.leaves[b].node].heap = int32(b)
 }
 
 // siftUp moves the entry at k up to its place and reports whether it moved.
