@@ -13,8 +13,14 @@ import (
 // holders index at most bound router blocks (router and engine blocks of 4
 // tokens).
 func floodApplier(t *testing.T, maxBlocks, bound int) (*index.Index, *Applier) {
+	return floodApplierIn(t, index.LayoutBlock, maxBlocks, bound)
+}
+
+// floodApplierIn is floodApplier with an index of the given layout.
+func floodApplierIn(t *testing.T, layout index.Layout, maxBlocks, bound int) (*index.Index, *Applier) {
 	t.Helper()
 	icfg := index.DefaultConfig()
+	icfg.Layout = layout
 	icfg.MaxBlocks = maxBlocks
 	ix, err := index.New(icfg)
 	if err != nil {
@@ -76,49 +82,57 @@ func TestFloodStaysWithinItsPod(t *testing.T) {
 		// its fair share, pays for the others' new blocks.
 		{"fair share", 2000, 1 << 20, EvictFairShare},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			ix, a := floodApplier(t, tc.maxBlocks, tc.bound)
-			r1 := podChain(t, a, "real-1", 0, 1, 100)
-			r2 := podChain(t, a, "real-2", 0, 50_000, 100)
-			flood(t, a, "flood", 0, 20*tc.maxBlocks)
-			if got := depth(t, ix, "real-1", r1); got != len(r1) {
-				t.Errorf("real-1 depth after the flood = %d, want %d", got, len(r1))
-			}
-			if got := depth(t, ix, "real-2", r2); got != len(r2) {
-				t.Errorf("real-2 depth after the flood = %d, want %d", got, len(r2))
-			}
-			// New blocks of the real pods, after the flood, are indexed too.
-			n1 := podChain(t, a, "real-1", 1, 100_000, 300)
-			n2 := podChain(t, a, "real-2", 1, 200_000, 300)
-			if got := depth(t, ix, "real-1", n1); got != len(n1) {
-				t.Errorf("real-1 new chain depth = %d, want %d", got, len(n1))
-			}
-			if got := depth(t, ix, "real-2", n2); got != len(n2) {
-				t.Errorf("real-2 new chain depth = %d, want %d", got, len(n2))
-			}
-			if got := depth(t, ix, "real-1", r1); got != len(r1) {
-				t.Errorf("real-1 old chain depth = %d, want %d", got, len(r1))
-			}
-			if got, share := a.IndexedBlocks("flood"), min(tc.bound, tc.maxBlocks); got > share {
-				t.Errorf("flood indexes %d blocks, want at most %d", got, share)
-			}
-			if got := ix.Stats().Blocks; got > int64(tc.maxBlocks) {
-				t.Errorf("index blocks = %d, want at most %d", got, tc.maxBlocks)
-			}
-			ev := a.EvictionsByPod()
-			if len(ev) != 1 || ev[0].Pod != "flood" || ev[0].Evicted[tc.wantReason] == 0 {
-				t.Errorf("evictions by pod = %+v, want only flood's, under %s", ev, tc.wantReason)
-			}
-			if a.Counters().Evicted[tc.wantReason].Load() == 0 {
-				t.Errorf("Counters.Evicted[%s] = 0", tc.wantReason)
-			}
-			if n := a.Counters().EventsDropped[ReasonHolderFull].Load(); n != 0 {
-				t.Errorf("holder_full drops = %d, want 0", n)
-			}
-			checkForest(t, a)
-		})
+	for _, layout := range []index.Layout{index.LayoutBlock, index.LayoutPaged} {
+		for _, tc := range tests {
+			t.Run(string(layout)+"/"+tc.name, func(t *testing.T) { testFlood(t, layout, tc.maxBlocks, tc.bound, tc.wantReason) })
+		}
 	}
+}
+
+// testFlood is one case of TestFloodStaysWithinItsPod.
+func testFlood(t *testing.T, layout index.Layout, maxBlocks, bound int, wantReason EvictReason) {
+	ix, a := floodApplierIn(t, layout, maxBlocks, bound)
+	r1 := podChain(t, a, "real-1", 0, 1, 100)
+	r2 := podChain(t, a, "real-2", 0, 50_000, 100)
+	flood(t, a, "flood", 0, 20*maxBlocks)
+	if got := depth(t, ix, "real-1", r1); got != len(r1) {
+		t.Errorf("real-1 depth after the flood = %d, want %d", got, len(r1))
+	}
+	if got := depth(t, ix, "real-2", r2); got != len(r2) {
+		t.Errorf("real-2 depth after the flood = %d, want %d", got, len(r2))
+	}
+	// New blocks of the real pods, after the flood, are indexed too.
+	n1 := podChain(t, a, "real-1", 1, 100_000, 300)
+	n2 := podChain(t, a, "real-2", 1, 200_000, 300)
+	if got := depth(t, ix, "real-1", n1); got != len(n1) {
+		t.Errorf("real-1 new chain depth = %d, want %d", got, len(n1))
+	}
+	if got := depth(t, ix, "real-2", n2); got != len(n2) {
+		t.Errorf("real-2 new chain depth = %d, want %d", got, len(n2))
+	}
+	if got := depth(t, ix, "real-1", r1); got != len(r1) {
+		t.Errorf("real-1 old chain depth = %d, want %d", got, len(r1))
+	}
+	if got, share := a.IndexedBlocks("flood"), min(bound, maxBlocks); got > share {
+		t.Errorf("flood indexes %d blocks, want at most %d", got, share)
+	}
+	if got := ix.Stats().Blocks; got > int64(maxBlocks) {
+		t.Errorf("index blocks = %d, want at most %d", got, maxBlocks)
+	}
+	ev := a.EvictionsByPod()
+	if len(ev) != 1 || ev[0].Pod != "flood" || ev[0].Evicted[wantReason] == 0 {
+		t.Errorf("evictions by pod = %+v, want only flood's, under %s", ev, wantReason)
+	}
+	if a.Counters().Evicted[wantReason].Load() == 0 {
+		t.Errorf("Counters.Evicted[%s] = 0", wantReason)
+	}
+	if n := a.Counters().EventsDropped[ReasonHolderFull].Load(); n != 0 {
+		t.Errorf("holder_full drops = %d, want 0", n)
+	}
+	if st := ix.Stats(); st.StaleOps != 0 {
+		t.Errorf("stale index ops = %d, want 0 (every eviction placed in its chain)", st.StaleOps)
+	}
+	checkForest(t, a)
 }
 
 // TestEvictionKeepsRecentBlocks checks that a pod over its bound loses its
