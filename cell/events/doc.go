@@ -60,11 +60,14 @@
 // least recently stored or matched leaf (evict.go, leaves.go: a heap of
 // the forest's leaves by stamp; a block takes the stamp of the blocks
 // removed from under it), which keeps its indexed blocks prefix-closed.
-// When the index itself is full (it refused a store), every holder over
-// its fair share of the index evicts down to that share and the refused
-// batch is applied again, so a holder within its share never pays for
-// another's flood. Applier.Touch marks the blocks a routed request matched
-// as used; Applier.EnforceBounds trims restored holders.
+// When the index is nearly full, a holder's limit is also its fair share
+// of it (fairshare.go: the index's capacity divided by the holders, at
+// least the configured pods); when it is full nonetheless (it refused a
+// store), every holder over its fair share evicts down to that share and
+// the refused batch is applied again, so a holder within its share never
+// pays for another's flood. Applier.Touch marks the deepest block a routed
+// request matched, restamped when it comes up for eviction;
+// Applier.EnforceBounds trims restored holders.
 //
 // # Order and repair
 //
