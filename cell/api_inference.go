@@ -219,6 +219,7 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 	speculate := func(pod string) {
 		if s, ok := slotOf(rc, pod); ok {
 			c.learner.Speculate(s, hashes, time.Now())
+			c.touchMatched(s, hashes, match)
 		}
 	}
 	touch := func(pod string) {

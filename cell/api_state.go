@@ -141,6 +141,21 @@ func (s *stateServer) GetCellState(context.Context, *cellv1.GetCellStateRequest)
 			st.EventsDroppedByReason[r.String()] = n
 		}
 	}
+	st.BlocksEvictedByReason = map[string]uint64{}
+	for _, r := range events.EvictReasons() {
+		if n := ct.Evicted[r].Load(); n > 0 {
+			st.BlocksEvicted += n
+			st.BlocksEvictedByReason[r.String()] = n
+		}
+	}
+	st.BlocksEvictedByPod = map[string]uint64{}
+	for _, pe := range s.applier.EvictionsByPod() {
+		for _, r := range events.EvictReasons() {
+			if n := pe.Evicted[r]; n > 0 {
+				st.BlocksEvictedByPod[pe.Pod+"/"+r.String()] = n
+			}
+		}
+	}
 	if s.transportDrops != nil {
 		st.TransportDroppedByReason = s.transportDrops()
 		for _, n := range st.TransportDroppedByReason {

@@ -105,8 +105,15 @@ type EventsConfig struct {
 	DefaultModel string `yaml:"default_model"`
 	// Models, when set, is the allow-list of served models.
 	Models []string `yaml:"models"`
-	// MaxBlocksPerPod bounds the engine blocks tracked per pod.
+	// MaxBlocksPerPod bounds the engine blocks tracked per pod (index
+	// holder); past it the pod's least recently used block is evicted.
 	MaxBlocksPerPod int `yaml:"max_blocks_per_pod"`
+	// MaxIndexBlocksPerPod bounds the blocks one pod (index holder) may
+	// index when its pods[] entry sets neither max_index_blocks nor
+	// kv_blocks, and for pods discovered from their events: past it the
+	// pod's least recently used block is evicted, so one event stream
+	// cannot fill the index for the others.
+	MaxIndexBlocksPerPod int `yaml:"max_index_blocks_per_pod"`
 	// DeadAfter is how long a pod may stay silent (no events, no good
 	// health check) before it is removed from the index.
 	DeadAfter time.Duration `yaml:"dead_after"`
@@ -136,8 +143,14 @@ type PodConfig struct {
 	// gaps; empty disables repair (a gap then clears the pod).
 	ReplayEndpoint string `yaml:"replay_endpoint"`
 	// KVBlocks is the pod's KV cache size in router blocks, for the busy
-	// threshold; 0 means unknown (the pod is never "busy").
+	// threshold and the pod's share of the index (max_index_blocks); 0
+	// means unknown (the pod is never "busy").
 	KVBlocks int `yaml:"kv_blocks"`
+	// MaxIndexBlocks bounds the blocks the pod (each of its ranks) may
+	// index; past it the pod's least recently used block is evicted. 0
+	// means kvBoundFactor times kv_blocks when that is set, else
+	// events.max_index_blocks_per_pod.
+	MaxIndexBlocks int `yaml:"max_index_blocks"`
 	// Model is the model the pod serves, as clients name it in requests
 	// (vLLM's --served-model-name). It wins over the model a topic names,
 	// and with zmq_endpoint and replay_endpoint it lets the cell catch up
@@ -220,11 +233,12 @@ func DefaultConfig() Config {
 	ic := index.DefaultConfig()
 	ec := events.DefaultConfig()
 	return Config{
-		CellID:          "cell-0",
-		HTTPAddr:        "127.0.0.1:8080",
-		GRPCAddr:        "127.0.0.1:9090",
-		Index:           IndexConfig{MaxBlocks: ic.MaxBlocks, SweepWorkers: ic.SweepWorkers, Layout: string(index.LayoutPaged)},
-		Events:          EventsConfig{BlockSize: ec.BlockSize, MaxBlocksPerPod: ec.MaxBlocksPerPod, DeadAfter: ec.DeadAfter},
+		CellID:   "cell-0",
+		HTTPAddr: "127.0.0.1:8080",
+		GRPCAddr: "127.0.0.1:9090",
+		Index:    IndexConfig{MaxBlocks: ic.MaxBlocks, SweepWorkers: ic.SweepWorkers, Layout: string(index.LayoutPaged)},
+		Events: EventsConfig{BlockSize: ec.BlockSize, MaxBlocksPerPod: ec.MaxBlocksPerPod,
+			MaxIndexBlocksPerPod: ec.MaxIndexBlocksPerPod, DeadAfter: ec.DeadAfter},
 		ZMQ:             ZMQConfig{TopicPrefix: "kv@", QueueDepth: 4096, ReplayTimeout: 5 * time.Second},
 		NATS:            defaultNATS(),
 		Approximate:     defaultApproximate(),
@@ -303,6 +317,9 @@ func (c Config) Validate() error {
 		if p.KVBlocks < 0 {
 			return bad(fmt.Sprintf("pods[%d].kv_blocks", i), p.KVBlocks, "must not be negative")
 		}
+		if p.MaxIndexBlocks < 0 || p.MaxIndexBlocks > 1<<30 {
+			return bad(fmt.Sprintf("pods[%d].max_index_blocks", i), p.MaxIndexBlocks, "want 0 (from kv_blocks) .. 1073741824")
+		}
 		if p.ReplayEndpoint != "" && p.ZMQEndpoint == "" && c.ZMQ.Bind == "" {
 			return bad(fmt.Sprintf("pods[%d].replay_endpoint", i), p.ReplayEndpoint, "needs zmq_endpoint or zmq.bind")
 		}
@@ -380,17 +397,34 @@ func (c Config) indexConfig() index.Config {
 
 func (c Config) eventsConfig() events.Config {
 	ec := events.Config{
-		BlockSize:         c.Events.BlockSize,
-		DefaultModel:      c.Events.DefaultModel,
-		Models:            c.Events.Models,
-		MaxBlocksPerPod:   c.Events.MaxBlocksPerPod,
-		DeadAfter:         c.Events.DeadAfter,
-		RefuseUnknownPods: !c.Events.AcceptUnknownPods,
+		BlockSize:            c.Events.BlockSize,
+		DefaultModel:         c.Events.DefaultModel,
+		Models:               c.Events.Models,
+		MaxBlocksPerPod:      c.Events.MaxBlocksPerPod,
+		MaxIndexBlocksPerPod: c.Events.MaxIndexBlocksPerPod,
+		DeadAfter:            c.Events.DeadAfter,
+		RefuseUnknownPods:    !c.Events.AcceptUnknownPods,
 	}
 	for _, p := range c.Pods {
-		ec.Pods = append(ec.Pods, events.PodSpec{ID: p.ID, Address: p.Address, Role: events.Role(p.Role), Model: p.Model})
+		ec.Pods = append(ec.Pods, events.PodSpec{ID: p.ID, Address: p.Address, Role: events.Role(p.Role), Model: p.Model,
+			MaxIndexBlocks: p.indexBound()})
 	}
 	return ec
+}
+
+// kvBoundFactor is how many times its KV cache size (kv_blocks) a pod may
+// index by default: room for a CPU tier as large as the GPU's (vLLM's
+// offloading) and for stores that arrive before the removals that made
+// room for them.
+const kvBoundFactor = 2
+
+// indexBound returns the pod's bound of indexed blocks: max_index_blocks,
+// else kvBoundFactor times kv_blocks, else 0 (events.max_index_blocks_per_pod).
+func (p PodConfig) indexBound() int {
+	if p.MaxIndexBlocks > 0 {
+		return p.MaxIndexBlocks
+	}
+	return min(kvBoundFactor*p.KVBlocks, 1<<30)
 }
 
 func defaultNATS() NATSConfig {

@@ -22,6 +22,7 @@ type collector struct {
 	batchesDropped, eventsDropped, removesUnknown              *prometheus.Desc
 	gaps, replays, giveUps, restarts, clears, kills            *prometheus.Desc
 	lag                                                        *prometheus.Desc
+	evicted                                                    *prometheus.Desc
 	indexBlocks, indexBytes, capDrops, staleOps, slots, sweeps *prometheus.Desc
 	pods                                                       *prometheus.Desc
 	learnedBlocks, learnedEvents, approxPods                   *prometheus.Desc
@@ -48,14 +49,17 @@ func newCollector(cellID string, ix *index.Index, reg *events.Registry, a *event
 		clears:         d("events_clears_total", "Pods cleared (AllBlocksCleared or restart)."),
 		kills:          d("events_pod_kills_total", "Index holders killed (silent pods)."),
 		lag:            d("events_lag_seconds", "Apply time minus engine time of event batches."),
-		indexBlocks:    d("index_blocks", "Distinct blocks in the index."),
-		indexBytes:     d("index_table_bytes", "Memory of the index tables."),
-		capDrops:       d("index_cap_drops_total", "Stores refused because the index reached max_blocks."),
-		staleOps:       d("index_stale_ops_total", "Index writes ignored for dead slots."),
-		slots:          d("index_slots", "Index pod slots by state.", "state"),
-		sweeps:         d("index_sweeps_total", "Background sweeps of dead pods finished."),
-		pods:           d("pods", "Pods by state.", "state"),
-		learnedBlocks:  d("index_learned_blocks", "Blocks the cell learned from its own routing, held now, by kind (speculative, approximate).", "kind"),
+		evicted: d("events_evicted_blocks_total", "Engine blocks evicted from a pod's share of the index, by pod and reason: "+
+			"pod_bound (the pod reached its max_index_blocks), tracked_bound (events.max_blocks_per_pod), "+
+			"fair_share (the index was full and the pod held more than its share).", "pod", "reason"),
+		indexBlocks:   d("index_blocks", "Distinct blocks in the index."),
+		indexBytes:    d("index_table_bytes", "Memory of the index tables."),
+		capDrops:      d("index_cap_drops_total", "Stores refused because the index reached max_blocks."),
+		staleOps:      d("index_stale_ops_total", "Index writes ignored for dead slots."),
+		slots:         d("index_slots", "Index pod slots by state.", "state"),
+		sweeps:        d("index_sweeps_total", "Background sweeps of dead pods finished."),
+		pods:          d("pods", "Pods by state.", "state"),
+		learnedBlocks: d("index_learned_blocks", "Blocks the cell learned from its own routing, held now, by kind (speculative, approximate).", "kind"),
 		learnedEvents: d("index_learned_blocks_total", "Learned blocks by event: speculated and learned (added), confirmed (events stored them), "+
 			"expired, evicted (per-pod bound), cut (a removal event), dropped (a pod left approximate mode).", "event"),
 		approxPods: d("index_approximate_pods", "Pods routed with the approximate index (no KV events)."),
@@ -91,6 +95,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.restarts, ct.Restarts.Load())
 	counter(c.clears, ct.Clears.Load())
 	counter(c.kills, ct.Kills.Load())
+	for _, pe := range c.applier.EvictionsByPod() {
+		for _, r := range events.EvictReasons() {
+			counter(c.evicted, pe.Evicted[r], pe.Pod, r.String())
+		}
+	}
 
 	buckets := make(map[float64]uint64, len(events.LagBuckets))
 	var cum uint64

@@ -59,7 +59,7 @@ var dropHints = map[events.DropReason]string{
 	events.ReasonExtraKeys:     "blocks carry extra cache keys that requests cannot reproduce (multimodal inputs, prompt embeddings): those blocks and their descendants are not indexed; text blocks, LoRA adapters and cache salts are",
 	events.ReasonNoTokens:      "the engine sends BlockStored without token_ids, so the router cannot compute its block hashes: enable token ids in the engine's KV events",
 	events.ReasonSlidingWindow: "blocks of a sliding-window KV cache group are not prefix-reusable and are not indexed; the full-attention group is",
-	events.ReasonHolderFull:    "events.max_blocks_per_pod is reached: new blocks of this pod are not indexed until it evicts some; raise the limit",
+	events.ReasonHolderFull:    "one chain of this pod is as long as its bound (pods[].max_index_blocks, twice kv_blocks, events.max_index_blocks_per_pod or events.max_blocks_per_pod): its blocks past the bound are not indexed; raise the bound if the engine really caches that much, else the publisher is flooding",
 	events.ReasonUnknownPod:    "the publisher names a pod that is not configured (neither a pods[].id nor a pods[].address): list the pod under pods, or name it as configured; events.accept_unknown_pods lets publishers register pods",
 	events.ReasonUnknownParent: "the cell joined this pod's event stream mid-way (the cell, its transport or the publisher restarted, or messages were lost): " +
 		"blocks whose parent the cell never saw are not indexed; new prompts index normally, and a replay endpoint (pods[].replay_endpoint) or a snapshot avoids the gap",

@@ -42,6 +42,11 @@ type Applier struct {
 	static map[string]bool
 
 	counters Counters
+	// bounds is the bound of indexed router blocks of each configured pod
+	// that sets one (PodSpec.MaxIndexBlocks); evicted counts evictions per
+	// pod (evict.go).
+	bounds  map[string]int
+	evicted evictionLog
 
 	mu      sync.RWMutex
 	holders map[string]*holder
@@ -66,7 +71,7 @@ func NewApplier(cfg Config, ix IndexWriter, reg *Registry, now func() time.Time)
 		now = time.Now
 	}
 	a := &Applier{cfg: cfg, ix: ix, reg: reg, now: now, hasher: hasher, holders: make(map[string]*holder),
-		podModel: podModels(cfg.Pods), aliases: podAliases(cfg.Pods), static: make(map[string]bool, len(cfg.Pods))}
+		podModel: podModels(cfg.Pods), aliases: podAliases(cfg.Pods), bounds: podBounds(cfg.Pods), static: make(map[string]bool, len(cfg.Pods))}
 	for _, p := range cfg.Pods {
 		a.static[p.ID] = true
 	}
@@ -153,6 +158,7 @@ func (a *Applier) ApplyBatch(ctx context.Context, b *Batch) error {
 	}
 
 	h.ops = h.ops[:0]
+	h.limit, h.limitReason = a.limitOf(h)
 	if a.translate(h, b, model) {
 		wipe = true
 	}
@@ -160,7 +166,9 @@ func (a *Applier) ApplyBatch(ctx context.Context, b *Batch) error {
 		a.ix.ClearPod(h.slot)
 	}
 	if len(h.ops) > 0 {
-		a.ix.Apply(h.ops)
+		if res := a.ix.Apply(h.ops); res.CapDrops > 0 {
+			a.relieve(h)
+		}
 		stores := 0
 		for i := range h.ops {
 			if h.ops[i].Kind == index.OpStore {
@@ -170,6 +178,7 @@ func (a *Applier) ApplyBatch(ctx context.Context, b *Batch) error {
 		a.counters.BlocksStored.Add(uint64(stores))
 		a.counters.BlocksRemoved.Add(uint64(len(h.ops) - stores))
 	}
+	a.flushEvictions(h)
 	a.counters.Batches.Add(1)
 	if b.TS > 0 {
 		a.counters.Lag.Observe(now.Sub(engineTime(b.TS)))
@@ -203,7 +212,7 @@ func (a *Applier) holder(pod string, rank int) (*holder, error) {
 					a.mu.Unlock()
 					return nil, fmt.Errorf("%w: %s: %v", ErrNoSlot, id, err)
 				}
-				h = &holder{id: id, pod: pod, slot: slot}
+				h = &holder{id: id, pod: pod, slot: slot, bound: a.boundOf(pod)}
 				a.holders[id] = h
 			}
 			a.mu.Unlock()
@@ -229,6 +238,7 @@ func (a *Applier) Kill(pod string) int {
 		}
 	}
 	a.mu.Unlock()
+	a.evicted.forget(pod)
 	for _, h := range victims {
 		h.mu.Lock()
 		h.dead = true

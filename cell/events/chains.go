@@ -36,6 +36,13 @@ type chainNode struct {
 	// hashes they place every op of the node (see place).
 	pos0   int32
 	pageIn index.BlockHash
+	// stamp orders the holder's blocks by use (see evict.go): set from the
+	// holder's clock when the block is stored, stored again or matched,
+	// and raised to the newest stamp of any subtree removed from under it.
+	stamp uint64
+	// heap is the node's place in the holder's heap of leaves, none when
+	// the node has children.
+	heap int32
 }
 
 // place returns the chain position and page key of the node's j-th router
@@ -67,6 +74,18 @@ type chains struct {
 	free   []int32
 	byHash map[uint64]int32
 	stack  []int32 // scratch for subtree walks
+
+	// leaves is a min-heap of the forest's leaves by stamp: its head is the
+	// block to evict first (evict.go). clock hands out stamps.
+	leaves []leaf
+	clock  uint64
+	// indexed counts the router blocks of the indexed (not skipped) nodes:
+	// the holder's share of the index.
+	indexed int
+	// matched holds router hashes of blocks a routed request matched since
+	// they were last stamped (Applier.Touch); eviction restamps such a block
+	// instead of evicting it (leaves.go).
+	matched map[index.BlockHash]struct{}
 }
 
 // len returns the number of tracked blocks.
@@ -95,9 +114,13 @@ func (c *chains) add(h uint64, parent int32) int32 {
 		c.nodes = append(c.nodes, chainNode{})
 		i = int32(len(c.nodes) - 1)
 	}
-	c.nodes[i] = chainNode{hash: h, parent: parent, child: none, next: none, prev: none}
+	c.clock++
+	c.nodes[i] = chainNode{hash: h, parent: parent, child: none, next: none, prev: none, stamp: c.clock, heap: none}
 	if parent != none {
 		p := &c.nodes[parent]
+		if p.child == none {
+			c.unleaf(parent) // no longer a leaf
+		}
 		c.nodes[i].next = p.child
 		if p.child != none {
 			c.nodes[p.child].prev = i
@@ -105,16 +128,21 @@ func (c *chains) add(h uint64, parent int32) int32 {
 		p.child = i
 	}
 	c.byHash[h] = i
+	c.pushLeaf(i)
 	return i
 }
 
 // removeSubtree removes the node at root and every descendant of it,
 // appending to ops the removal of their router blocks from every tier they
-// are on, and returns ops.
-func (c *chains) removeSubtree(root int32, ops []index.Op, slot index.Slot) []index.Op {
+// are on, and returns ops. It reports the number of nodes removed. The
+// root's parent takes the newest stamp of the subtree (a block was used at
+// least as recently as any block below it) and becomes a leaf when it has
+// no child left.
+func (c *chains) removeSubtree(root int32, ops []index.Op, slot index.Slot) ([]index.Op, int) {
 	r := &c.nodes[root]
-	if r.parent != none {
-		p := &c.nodes[r.parent]
+	parent := r.parent
+	if parent != none {
+		p := &c.nodes[parent]
 		if p.child == root {
 			p.child = r.next
 		}
@@ -125,6 +153,8 @@ func (c *chains) removeSubtree(root int32, ops []index.Op, slot index.Slot) []in
 	if r.next != none {
 		c.nodes[r.next].prev = r.prev
 	}
+	var newest uint64
+	removed := 0
 	stack := append(c.stack[:0], root)
 	for len(stack) > 0 {
 		i := stack[len(stack)-1]
@@ -134,12 +164,27 @@ func (c *chains) removeSubtree(root int32, ops []index.Op, slot index.Slot) []in
 		for ch := n.child; ch != none; ch = c.nodes[ch].next {
 			stack = append(stack, ch)
 		}
+		if n.heap != none {
+			c.unleaf(i)
+		}
+		if !n.skip {
+			c.indexed -= int(n.nRouter)
+		}
+		newest = max(newest, n.stamp)
 		delete(c.byHash, n.hash)
 		*n = chainNode{}
 		c.free = append(c.free, i)
+		removed++
 	}
 	c.stack = stack[:0]
-	return ops
+	if parent != none {
+		p := &c.nodes[parent]
+		p.stamp = max(p.stamp, newest)
+		if p.child == none {
+			c.pushLeaf(parent)
+		}
+	}
+	return ops, removed
 }
 
 // reset forgets every block and frees the memory.

@@ -36,6 +36,11 @@ type PodSpec struct {
 	// the model a publisher names (a topic's), since it is what requests
 	// are hashed under.
 	Model string
+	// MaxIndexBlocks bounds the router blocks each holder of the pod may
+	// index (its share of the index; see Config.MaxIndexBlocksPerPod); 0
+	// means Config.MaxIndexBlocksPerPod. The engine's own capacity is the
+	// natural value: it cannot hold more at once.
+	MaxIndexBlocks int
 }
 
 // Config configures the Applier and the Registry.
@@ -56,10 +61,17 @@ type Config struct {
 	Models []string
 
 	// MaxBlocksPerPod bounds the engine blocks the Applier tracks per holder
-	// (about 100 bytes each, more when engine and router block sizes
-	// differ). Past it, new blocks of that holder are dropped and counted as
-	// ReasonHolderFull until removals make room. Default 1<<20.
+	// (about 130 bytes each, more when engine and router block sizes
+	// differ). Past it, a new block evicts the holder's least recently used
+	// block (see evict.go). Default 1<<20.
 	MaxBlocksPerPod int
+
+	// MaxIndexBlocksPerPod bounds the router blocks one holder may index,
+	// for pods whose PodSpec sets no MaxIndexBlocks: past it, a new block
+	// evicts the holder's least recently used block, so that one publisher
+	// cannot fill the index for the others. Default 1<<18 (4M tokens at
+	// 16-token blocks, more than a large GPU caches).
+	MaxIndexBlocksPerPod int
 
 	// DeadAfter is how long a pod may go without both events and successful
 	// health checks before Registry.Tick kills it. Default 30s.
@@ -102,9 +114,10 @@ type Drop struct {
 // DefaultConfig returns the default configuration.
 func DefaultConfig() Config {
 	return Config{
-		BlockSize:       blockhash.DefaultBlockSize,
-		MaxBlocksPerPod: 1 << 20,
-		DeadAfter:       30 * time.Second,
+		BlockSize:            blockhash.DefaultBlockSize,
+		MaxBlocksPerPod:      1 << 20,
+		MaxIndexBlocksPerPod: 1 << 18,
+		DeadAfter:            30 * time.Second,
 	}
 }
 
@@ -115,6 +128,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBlocksPerPod < 1 || c.MaxBlocksPerPod > 1<<30 {
 		return fmt.Errorf("events: Config.MaxBlocksPerPod %d out of range [1, %d]", c.MaxBlocksPerPod, 1<<30)
+	}
+	if c.MaxIndexBlocksPerPod < 1 || c.MaxIndexBlocksPerPod > 1<<30 {
+		return fmt.Errorf("events: Config.MaxIndexBlocksPerPod %d out of range [1, %d]", c.MaxIndexBlocksPerPod, 1<<30)
 	}
 	if c.DeadAfter <= 0 {
 		return fmt.Errorf("events: Config.DeadAfter %v must be positive", c.DeadAfter)
@@ -133,6 +149,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("events: Config.Pods[%d].ID %q is a duplicate", i, p.ID)
 		}
 		seen[p.ID] = true
+		if p.MaxIndexBlocks < 0 || p.MaxIndexBlocks > 1<<30 {
+			return fmt.Errorf("events: Config.Pods[%d].MaxIndexBlocks %d out of range [0, %d]", i, p.MaxIndexBlocks, 1<<30)
+		}
 		if p.Role != "" && !p.Role.valid() {
 			return fmt.Errorf("events: Config.Pods[%d].Role %q is not prefill, decode or both", i, p.Role)
 		}

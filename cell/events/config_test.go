@@ -16,6 +16,8 @@ func TestConfigValidate(t *testing.T) {
 		{"block size 0", func(c *Config) { c.BlockSize = 0 }, "BlockSize 0"},
 		{"block size huge", func(c *Config) { c.BlockSize = 1 << 20 }, "BlockSize 1048576"},
 		{"max blocks 0", func(c *Config) { c.MaxBlocksPerPod = 0 }, "MaxBlocksPerPod 0"},
+		{"max index blocks 0", func(c *Config) { c.MaxIndexBlocksPerPod = 0 }, "MaxIndexBlocksPerPod 0"},
+		{"pod max index blocks negative", func(c *Config) { c.Pods = []PodSpec{{ID: "a", MaxIndexBlocks: -1}} }, "Pods[0].MaxIndexBlocks -1"},
 		{"dead after 0", func(c *Config) { c.DeadAfter = 0 }, "DeadAfter 0s"},
 		{"empty model", func(c *Config) { c.Models = []string{"m", ""} }, "Models[1]"},
 		{"empty pod id", func(c *Config) { c.Pods = []PodSpec{{}} }, "Pods[0].ID"},

@@ -38,6 +38,10 @@ type Counters struct {
 	Clears atomic.Uint64
 	// Kills counts holders killed.
 	Kills atomic.Uint64
+	// Evicted counts engine blocks evicted by EvictReason: the Applier
+	// dropped them from a holder over a bound (evict.go), though the engine
+	// may still hold them.
+	Evicted [numEvictReasons]atomic.Uint64
 	// Lag is the distribution of apply time minus the batch's engine time.
 	Lag LagHistogram
 }

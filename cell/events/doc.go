@@ -54,6 +54,25 @@
 // any holder, slot or registry entry is made for it; Admits lets a
 // transport ask first.
 //
+// # Bounds and eviction
+//
+// One holder may index at most its bound of router blocks
+// (PodSpec.MaxIndexBlocks, else Config.MaxIndexBlocksPerPod) and track at
+// most Config.MaxBlocksPerPod engine blocks, so that one event stream (a
+// broken engine, or anyone who can reach a bind socket) cannot fill the
+// index for every pod. Past either bound a new block evicts the holder's
+// least recently stored or matched leaf (evict.go, leaves.go: a heap of
+// the forest's leaves by stamp; a block takes the stamp of the blocks
+// removed from under it), which keeps its indexed blocks prefix-closed.
+// When the index is nearly full, a holder's limit is also its fair share
+// of it (fairshare.go: the index's capacity divided by the holders, at
+// least the configured pods); when it is full nonetheless (it refused a
+// store), every holder over its fair share evicts down to that share and
+// the refused batch is applied again, so a holder within its share never
+// pays for another's flood. Applier.Touch marks the deepest block a routed
+// request matched, restamped when it comes up for eviction;
+// Applier.EnforceBounds trims restored holders.
+//
 // # Order and repair
 //
 // Engines number their batches. A SeqTracker per holder (seq.go) applies
@@ -67,8 +86,9 @@
 //
 // A batch is validated completely before anything changes: a malformed batch
 // is dropped whole (ErrInvalid) and leaves the index as it was. Conditions
-// that depend on state (an unknown parent, a full holder, a sliding-window
-// group) skip the one event and are counted; the rest of the batch applies.
+// that depend on state (an unknown parent, a chain as long as the holder's
+// bound, a sliding-window group) skip the one event and are counted; the
+// rest of the batch applies.
 // The index writes of a batch go to the index in one Apply call.
 //
 // # Liveness

@@ -148,7 +148,7 @@ func (a *Applier) RestoreHolders(states []HolderState, now time.Time) error {
 		if err != nil {
 			return fmt.Errorf("%w: holder %q: %v", ErrRestore, st.ID, err)
 		}
-		h := &holder{id: st.ID, pod: st.Pod, slot: slot, group: st.Group, hasGroup: st.HasGroup}
+		h := &holder{id: st.ID, pod: st.Pod, slot: slot, group: st.Group, hasGroup: st.HasGroup, bound: a.boundOf(st.Pod)}
 		if st.HasSeq {
 			h.seq = SeqTracker{last: st.LastSeq, started: true}
 			h.resume = true
@@ -201,6 +201,9 @@ func (h *holder) restoreChains(blocks []BlockState) error {
 			node.router0 = b.Router[0]
 			if k > 1 {
 				node.routerRest = b.Router[1:]
+			}
+			if !b.Skip {
+				c.indexed += k
 			}
 		}
 		ids[i] = n

@@ -35,6 +35,18 @@ type holder struct {
 	seed                          index.BlockHash
 	hasSeed                       bool
 
+	// bound is the most router blocks the holder may index (evict.go);
+	// evicted and nEvicted count its evictions not yet flushed to the
+	// Applier's counters.
+	bound    int
+	evicted  Evictions
+	nEvicted int
+	// limit is what the holder may index during the current batch: its
+	// bound, or its fair share of an index under pressure (limitOf), and
+	// limitReason the reason its evictions count under.
+	limit       int
+	limitReason EvictReason
+
 	// Reusable buffers for one batch.
 	ops    []index.Op
 	toks   []uint32
@@ -112,10 +124,11 @@ func keysOK(ev *Event, i int, first bool) (salt string, ok bool) {
 }
 
 // stored adds a BlockStored event's blocks to h's forest and their router
-// blocks to h.ops. It returns the reason when it dropped the event (or the
-// rest of it, for ReasonHolderFull), or when blocks of it were kept out of
-// the index for their extra keys (ReasonExtraKeys; the blocks before them
-// are indexed).
+// blocks to h.ops, evicting h's least recently used blocks when a bound is
+// reached (evict.go). It returns the reason when it dropped the event (or
+// the rest of it, for ReasonHolderFull: nothing but the event's own chain
+// was left to evict), or when blocks of it were kept out of the index for
+// their extra keys (ReasonExtraKeys; the blocks before them are indexed).
 func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) {
 	if ev.SlidingWindow > 0 {
 		return ReasonSlidingWindow, true
@@ -144,6 +157,7 @@ func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) 
 		if !ok {
 			return ReasonUnknownParent, true
 		}
+		h.chains.touch(p)
 		pn := h.chains.node(p)
 		parent, last, pending, skip = p, pn.last, pn.pending, pn.skip
 		pos, page = pn.place(pn.nRouter)
@@ -166,6 +180,7 @@ func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) 
 		unmapped = unmapped || skip
 		if n, ok := h.chains.lookup(eh); ok {
 			// Stored again (a replay, or a new tier): continue from it.
+			h.chains.touch(n)
 			node := h.chains.node(n)
 			if node.tiers&bit == 0 {
 				node.tiers |= bit
@@ -177,7 +192,11 @@ func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) 
 			pos, page = node.place(node.nRouter)
 			continue
 		}
-		if h.chains.len() >= a.cfg.MaxBlocksPerPod {
+		kr := 0 // the router blocks this block completes
+		if !skip && !noTokens {
+			kr = (len(pending) + bs) / rbs
+		}
+		if !a.makeRoom(h, parent, kr) {
 			return ReasonHolderFull, true
 		}
 		n := h.chains.add(eh, parent)
@@ -196,6 +215,7 @@ func (a *Applier) stored(h *holder, ev *Event, model string) (DropReason, bool) 
 			h.hashes = hs
 			node.last = last
 			if k := len(hs); k > 0 {
+				h.chains.indexed += k
 				node.nRouter = int32(k)
 				node.router0 = hs[0]
 				if k > 1 {
@@ -241,7 +261,7 @@ func (a *Applier) removed(h *holder, ev *Event) (otherGroup bool) {
 			h.ops = appendOps(h.ops, index.OpRemove, h.slot, tier, node)
 		}
 		if node.tiers == 0 {
-			h.ops = h.chains.removeSubtree(n, h.ops, h.slot)
+			h.ops, _ = h.chains.removeSubtree(n, h.ops, h.slot)
 		}
 	}
 	return false
@@ -290,7 +310,7 @@ func storedDetail(r DropReason, ev *Event) string {
 	case ReasonSlidingWindow:
 		return "blocks of a sliding-window KV cache group are not prefix-reusable"
 	case ReasonHolderFull:
-		return "events.max_blocks_per_pod reached"
+		return "one chain reached the pod's bound (events.max_blocks_per_pod engine blocks, or its bound of indexed blocks): nothing older is left to evict"
 	}
 	return r.String()
 }

@@ -205,5 +205,8 @@
 // Blocks on other tiers (CPU, storage) are kept in a per-pod map that Match
 // never reads; TierOf consults it for the winner's cache hint. The number of
 // distinct blocks is capped by Config.MaxBlocks; past it new blocks are
-// refused and counted (see Config).
+// refused and counted (see Config). The event layer keeps each pod within
+// its own bound and, when a store is refused, has the pods over their fair
+// share of MaxBlocks evict (package events), so that one pod's flood does
+// not refuse the others' blocks.
 package index

@@ -88,6 +88,13 @@ func (ix *Index) shardKey(op *Op) uint64 {
 	return uint64(op.Hash)
 }
 
+// MaxBlocks returns Config.MaxBlocks: the most distinct blocks the index
+// holds.
+func (ix *Index) MaxBlocks() int { return ix.cfg.MaxBlocks }
+
+// Blocks returns the number of distinct blocks held (one atomic load).
+func (ix *Index) Blocks() int64 { return ix.blocks.Load() }
+
 // Alive returns the set of live pod slots.
 func (ix *Index) Alive() HostBitmap {
 	return HostBitmap{ix.alive[0].Load(), ix.alive[1].Load(), ix.alive[2].Load(), ix.alive[3].Load()}

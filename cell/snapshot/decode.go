@@ -312,7 +312,8 @@ const restoreBatch = 1 << 14
 
 // Restore loads the snapshot into ix and a, which should be fresh: it
 // registers the pods, then applies the blocks in batches while it gives the
-// applier its holders (a may be nil). Decode checked the structure, so
+// applier its holders (a may be nil), and finally has the applier evict
+// what exceeds each holder's bounds (events.Applier.EnforceBounds). Decode checked the structure, so
 // Restore fails only if the index or the applier refuse something (no free
 // slot, an engine block twice in a holder's forest); the caller must then
 // discard both, which are half-loaded: restore into a fresh state and swap
@@ -369,6 +370,11 @@ func (s *Snapshot) Restore(ix *index.Index, a *events.Applier, now time.Time) (i
 	flush()
 	if err := <-herr; err != nil {
 		return total, err
+	}
+	if d.err == nil && a != nil {
+		// The snapshot may predate the applier's bounds (or wider ones):
+		// what a restart brings back stays within them.
+		a.EnforceBounds()
 	}
 	return total, d.err
 }

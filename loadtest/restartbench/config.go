@@ -71,6 +71,7 @@ func (c Config) eventsConfig() events.Config {
 	ec.BlockSize = c.BlockSize
 	ec.DefaultModel = c.Model
 	ec.MaxBlocksPerPod = max(ec.MaxBlocksPerPod, 2*c.BlocksPerPod)
+	ec.MaxIndexBlocksPerPod = max(ec.MaxIndexBlocksPerPod, 2*c.BlocksPerPod)
 	return ec
 }
 

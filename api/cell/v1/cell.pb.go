@@ -499,8 +499,20 @@ type CellState struct {
 	// "<transport>/<reason>" (for example "zmq/topic"), as
 	// cellrouter_transport_dropped_total does.
 	TransportDroppedByReason map[string]uint64 `protobuf:"bytes,10,rep,name=transport_dropped_by_reason,json=transportDroppedByReason,proto3" json:"transport_dropped_by_reason,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// blocks_evicted is the number of engine blocks evicted since start from
+	// a pod's share of the index: the pod reached its bound of indexed
+	// blocks (pods[].max_index_blocks), or the index was full and the pod
+	// held more than its fair share. The index no longer lists them for that
+	// pod, though its engine may still hold them. Not part of events_dropped.
+	BlocksEvicted uint64 `protobuf:"varint,11,opt,name=blocks_evicted,json=blocksEvicted,proto3" json:"blocks_evicted,omitempty"`
+	// blocks_evicted_by_reason splits blocks_evicted by reason ("pod_bound",
+	// "tracked_bound", "fair_share").
+	BlocksEvictedByReason map[string]uint64 `protobuf:"bytes,12,rep,name=blocks_evicted_by_reason,json=blocksEvictedByReason,proto3" json:"blocks_evicted_by_reason,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// blocks_evicted_by_pod splits blocks_evicted by "<pod>/<reason>" for the
+	// live pods, as cellrouter_events_evicted_blocks_total does.
+	BlocksEvictedByPod map[string]uint64 `protobuf:"bytes,13,rep,name=blocks_evicted_by_pod,json=blocksEvictedByPod,proto3" json:"blocks_evicted_by_pod,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *CellState) Reset() {
@@ -599,6 +611,27 @@ func (x *CellState) GetTransportDropped() uint64 {
 func (x *CellState) GetTransportDroppedByReason() map[string]uint64 {
 	if x != nil {
 		return x.TransportDroppedByReason
+	}
+	return nil
+}
+
+func (x *CellState) GetBlocksEvicted() uint64 {
+	if x != nil {
+		return x.BlocksEvicted
+	}
+	return 0
+}
+
+func (x *CellState) GetBlocksEvictedByReason() map[string]uint64 {
+	if x != nil {
+		return x.BlocksEvictedByReason
+	}
+	return nil
+}
+
+func (x *CellState) GetBlocksEvictedByPod() map[string]uint64 {
+	if x != nil {
+		return x.BlocksEvictedByPod
 	}
 	return nil
 }
@@ -1236,7 +1269,7 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\x13GetCellStateRequest\"Y\n" +
 	"\rPodStateCount\x122\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1c.cellrouter.cell.v1.PodStateR\x05state\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\rR\x05count\"\xee\x05\n" +
+	"\x05count\x18\x02 \x01(\rR\x05count\"\x83\t\n" +
 	"\tCellState\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12E\n" +
 	"\rpods_by_state\x18\x02 \x03(\v2!.cellrouter.cell.v1.PodStateCountR\vpodsByState\x12%\n" +
@@ -1248,11 +1281,20 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\x12duplicates_ignored\x18\b \x01(\x04R\x11duplicatesIgnored\x12+\n" +
 	"\x11transport_dropped\x18\t \x01(\x04R\x10transportDropped\x12z\n" +
 	"\x1btransport_dropped_by_reason\x18\n" +
-	" \x03(\v2;.cellrouter.cell.v1.CellState.TransportDroppedByReasonEntryR\x18transportDroppedByReason\x1aH\n" +
+	" \x03(\v2;.cellrouter.cell.v1.CellState.TransportDroppedByReasonEntryR\x18transportDroppedByReason\x12%\n" +
+	"\x0eblocks_evicted\x18\v \x01(\x04R\rblocksEvicted\x12q\n" +
+	"\x18blocks_evicted_by_reason\x18\f \x03(\v28.cellrouter.cell.v1.CellState.BlocksEvictedByReasonEntryR\x15blocksEvictedByReason\x12h\n" +
+	"\x15blocks_evicted_by_pod\x18\r \x03(\v25.cellrouter.cell.v1.CellState.BlocksEvictedByPodEntryR\x12blocksEvictedByPod\x1aH\n" +
 	"\x1aEventsDroppedByReasonEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aK\n" +
 	"\x1dTransportDroppedByReasonEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aH\n" +
+	"\x1aBlocksEvictedByReasonEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aE\n" +
+	"\x17BlocksEvictedByPodEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"9\n" +
 	"\x0fDrainPodRequest\x12\x0e\n" +
@@ -1333,7 +1375,7 @@ func file_api_cell_v1_cell_proto_rawDescGZIP() []byte {
 }
 
 var file_api_cell_v1_cell_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_api_cell_v1_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_api_cell_v1_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_api_cell_v1_cell_proto_goTypes = []any{
 	(PodState)(0),                 // 0: cellrouter.cell.v1.PodState
 	(PodRole)(0),                  // 1: cellrouter.cell.v1.PodRole
@@ -1353,6 +1395,8 @@ var file_api_cell_v1_cell_proto_goTypes = []any{
 	(*SnapshotChunk)(nil),         // 15: cellrouter.cell.v1.SnapshotChunk
 	nil,                           // 16: cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
 	nil,                           // 17: cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
+	nil,                           // 18: cellrouter.cell.v1.CellState.BlocksEvictedByReasonEntry
+	nil,                           // 19: cellrouter.cell.v1.CellState.BlocksEvictedByPodEntry
 }
 var file_api_cell_v1_cell_proto_depIdxs = []int32{
 	1,  // 0: cellrouter.cell.v1.Pod.role:type_name -> cellrouter.cell.v1.PodRole
@@ -1363,27 +1407,29 @@ var file_api_cell_v1_cell_proto_depIdxs = []int32{
 	6,  // 5: cellrouter.cell.v1.CellState.pods_by_state:type_name -> cellrouter.cell.v1.PodStateCount
 	16, // 6: cellrouter.cell.v1.CellState.events_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
 	17, // 7: cellrouter.cell.v1.CellState.transport_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
-	2,  // 8: cellrouter.cell.v1.DrainPodResponse.pod:type_name -> cellrouter.cell.v1.Pod
-	1,  // 9: cellrouter.cell.v1.RouteRequest.role:type_name -> cellrouter.cell.v1.PodRole
-	0,  // 10: cellrouter.cell.v1.Candidate.state:type_name -> cellrouter.cell.v1.PodState
-	11, // 11: cellrouter.cell.v1.RouteResponse.pick:type_name -> cellrouter.cell.v1.Candidate
-	11, // 12: cellrouter.cell.v1.RouteResponse.candidates:type_name -> cellrouter.cell.v1.Candidate
-	12, // 13: cellrouter.cell.v1.RouteResponse.filtered:type_name -> cellrouter.cell.v1.FilteredPod
-	3,  // 14: cellrouter.cell.v1.CellService.ListPods:input_type -> cellrouter.cell.v1.ListPodsRequest
-	5,  // 15: cellrouter.cell.v1.CellService.GetCellState:input_type -> cellrouter.cell.v1.GetCellStateRequest
-	8,  // 16: cellrouter.cell.v1.CellService.DrainPod:input_type -> cellrouter.cell.v1.DrainPodRequest
-	10, // 17: cellrouter.cell.v1.CellService.Route:input_type -> cellrouter.cell.v1.RouteRequest
-	14, // 18: cellrouter.cell.v1.CellService.StreamSnapshot:input_type -> cellrouter.cell.v1.StreamSnapshotRequest
-	4,  // 19: cellrouter.cell.v1.CellService.ListPods:output_type -> cellrouter.cell.v1.ListPodsResponse
-	7,  // 20: cellrouter.cell.v1.CellService.GetCellState:output_type -> cellrouter.cell.v1.CellState
-	9,  // 21: cellrouter.cell.v1.CellService.DrainPod:output_type -> cellrouter.cell.v1.DrainPodResponse
-	13, // 22: cellrouter.cell.v1.CellService.Route:output_type -> cellrouter.cell.v1.RouteResponse
-	15, // 23: cellrouter.cell.v1.CellService.StreamSnapshot:output_type -> cellrouter.cell.v1.SnapshotChunk
-	19, // [19:24] is the sub-list for method output_type
-	14, // [14:19] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	18, // 8: cellrouter.cell.v1.CellState.blocks_evicted_by_reason:type_name -> cellrouter.cell.v1.CellState.BlocksEvictedByReasonEntry
+	19, // 9: cellrouter.cell.v1.CellState.blocks_evicted_by_pod:type_name -> cellrouter.cell.v1.CellState.BlocksEvictedByPodEntry
+	2,  // 10: cellrouter.cell.v1.DrainPodResponse.pod:type_name -> cellrouter.cell.v1.Pod
+	1,  // 11: cellrouter.cell.v1.RouteRequest.role:type_name -> cellrouter.cell.v1.PodRole
+	0,  // 12: cellrouter.cell.v1.Candidate.state:type_name -> cellrouter.cell.v1.PodState
+	11, // 13: cellrouter.cell.v1.RouteResponse.pick:type_name -> cellrouter.cell.v1.Candidate
+	11, // 14: cellrouter.cell.v1.RouteResponse.candidates:type_name -> cellrouter.cell.v1.Candidate
+	12, // 15: cellrouter.cell.v1.RouteResponse.filtered:type_name -> cellrouter.cell.v1.FilteredPod
+	3,  // 16: cellrouter.cell.v1.CellService.ListPods:input_type -> cellrouter.cell.v1.ListPodsRequest
+	5,  // 17: cellrouter.cell.v1.CellService.GetCellState:input_type -> cellrouter.cell.v1.GetCellStateRequest
+	8,  // 18: cellrouter.cell.v1.CellService.DrainPod:input_type -> cellrouter.cell.v1.DrainPodRequest
+	10, // 19: cellrouter.cell.v1.CellService.Route:input_type -> cellrouter.cell.v1.RouteRequest
+	14, // 20: cellrouter.cell.v1.CellService.StreamSnapshot:input_type -> cellrouter.cell.v1.StreamSnapshotRequest
+	4,  // 21: cellrouter.cell.v1.CellService.ListPods:output_type -> cellrouter.cell.v1.ListPodsResponse
+	7,  // 22: cellrouter.cell.v1.CellService.GetCellState:output_type -> cellrouter.cell.v1.CellState
+	9,  // 23: cellrouter.cell.v1.CellService.DrainPod:output_type -> cellrouter.cell.v1.DrainPodResponse
+	13, // 24: cellrouter.cell.v1.CellService.Route:output_type -> cellrouter.cell.v1.RouteResponse
+	15, // 25: cellrouter.cell.v1.CellService.StreamSnapshot:output_type -> cellrouter.cell.v1.SnapshotChunk
+	21, // [21:26] is the sub-list for method output_type
+	16, // [16:21] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_api_cell_v1_cell_proto_init() }
@@ -1397,7 +1443,7 @@ func file_api_cell_v1_cell_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_cell_v1_cell_proto_rawDesc), len(file_api_cell_v1_cell_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
