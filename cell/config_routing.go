@@ -45,6 +45,12 @@ type RoutingConfig struct {
 	MaxAttempts           int           `yaml:"max_attempts"`
 	// MaxBodyBytes bounds a request body.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// RelayResponseHeaders are the pods' response headers relayed to the
+	// client (a trailing "*" matches a prefix); the rest, and any whose
+	// value names the pod's host, stay in the cell. The cell's own
+	// X-Cellrouter-* headers are always sent. Default
+	// proxy.DefaultRelayResponseHeaders.
+	RelayResponseHeaders []string `yaml:"relay_response_headers"`
 
 	// TokenizerJSON is a Hugging Face tokenizer.json for in-process
 	// tokenisation of text prompts; empty sends text to a pod's /tokenize.
@@ -75,6 +81,7 @@ func DefaultRoutingConfig() RoutingConfig {
 		RequestTimeout:        p.RequestTimeout,
 		MaxAttempts:           p.MaxAttempts,
 		MaxBodyBytes:          32 << 20,
+		RelayResponseHeaders:  p.RelayResponseHeaders,
 		TokenizeTimeout:       5 * time.Second,
 		CandidatesTTL:         100 * time.Millisecond,
 	}
@@ -86,6 +93,7 @@ func (r RoutingConfig) proxyConfig() proxy.Config {
 	p.ResponseHeaderTimeout = r.ResponseHeaderTimeout
 	p.RequestTimeout = r.RequestTimeout
 	p.MaxAttempts = r.MaxAttempts
+	p.RelayResponseHeaders = r.RelayResponseHeaders
 	return p
 }
 
@@ -118,6 +126,9 @@ func (r RoutingConfig) validate() error {
 		return bad("candidates_ttl", r.CandidatesTTL, "must not be negative")
 	case r.ChatTemplate != "" && r.TokenizerJSON == "":
 		return bad("chat_template", r.ChatTemplate, "needs tokenizer_json")
+	}
+	if err := proxy.CheckRelayHeaders(r.RelayResponseHeaders); err != nil {
+		return bad("relay_response_headers", r.RelayResponseHeaders, err.Error())
 	}
 	if err := r.proxyConfig().Validate(); err != nil {
 		return fmt.Errorf("%w: routing: %v", ErrConfig, err)

@@ -3,6 +3,7 @@ package global
 import (
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/cellrouter/cellrouter/cachekey/blockhash"
@@ -44,6 +45,12 @@ type Config struct {
 	MaxIdleConnsPerCell int
 	// ShutdownTimeout bounds the graceful stop.
 	ShutdownTimeout time.Duration
+	// RelayResponseHeaders are the cells' response headers relayed to the
+	// client (a trailing "*" matches a prefix), besides the router's own
+	// X-Cellrouter-* headers, which always pass (the cell and pod that
+	// served, the matched blocks); the rest, and any whose value names the
+	// cell's host, are dropped. Default proxy.DefaultRelayResponseHeaders.
+	RelayResponseHeaders []string
 	// Limits bound what one client may hold of globald's servers (request
 	// body and head, slow clients, idle connections, concurrent streams).
 	Limits edge.Limits
@@ -69,6 +76,7 @@ func DefaultConfig() Config {
 		MaxIdleConnsPerCell:   1024,
 		ShutdownTimeout:       5 * time.Second,
 		Limits:                edge.DefaultLimits(),
+		RelayResponseHeaders:  p.RelayResponseHeaders,
 	}
 }
 
@@ -114,9 +122,15 @@ func (c Config) Validate() error {
 	return c.proxyConfig().Validate()
 }
 
+// RouterHeaders are the response headers a cell adds as part of the
+// router (X-Cellrouter-Cell, X-Cellrouter-Pod, the matched blocks): they
+// always reach globald's clients.
+const RouterHeaders = "X-Cellrouter-*"
+
 func (c Config) proxyConfig() proxy.Config {
 	p := proxy.DefaultConfig()
 	p.ConnectTimeout, p.ResponseHeaderTimeout, p.RequestTimeout, p.MaxAttempts = c.ConnectTimeout, c.ResponseHeaderTimeout, c.RequestTimeout, c.MaxAttempts*ReplicaAttempts
 	p.MaxIdleConnsPerHost = c.MaxIdleConnsPerCell
+	p.RelayResponseHeaders = append(slices.Clip(c.RelayResponseHeaders), RouterHeaders)
 	return p
 }

@@ -104,6 +104,8 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	serveTLS := fs.Bool("serve-tls", false, "also serve globald's own HTTP and gRPC listeners over TLS with --tls-cert")
 	keyring := fs.String("gossip-keyring", "", "gossip keyring file, one base64 key a line, the first the primary (instead of --gossip-secret-key); reloaded on change")
 	reloadEvery := fs.Duration("reload-interval", 0, "how often the key file, the TLS files and the keyring are read again (0: 2s)")
+	relayHeaders := fs.String("relay-response-headers", strings.Join(d.RelayResponseHeaders, ","),
+		"comma-separated response headers of the cells relayed to clients (a trailing * matches a prefix); the router's X-Cellrouter-* always are")
 	applyLimits := edge.BindFlags(fs, d.Limits)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -133,6 +135,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	cfg.HTTPAddr, cfg.GRPCAddr, cfg.BlockSize = *httpAddr, *grpcAddr, *blockSize
 	cfg.Search.MaxProbes, cfg.Search.Slack, cfg.Search.ColdBlocks = *maxProbes, *slack, *coldBlocks
 	cfg.ProbeTimeout, cfg.Choose.PrefillWeight, cfg.Choose.RTTWeight = *probeTimeout, *prefillW, *rttW
+	cfg.RelayResponseHeaders = splitList(*relayHeaders)
 	cfg.MaxAttempts, cfg.RequestTimeout, cfg.ProbeLone, cfg.MaxIdleConnsPerCell = *attempts, *reqTimeout, *probeLone, *idlePerCell
 	cfg.Tokenize.Models, cfg.Tokenize.Remote, cfg.Tokenize.RemoteTimeout, cfg.Tokenize.CacheBytes = toks, *remoteTok, *tokTimeout, *tokCache<<20
 	pool := p
@@ -218,4 +221,15 @@ cells' indexes and the summaries. Ctrl-C stops everything.
 `, fleet.DemoTenant, f.KeyFile, f.APIKey, f.Endpoint(), body, f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Global.GRPCAddr())
 	<-ctx.Done()
 	return nil
+}
+
+// splitList splits a comma-separated flag value, dropping blanks.
+func splitList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
