@@ -62,8 +62,8 @@ type Config struct {
 func DefaultConfig() Config {
 	p := proxy.DefaultConfig()
 	return Config{
-		HTTPAddr:              "127.0.0.1:8000",
-		GRPCAddr:              "127.0.0.1:8001",
+		HTTPAddr:              "127.0.0.1:8090",
+		GRPCAddr:              "127.0.0.1:8091",
 		BlockSize:             blockhash.DefaultBlockSize,
 		Tokenize:              DefaultTokenizeConfig(),
 		Search:                DefaultSearchConfig(),

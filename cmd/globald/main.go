@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -181,13 +182,13 @@ func runDemo(ctx context.Context, tel *telemetry.Telemetry, cells, pods int, htt
 		cfg.TracerProvider = func(id telemetry.Identity) (trace.TracerProvider, error) { return tel.Provider(ctx, id) }
 	}
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	f, err := fleet.Start(sctx, cfg)
+	f, err := fleet.Start(sctx, cfg) // on an error, Start has closed what it started
 	cancel()
 	if err != nil {
-		if f != nil {
-			f.Close()
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("demo: %w: another process holds the port; choose another with --http-addr or --grpc-addr", err)
 		}
-		return err
+		return fmt.Errorf("demo: %w", err)
 	}
 	defer f.Close()
 	if err := tel.Install(ctx, telemetry.Identity{Service: "globald", Instance: f.Global.NodeName()}); err != nil {
