@@ -34,9 +34,10 @@
 //     stream_options). Deeper objects the router does not read (tools,
 //     response_format) are the engine's to judge.
 //   - The body must be valid UTF-8 (RFC 8259): invalid bytes are a 400
-//     naming the top-level member holding them. encoding/json would
-//     replace them with U+FFFD, so the router would hash and tokenize a
-//     prompt the engine never sees.
+//     naming the top-level member holding them, and so is an unpaired
+//     surrogate escape ("\ud800") in prompt or messages. encoding/json
+//     would replace either with U+FFFD, so the router would hash and
+//     tokenize a prompt the engine never sees.
 //   - The well-known sampling fields are checked for type and range, null
 //     allowed: temperature (a number, at least 0), top_p (0 to 1),
 //     presence_penalty and frequency_penalty (-2 to 2), n (an integer, at

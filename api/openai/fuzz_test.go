@@ -27,6 +27,7 @@ var completionSeeds = []string{
 	`{"prompt":"x","temperature":"hot","n":-5,"top_p":0.9,"seed":3,"stop":["a"]}`,
 	"{\"prompt\":\"\xff\"}",
 	`{"prompt":"x","stream_options":{"include_usage":true,"include_usage":true}}`,
+	`{"prompt":["ok","\ud800"]}`,
 }
 
 // chatSeeds are real-looking /v1/chat/completions bodies.
@@ -200,6 +201,19 @@ func fuzzParse(t *testing.T, kind Kind, body []byte) {
 		return
 	}
 	checkParsed(t, kind, body, req)
+	// encoding/json turns a lone surrogate escape into U+FFFD: text read
+	// from a body with no U+FFFD of its own has none.
+	if !bytes.Contains(body, []byte("\uFFFD")) && !bytes.Contains(bytes.ToLower(body), []byte(`\ufffd`)) {
+		texts := []string{req.Prompt.Text}
+		for _, m := range req.Messages {
+			texts = append(texts, m.Content)
+		}
+		for _, x := range texts {
+			if strings.ContainsRune(x, utf8.RuneError) {
+				t.Fatalf("accepted %q, whose text %q holds U+FFFD from an unpaired surrogate", body, x)
+			}
+		}
+	}
 	// A parsed body survives the prefill rewrite as valid JSON.
 	pb, err := PrefillBody(body)
 	if err != nil {

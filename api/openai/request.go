@@ -191,6 +191,13 @@ func ParseRequest(kind Kind, body []byte) (*Request, error) {
 		}
 		return nil, err
 	}
+	// Escaped text must be Unicode too where the router reads it.
+	if unpairedSurrogate(prompt) {
+		return nil, invalid("prompt", "must be valid Unicode: an unpaired surrogate escape")
+	}
+	if unpairedSurrogate(messages) {
+		return nil, invalid("messages", "must be valid Unicode: an unpaired surrogate escape")
+	}
 	// The objects the router reads inside values: each message and
 	// content part, and stream_options.
 	if d, dup := duplicateKey(messages, 4); dup {

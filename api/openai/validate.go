@@ -248,3 +248,52 @@ func utf8Error(key, val []byte) error {
 	}
 	return nil
 }
+
+// unpairedSurrogate reports whether the JSON text v (strings checked by
+// scanString) holds a \u escape of a UTF-16 surrogate that is not half of
+// a pair. encoding/json decodes one as U+FFFD while Python's json keeps
+// it, so the router would hash a prompt the engine does not have (and
+// the engine's tokenizer refuses it anyway).
+func unpairedSurrogate(v []byte) bool {
+	if bytes.Index(v, []byte(`\u`)) < 0 {
+		return false
+	}
+	highOpen := false // the previous escape was a high surrogate
+	for i := 0; i < len(v); i++ {
+		if v[i] != '\\' {
+			if highOpen {
+				return true
+			}
+			continue
+		}
+		if i+1 < len(v) && v[i+1] == 'u' && i+6 <= len(v) {
+			r, err := strconv.ParseUint(string(v[i+2:i+6]), 16, 32)
+			if err != nil {
+				return false // not a string's escape; scanString had the say
+			}
+			switch {
+			case r >= 0xD800 && r <= 0xDBFF:
+				if highOpen {
+					return true
+				}
+				highOpen = true
+			case r >= 0xDC00 && r <= 0xDFFF:
+				if !highOpen {
+					return true
+				}
+				highOpen = false
+			default:
+				if highOpen {
+					return true
+				}
+			}
+			i += 5
+			continue
+		}
+		if highOpen {
+			return true
+		}
+		i++ // the escaped byte
+	}
+	return highOpen
+}

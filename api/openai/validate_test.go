@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -106,4 +107,31 @@ func FuzzDuplicateKey(f *testing.F) {
 			t.Fatalf("duplicateKey(%q, %d): got %q %v, reference %q %v", v, d, got, dup, want, wdup)
 		}
 	})
+}
+
+// TestUnpairedSurrogate checks the surrogate-escape check on named cases.
+func TestUnpairedSurrogate(t *testing.T) {
+	cases := map[string]bool{
+		`"plain"`:              false,
+		`"\u00e9\ud83d\ude00"`: false,
+		`"\ud83d"`:             true,
+		`"\ude00"`:             true,
+		`"\ud83dx"`:            true,
+		`"\ud83d\n"`:           true,
+		`"\ud83d\ud83d\ude00"`: true,
+		`"\\ud800"`:            false, // an escaped backslash, then text
+		`["a","\ud800"]`:       true,
+		`[{"role":"user","content":"\udbff\udfff"}]`: false,
+	}
+	for in, want := range cases {
+		if got := unpairedSurrogate([]byte(in)); got != want {
+			t.Errorf("unpairedSurrogate(%s): got %v, want %v", in, got, want)
+		}
+	}
+	if _, err := ParseCompletion([]byte(`{"prompt":"a\ud800b"}`)); err == nil || !strings.Contains(err.Error(), "surrogate") {
+		t.Errorf("ParseCompletion of a lone surrogate: got %v, want a surrogate error", err)
+	}
+	if _, err := ParseChat([]byte(`{"messages":[{"role":"user","content":"\udc00"}]}`)); err == nil || !strings.Contains(err.Error(), "surrogate") {
+		t.Errorf("ParseChat of a lone surrogate: got %v, want a surrogate error", err)
+	}
 }
