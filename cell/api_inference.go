@@ -77,17 +77,8 @@ func pipelineRequest(r *http.Request, body []byte, req *openai.Request) (*pipeli
 			}
 		}
 	}
-	for _, o := range []struct {
-		header string
-		dst    **float64
-	}{{OverlapWeightHeader, &pr.Overrides.OverlapWeight}, {TemperatureHeader, &pr.Overrides.Temperature}} {
-		if v := r.Header.Get(o.header); v != "" {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || f < 0 {
-				return nil, fmt.Errorf("header %s: %q is not a non-negative number", o.header, v)
-			}
-			*o.dst = &f
-		}
+	if err := parseOverrides(r.Header, &pr.Overrides); err != nil {
+		return nil, err
 	}
 	return pr, nil
 }
@@ -139,7 +130,7 @@ func (c *Cell) serveInference(kind openai.Kind) http.HandlerFunc {
 		}
 		preq, err := pipelineRequest(r, body, oreq)
 		if err != nil {
-			openai.WriteError(w, http.StatusBadRequest, "invalid_request_error", err.Error())
+			openai.WriteRequestError(w, err)
 			return
 		}
 		d, err := c.router.decide(ctx, preq)

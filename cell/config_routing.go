@@ -51,6 +51,12 @@ type RoutingConfig struct {
 	// per-model overrides (models); past either, 400
 	// context_length_exceeded. Defaults 4 MiB and 1,048,576 tokens.
 	PromptLimits openai.PromptLimits `yaml:"prompt_limits"`
+	// RelayResponseHeaders are the pods' response headers relayed to the
+	// client (a trailing "*" matches a prefix); the rest, and any whose
+	// value names the pod's host, stay in the cell. The cell's own
+	// X-Cellrouter-* headers are always sent. Default
+	// proxy.DefaultRelayResponseHeaders.
+	RelayResponseHeaders []string `yaml:"relay_response_headers"`
 
 	// TokenizerJSON is a Hugging Face tokenizer.json for in-process
 	// tokenisation of text prompts; empty sends text to a pod's /tokenize.
@@ -86,6 +92,7 @@ func DefaultRoutingConfig() RoutingConfig {
 		MaxAttempts:           p.MaxAttempts,
 		MaxBodyBytes:          32 << 20,
 		PromptLimits:          openai.DefaultPromptLimits(),
+		RelayResponseHeaders:  p.RelayResponseHeaders,
 		TokenizeTimeout:       5 * time.Second,
 		CandidatesTTL:         100 * time.Millisecond,
 		Watch:                 DefaultWatchConfig(),
@@ -99,6 +106,7 @@ func (r RoutingConfig) proxyConfig() proxy.Config {
 	p.RequestTimeout = r.RequestTimeout
 	p.MaxAttempts = r.MaxAttempts
 	p.Watch = r.Watch.proxy()
+	p.RelayResponseHeaders = r.RelayResponseHeaders
 	return p
 }
 
@@ -131,6 +139,9 @@ func (r RoutingConfig) validate() error {
 		return bad("candidates_ttl", r.CandidatesTTL, "must not be negative")
 	case r.ChatTemplate != "" && r.TokenizerJSON == "":
 		return bad("chat_template", r.ChatTemplate, "needs tokenizer_json")
+	}
+	if err := proxy.CheckRelayHeaders(r.RelayResponseHeaders); err != nil {
+		return bad("relay_response_headers", r.RelayResponseHeaders, err.Error())
 	}
 	if err := r.proxyConfig().Validate(); err != nil {
 		return fmt.Errorf("%w: routing: %v", ErrConfig, err)

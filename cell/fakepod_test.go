@@ -125,6 +125,7 @@ func (p *fakePod) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Enginesim-Pod", r.Host) // an engine naming its address
 	fmt.Fprintf(w, `{"id":"c","object":"text_completion","model":"m","choices":[{"text":"hello from %s"}],"usage":{"prompt_tokens":64,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":48}}}`, p.id)
 }
 

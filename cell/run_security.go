@@ -256,11 +256,11 @@ func (s *security) listenHTTP(addr string) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	l = edge.WrapListener(l, s.m)
+	var cfg *tls.Config
 	if s.server != nil {
-		l = tls.NewListener(l, s.server.ServerConfig("http/1.1"))
+		cfg = s.server.ServerConfig("http/1.1")
 	}
-	return l, nil
+	return edge.WrapListener(l, s.limits, s.m, cfg), nil
 }
 
 // httpServer returns the HTTP server of h behind the limits.

@@ -3,6 +3,7 @@ package global
 import (
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/cellrouter/cellrouter/api/openai"
@@ -62,6 +63,12 @@ type Config struct {
 	MaxIdleConnsPerCell int
 	// ShutdownTimeout bounds the graceful stop.
 	ShutdownTimeout time.Duration
+	// RelayResponseHeaders are the cells' response headers relayed to the
+	// client (a trailing "*" matches a prefix), besides the router's own
+	// X-Cellrouter-* headers, which always pass (the cell and pod that
+	// served, the matched blocks); the rest, and any whose value names the
+	// cell's host, are dropped. Default proxy.DefaultRelayResponseHeaders.
+	RelayResponseHeaders []string
 	// Limits bound what one client may hold of globald's servers (request
 	// body and head, slow clients, idle connections, concurrent streams).
 	Limits edge.Limits
@@ -77,8 +84,8 @@ type Config struct {
 func DefaultConfig() Config {
 	p := proxy.DefaultConfig()
 	return Config{
-		HTTPAddr:              "127.0.0.1:8000",
-		GRPCAddr:              "127.0.0.1:8001",
+		HTTPAddr:              "127.0.0.1:8090",
+		GRPCAddr:              "127.0.0.1:8091",
 		BlockSize:             blockhash.DefaultBlockSize,
 		Tokenize:              DefaultTokenizeConfig(),
 		Search:                DefaultSearchConfig(),
@@ -94,6 +101,7 @@ func DefaultConfig() Config {
 		Limits:                edge.DefaultLimits(),
 		Watch:                 defaultWatch(),
 		Prompts:               openai.DefaultPromptLimits(),
+		RelayResponseHeaders:  p.RelayResponseHeaders,
 	}
 }
 
@@ -154,10 +162,16 @@ func (c Config) Validate() error {
 	return c.proxyConfig().Validate()
 }
 
+// RouterHeaders are the response headers a cell adds as part of the
+// router (X-Cellrouter-Cell, X-Cellrouter-Pod, the matched blocks): they
+// always reach globald's clients.
+const RouterHeaders = "X-Cellrouter-*"
+
 func (c Config) proxyConfig() proxy.Config {
 	p := proxy.DefaultConfig()
 	p.ConnectTimeout, p.ResponseHeaderTimeout, p.RequestTimeout, p.MaxAttempts = c.ConnectTimeout, c.ResponseHeaderTimeout, c.RequestTimeout, c.MaxAttempts*ReplicaAttempts
 	p.MaxIdleConnsPerHost = c.MaxIdleConnsPerCell
 	p.Watch = c.Watch
+	p.RelayResponseHeaders = append(slices.Clip(c.RelayResponseHeaders), RouterHeaders)
 	return p
 }

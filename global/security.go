@@ -151,11 +151,11 @@ func (s *security) listenHTTP(addr string) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	l = edge.WrapListener(l, s.m)
+	var cfg *tls.Config
 	if s.cfg.ServeTLS {
-		l = tls.NewListener(l, s.serverConfig("http/1.1"))
+		cfg = s.serverConfig("http/1.1")
 	}
-	return l, nil
+	return edge.WrapListener(l, s.limits, s.m, cfg), nil
 }
 
 // httpServer returns the HTTP server of h behind the limits.

@@ -61,6 +61,10 @@ func startRecordingPod(t *testing.T, id string) *recordingPod {
 		p.mu.Lock()
 		p.reqs = append(p.reqs, podRequest{header: r.Header.Clone(), body: body})
 		p.mu.Unlock()
+		// What an engine adds: its address (enginesim's header) and a
+		// request id.
+		w.Header().Set("X-Enginesim-Pod", r.Host)
+		w.Header().Set("X-Request-Id", "pod-req")
 		fmt.Fprintf(w, `{"choices":[{"text":"from %s"}],"usage":{"prompt_tokens":10,"completion_tokens":1}}`, id)
 	}))
 	t.Cleanup(srv.Close)

@@ -16,6 +16,35 @@
 // change a body (the prefill and decode legs of disaggregated serving),
 // Rewrite edits top-level fields and keeps every other field as it was.
 //
+// # Validation
+//
+// The router forwards a body it has read, so it must not read one thing
+// where the engine reads another, nor pass on what the engine would choke
+// on after the router spent work on it. Decided field by field
+// (validate.go):
+//
+//   - The fields the router reads (model, prompt, messages, stream,
+//     stream_options, max_tokens, max_completion_tokens, cache_salt,
+//     kv_transfer_params, user) are decoded strictly: a wrong type or a
+//     negative token budget is a 400 naming the parameter.
+//   - A member given twice is a 400 naming it, at the top level (any
+//     member: parsers disagree on which of two "model" keys counts, so
+//     the router and the engine could see different models) and inside
+//     the objects the router reads (each message and content part,
+//     stream_options). Deeper objects the router does not read (tools,
+//     response_format) are the engine's to judge.
+//   - The body must be valid UTF-8 (RFC 8259): invalid bytes are a 400
+//     naming the top-level member holding them, and so is an unpaired
+//     surrogate escape ("\ud800") in prompt or messages. encoding/json
+//     would replace either with U+FFFD, so the router would hash and
+//     tokenize a prompt the engine never sees.
+//   - The well-known sampling fields are checked for type and range, null
+//     allowed: temperature (a number, at least 0), top_p (0 to 1),
+//     presence_penalty and frequency_penalty (-2 to 2), n (an integer, at
+//     least 1), seed (an integer), stop (a string or an array of
+//     strings). Every other field only has to be valid JSON; its meaning
+//     is the engine's.
+//
 // # Prompts
 //
 // A completion prompt comes in four shapes: a string, an array of strings, an
@@ -32,8 +61,9 @@
 // validating each value exactly once: token arrays by a strict hand-written
 // scanner, the few typed fields by small decoders, every other value by
 // json.Valid. The fuzz tests hold it to encoding/json: a body is accepted
-// only if it is valid JSON, and what is read equals what encoding/json
-// reads.
+// only if it is valid JSON (and valid UTF-8, without a repeated top-level
+// key, with well-typed sampling fields), and what is read equals what
+// encoding/json reads.
 //
 // # Errors
 //

@@ -1,8 +1,10 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -21,6 +23,11 @@ var completionSeeds = []string{
 	`{"prompt":null,"max_tokens":-3}`,
 	` {"prompt" : [ 0 , 4294967295 ] } `,
 	`{"prompt":"\u00e9\ud83d\ude00","max_tokens":1e3}`,
+	`{"model":"a","prompt":"x","model":"b"}`,
+	`{"prompt":"x","temperature":"hot","n":-5,"top_p":0.9,"seed":3,"stop":["a"]}`,
+	"{\"prompt\":\"\xff\"}",
+	`{"prompt":"x","stream_options":{"include_usage":true,"include_usage":true}}`,
+	`{"prompt":["ok","\ud800"]}`,
 }
 
 // chatSeeds are real-looking /v1/chat/completions bodies.
@@ -32,6 +39,9 @@ var chatSeeds = []string{
 	`{"messages":[{"content":"x"}]}`,
 	`{"messages":[{"role":"user","content":[{"text":"x"}]}]}`,
 	`{"messages":"hi"}`,
+	`{"messages":[{"role":"user","content":"a","role":"x"}],"n":1}`,
+	`{"messages":[{"role":"user","content":[{"type":"text","text":"a","type":"text"}]}]}`,
+	"{\"messages\":[{\"role\":\"user\",\"content\":\"\xc3\"}]}",
 }
 
 // checkParsed checks the invariants of a successful parse against
@@ -41,6 +51,13 @@ func checkParsed(t *testing.T, kind Kind, body []byte, req *Request) {
 	if !json.Valid(body) {
 		t.Fatalf("parse accepted invalid JSON %q", body)
 	}
+	if !utf8.Valid(body) {
+		t.Fatalf("parse accepted invalid UTF-8 %q", body)
+	}
+	if k, dup := topLevelDuplicate(t, body); dup {
+		t.Fatalf("parse accepted %q with %q twice", body, k)
+	}
+	checkKnownFields(t, body)
 	var ref struct {
 		Model    string          `json:"model"`
 		Prompt   json.RawMessage `json:"prompt"`
@@ -101,6 +118,66 @@ func checkParsed(t *testing.T, kind Kind, body []byte, req *Request) {
 	}
 }
 
+// topLevelDuplicate is the naive reference of the duplicate check at the
+// top level: encoding/json's tokens, every key in a map.
+func topLevelDuplicate(t *testing.T, body []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("reference: %q does not start an object", body)
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("reference key of %q: %v", body, err)
+		}
+		k := tok.(string)
+		if seen[k] {
+			return k, true
+		}
+		seen[k] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatalf("reference value of %q: %v", body, err)
+		}
+	}
+	return "", false
+}
+
+// checkKnownFields holds an accepted body's sampling fields to their types
+// and ranges, decoded by encoding/json.
+func checkKnownFields(t *testing.T, body []byte) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatalf("reference decode of %q: %v", body, err)
+	}
+	num := func(k string, lo, hi float64) {
+		if v, ok := m[k]; ok {
+			var f *float64
+			if err := json.Unmarshal(v, &f); err != nil || (f != nil && (*f < lo || *f > hi)) {
+				t.Fatalf("accepted %s = %s in %q", k, v, body)
+			}
+		}
+	}
+	num("temperature", 0, math.Inf(1))
+	num("top_p", 0, 1)
+	num("presence_penalty", -2, 2)
+	num("frequency_penalty", -2, 2)
+	if v, ok := m["n"]; ok {
+		var n *int64
+		if err := json.Unmarshal(v, &n); err != nil || (n != nil && *n < 1) {
+			t.Fatalf("accepted n = %s in %q", v, body)
+		}
+	}
+	if v, ok := m["stop"]; ok && string(v) != "null" {
+		var one string
+		var many []string
+		if json.Unmarshal(v, &one) != nil && json.Unmarshal(v, &many) != nil {
+			t.Fatalf("accepted stop = %s in %q", v, body)
+		}
+	}
+}
+
 // fuzzParse runs one parse and checks either the error or the result.
 func fuzzParse(t *testing.T, kind Kind, body []byte) {
 	req, err := ParseRequest(kind, body)
@@ -115,9 +192,28 @@ func fuzzParse(t *testing.T, kind Kind, body []byte) {
 		if (valid && strings.Contains(re.Msg, errSyntax)) || (!valid && re.Param != "") {
 			t.Fatalf("got error %v for %q, but json.Valid says %v", err, body, valid)
 		}
+		// A top-level field blamed for repeating does repeat.
+		if valid && strings.Contains(re.Msg, "more than once") && !strings.ContainsAny(re.Param, ".[") {
+			if k, dup := topLevelDuplicate(t, body); !dup || k != re.Param {
+				t.Fatalf("got error %v for %q, but the reference finds %q twice: %v", err, body, k, dup)
+			}
+		}
 		return
 	}
 	checkParsed(t, kind, body, req)
+	// encoding/json turns a lone surrogate escape into U+FFFD: text read
+	// from a body with no U+FFFD of its own has none.
+	if !bytes.Contains(body, []byte("\uFFFD")) && !bytes.Contains(bytes.ToLower(body), []byte(`\ufffd`)) {
+		texts := []string{req.Prompt.Text}
+		for _, m := range req.Messages {
+			texts = append(texts, m.Content)
+		}
+		for _, x := range texts {
+			if strings.ContainsRune(x, utf8.RuneError) {
+				t.Fatalf("accepted %q, whose text %q holds U+FFFD from an unpaired surrogate", body, x)
+			}
+		}
+	}
 	// A parsed body survives the prefill rewrite as valid JSON.
 	pb, err := PrefillBody(body)
 	if err != nil {

@@ -105,7 +105,8 @@ func ParseChat(body []byte) (*Request, error) {
 
 // ParseRequest parses a request body of the given kind. The error is a
 // *RequestError naming the parameter at fault. The Request does not alias
-// body. A field given twice counts with its last value, as in encoding/json.
+// body. A field given twice, invalid UTF-8 and well-known sampling fields
+// of the wrong type or range are errors (validate.go).
 func ParseRequest(kind Kind, body []byte) (*Request, error) {
 	if kind != KindCompletion && kind != KindChat {
 		return nil, invalid("", "unknown request kind "+kind.String())
@@ -113,7 +114,18 @@ func ParseRequest(kind Kind, body []byte) (*Request, error) {
 	// The raw values of the fields the router reads; the last occurrence
 	// wins. Every other value is validated as it passes.
 	var model, prompt, messages, stream, streamOpts, maxTokens, maxCompletion, salt, kv, user []byte
+	var keys keySet
+	var fieldErr error
+	badUTF8 := !utf8.Valid(body)
 	err := walkObject(body, func(key, val []byte) error {
+		// A field's own error waits for the end of the walk: invalid
+		// JSON further on is the error to report.
+		if fieldErr == nil && badUTF8 {
+			fieldErr = utf8Error(key, val)
+		}
+		if keys.add(key) && fieldErr == nil {
+			fieldErr = invalid(string(key), "is given more than once")
+		}
 		switch string(key) {
 		case "model":
 			model = val
@@ -142,12 +154,29 @@ func ParseRequest(kind Kind, body []byte) (*Request, error) {
 		case "user":
 			user = val
 		default:
-			return validValue(val)
+			if err := validValue(val); err != nil {
+				return err
+			}
+			if f, ok := knownFields[string(key)]; ok && fieldErr == nil {
+				fieldErr = f.check(f.name, val)
+			}
+			return nil
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if fieldErr != nil || badUTF8 {
+		// The typed fields are checked below; the body must be JSON
+		// before one field is blamed.
+		if validValue(body) != nil {
+			return nil, invalid("", errSyntax)
+		}
+		if fieldErr == nil {
+			fieldErr = invalid("", "the body must be valid UTF-8")
+		}
+		return nil, fieldErr
 	}
 	req := &Request{Kind: kind, MaxTokens: -1}
 	if err := fillRequest(req, model, prompt, messages, stream, streamOpts, maxTokens, maxCompletion, salt, kv, user); err != nil {
@@ -161,6 +190,21 @@ func ParseRequest(kind Kind, body []byte) (*Request, error) {
 			return nil, verr
 		}
 		return nil, err
+	}
+	// Escaped text must be Unicode too where the router reads it.
+	if unpairedSurrogate(prompt) {
+		return nil, invalid("prompt", "must be valid Unicode: an unpaired surrogate escape")
+	}
+	if unpairedSurrogate(messages) {
+		return nil, invalid("messages", "must be valid Unicode: an unpaired surrogate escape")
+	}
+	// The objects the router reads inside values: each message and
+	// content part, and stream_options.
+	if d, dup := duplicateKey(messages, 4); dup {
+		return nil, invalid("messages"+d, "is given more than once")
+	}
+	if d, dup := duplicateKey(streamOpts, 1); dup {
+		return nil, invalid("stream_options"+d, "is given more than once")
 	}
 	return req, nil
 }

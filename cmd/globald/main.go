@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -152,6 +153,8 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	serveTLS := fs.Bool("serve-tls", false, "also serve globald's own HTTP and gRPC listeners over TLS with --tls-cert")
 	keyring := fs.String("gossip-keyring", "", "gossip keyring file, one base64 key a line, the first the primary (instead of --gossip-secret-key); reloaded on change")
 	reloadEvery := fs.Duration("reload-interval", 0, "how often the key file, the TLS files and the keyring are read again (0: 2s)")
+	relayHeaders := fs.String("relay-response-headers", strings.Join(d.RelayResponseHeaders, ","),
+		"comma-separated response headers of the cells relayed to clients (a trailing * matches a prefix); the router's X-Cellrouter-* always are")
 	applyLimits := edge.BindFlags(fs, d.Limits)
 	maxPromptBytes := fs.Int64("max-prompt-bytes", d.Prompts.MaxBytes, "longest prompt text (a prompt string, a chat's contents together) in bytes, checked before tokenizing; past it 400 context_length_exceeded (0: unlimited)")
 	maxPromptTokens := fs.Int("max-prompt-tokens", d.Prompts.MaxTokens, "most prompt tokens (ids given or tokenized); past it 400 context_length_exceeded (0: unlimited)")
@@ -191,6 +194,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	cfg.Search.MaxProbes, cfg.Search.Slack, cfg.Search.ColdBlocks = *maxProbes, *slack, *coldBlocks
 	cfg.RoutedLoadTTL = *routedTTL
 	cfg.ProbeTimeout, cfg.Choose.PrefillWeight, cfg.Choose.RTTWeight = *probeTimeout, *prefillW, *rttW
+	cfg.RelayResponseHeaders = splitList(*relayHeaders)
 	cfg.MaxAttempts, cfg.RequestTimeout, cfg.ProbeLone, cfg.MaxIdleConnsPerCell = *attempts, *reqTimeout, *probeLone, *idlePerCell
 	cfg.Watch.FirstByteTimeout, cfg.Watch.FirstByteFactor, cfg.Watch.FirstByteTimeoutMax = *firstByte, *firstByteFactor, *firstByteMax
 	cfg.Watch.LivenessPath, cfg.Watch.LivenessTimeout, cfg.Watch.StreamIdleTimeout = *livePath, *liveTimeout, *streamIdle
@@ -240,13 +244,13 @@ func runDemo(ctx context.Context, tel *telemetry.Telemetry, cells, pods int, htt
 		cfg.TracerProvider = func(id telemetry.Identity) (trace.TracerProvider, error) { return tel.Provider(ctx, id) }
 	}
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	f, err := fleet.Start(sctx, cfg)
+	f, err := fleet.Start(sctx, cfg) // on an error, Start has closed what it started
 	cancel()
 	if err != nil {
-		if f != nil {
-			f.Close()
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("demo: %w: another process holds the port; choose another with --http-addr or --grpc-addr", err)
 		}
-		return err
+		return fmt.Errorf("demo: %w", err)
 	}
 	defer f.Close()
 	if err := tel.Install(ctx, telemetry.Identity{Service: "globald", Instance: f.Global.NodeName()}); err != nil {
@@ -280,4 +284,15 @@ cells' indexes and the summaries. Ctrl-C stops everything.
 `, fleet.DemoTenant, f.KeyFile, f.APIKey, f.Endpoint(), body, f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Global.GRPCAddr())
 	<-ctx.Done()
 	return nil
+}
+
+// splitList splits a comma-separated flag value, dropping blanks.
+func splitList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

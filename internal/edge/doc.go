@@ -34,6 +34,22 @@
 // (Unauthenticated, PermissionDenied, ResourceExhausted, InvalidArgument,
 // DeadlineExceeded, Unavailable).
 //
+// net/http refuses some requests itself before any handler runs, in plain
+// text: a head past its hard header bound (431), an HTTP/1.1 request
+// without Host or a head it cannot parse (400), a Transfer-Encoding it
+// does not know (501); a head that does not arrive in time gets a 400 or
+// nothing. It has no hook for them, so WrapListener's connections answer
+// for it (refusal.go): NewHTTPServer marks a connection busy while a
+// handler has its request, and whatever the server writes on a connection
+// that is not busy is its own refusal, which the connection replaces with
+// the same status in OpenAI's shape (a head cut off by ReadHeaderTimeout:
+// 408 request_timeout, also when the server would have closed without a
+// word). To see the plain HTTP the server writes, WrapListener terminates
+// TLS itself, under the wrapper; it completes the handshake when the
+// server asks for the connection's TLS state, so Request.TLS is as with
+// tls.NewListener. HTTP/1.0 requests without Host are served (HTTP/1.0
+// does not require Host).
+//
 // # Limits
 //
 // Limits bound what one request may hold (Harden and NewHTTPServer for

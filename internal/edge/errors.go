@@ -22,6 +22,9 @@ var (
 	// ErrBodyTimeout: the body did not arrive within Limits.BodyTimeout
 	// (HTTP 408).
 	ErrBodyTimeout = errors.New("edge: request body too slow")
+	// ErrHeaderTimeout: a request's head did not arrive within
+	// Limits.ReadHeaderTimeout (HTTP 408).
+	ErrHeaderTimeout = errors.New("edge: request headers too slow")
 	// ErrOverloaded: the server holds Limits.MaxConcurrentStreams (HTTP 503).
 	ErrOverloaded = errors.New("edge: too many concurrent requests")
 )
@@ -55,7 +58,10 @@ func answerOf(err error) answer {
 	if ae != nil {
 		retry = ae.RetryAfter
 	}
+	var pe *ProtocolError
 	switch {
+	case errors.As(err, &pe):
+		return pe.answer()
 	case errors.Is(err, auth.ErrMissingKey):
 		return answer{http.StatusUnauthorized, codes.Unauthenticated, openai.TypeInvalidRequest, "missing_api_key", "",
 			"no API key: send one in the Authorization header as \"Bearer KEY\"", 0, `Bearer realm="cellrouter"`}
@@ -98,6 +104,9 @@ func answerOf(err error) answer {
 	case errors.Is(err, ErrBudget):
 		return answer{http.StatusServiceUnavailable, codes.Unavailable, openai.TypeServer, "server_overloaded", "",
 			"the server holds its most buffered request bytes; retry after the time in Retry-After", OverloadRetryAfter, ""}
+	case errors.Is(err, ErrHeaderTimeout):
+		return answer{http.StatusRequestTimeout, codes.DeadlineExceeded, openai.TypeInvalidRequest, "request_timeout", "",
+			"the request headers did not arrive in time", 0, ""}
 	case errors.Is(err, ErrOverloaded):
 		return answer{http.StatusServiceUnavailable, codes.Unavailable, openai.TypeServer, "server_overloaded", "",
 			"the server is at its limit of concurrent requests; retry after the time in Retry-After", OverloadRetryAfter, ""}

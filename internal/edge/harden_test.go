@@ -26,7 +26,7 @@ func hardened(t *testing.T, l Limits, handler http.Handler) (string, *Metrics) {
 		t.Fatal(err)
 	}
 	srv := NewHTTPServer(Harden(l, m, handler), l, nil)
-	go srv.Serve(WrapListener(lis, m))
+	go srv.Serve(WrapListener(lis, l, m, nil))
 	t.Cleanup(func() { srv.Close() })
 	return lis.Addr().String(), m
 }

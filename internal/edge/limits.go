@@ -16,10 +16,11 @@ type Limits struct {
 	MaxBodyBytes int64
 	// MaxHeaderBytes bounds a request's headers, request line included:
 	// 431. The HTTP server itself refuses headers past twice this plus
-	// 4 KiB without reading them (plain 431, not counted).
+	// 4 KiB without reading them (431 too, answered by the connection).
 	MaxHeaderBytes int
-	// ReadHeaderTimeout bounds the wait for a request's headers, and for
-	// the TLS handshake: the connection is closed.
+	// ReadHeaderTimeout bounds the wait for a request's headers (408 if
+	// some arrived, then the connection is closed), and for the TLS
+	// handshake (closed).
 	ReadHeaderTimeout time.Duration
 	// BodyTimeout bounds the wait for a request's whole body from its
 	// headers on, so a client sending a byte now and then cannot hold a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -17,23 +18,48 @@ import (
 
 // NewHTTPServer returns a server for h (already wrapped in Harden) with l's
 // connection limits: ReadHeaderTimeout, IdleTimeout, and a hard bound on
-// header bytes past which the server answers without reading (twice
-// MaxHeaderBytes; Harden answers the ones between, in OpenAI's shape).
-// Serve it on WrapListener's listener for the timeouts to be counted. Its
-// error log (TLS handshakes refused, for one) goes nowhere unless errLog is
-// set.
+// header bytes past which the server refuses without reading (twice
+// MaxHeaderBytes; Harden answers the ones between). Serve it on
+// WrapListener's listener: there the timeouts are counted and the
+// server's own refusals (refusal.go) are answered in OpenAI's shape too.
+// Its error log (TLS handshakes refused, for one) goes nowhere unless
+// errLog is set.
 func NewHTTPServer(h http.Handler, l Limits, errLog *log.Logger) *http.Server {
 	if errLog == nil {
 		errLog = log.New(io.Discard, "", 0)
 	}
 	return &http.Server{
-		Handler:           h,
+		Handler:           markBusy(h),
 		ReadHeaderTimeout: l.ReadHeaderTimeout,
 		IdleTimeout:       l.IdleTimeout,
 		MaxHeaderBytes:    2 * l.MaxHeaderBytes,
 		ConnState:         connState,
+		ConnContext:       connContext,
 		ErrorLog:          errLog,
 	}
+}
+
+// connKey is the context key of a request's *conn.
+type connKey struct{}
+
+// connContext is NewHTTPServer's http.Server.ConnContext hook: it puts the
+// connection in its requests' context for markBusy.
+func connContext(ctx context.Context, nc net.Conn) context.Context {
+	if c := connOf(nc); c != nil {
+		return context.WithValue(ctx, connKey{}, c)
+	}
+	return ctx
+}
+
+// markBusy marks a request's connection busy while a handler has it: from
+// then on what the server writes on it is the handler's answer.
+func markBusy(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(connKey{}).(*conn); ok {
+			c.busy.Store(true)
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // GRPCServerOptions returns l's limits as gRPC server options: message

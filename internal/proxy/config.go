@@ -33,6 +33,11 @@ type Config struct {
 	// MaxPrefillResponseBytes bounds the prefill leg's response, which is
 	// read whole to take its kv_transfer_params. Default 1 MiB.
 	MaxPrefillResponseBytes int64
+	// RelayResponseHeaders are the upstream response headers relayed to
+	// the client (canonical or not; a trailing "*" matches a prefix); the
+	// rest, and any whose value names the upstream's host, are dropped.
+	// Default DefaultRelayResponseHeaders.
+	RelayResponseHeaders []string
 	// BufferSize is the size of the relay's read buffer: the largest chunk
 	// written to the client at once. Default 32 KiB.
 	BufferSize int
@@ -57,6 +62,7 @@ func DefaultConfig() Config {
 		MaxPrefillResponseBytes: 1 << 20,
 		BufferSize:              32 << 10,
 		Watch:                   DefaultWatchConfig(),
+		RelayResponseHeaders:    DefaultRelayResponseHeaders(),
 	}
 }
 
@@ -79,6 +85,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("proxy: Config.MaxPrefillResponseBytes must be positive, got %d", c.MaxPrefillResponseBytes)
 	case c.BufferSize < 512:
 		return fmt.Errorf("proxy: Config.BufferSize must be at least 512, got %d", c.BufferSize)
+	}
+	if err := CheckRelayHeaders(c.RelayResponseHeaders); err != nil {
+		return fmt.Errorf("proxy: Config.RelayResponseHeaders: %w", err)
 	}
 	return c.Watch.Validate()
 }

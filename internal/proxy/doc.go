@@ -23,6 +23,14 @@
 // through when it is an OpenAI error and replaced otherwise. ServeModel
 // answers GET /v1/models/{id} from the targets' model lists.
 //
+// Response headers are relayed from an allow-list
+// (Config.RelayResponseHeaders, DefaultRelayResponseHeaders: what
+// describes the body, Retry-After, X-Request-Id, OpenAI's openai-* and
+// x-ratelimit-*), never the hop-by-hop ones, and never one whose value
+// names the upstream's host: an engine's own headers (enginesim's
+// X-Enginesim-Pod, a load balancer's cookie, Server) stay inside the
+// fleet. The callers' own headers (Hooks.OnResponse) are set after.
+//
 // Server-sent events are relayed chunk by chunk, each flushed at once: the
 // proxy never buffers a response. While chunks pass, a small scanner looks
 // for a "usage" object (the body of a non-streamed response, the last chunk

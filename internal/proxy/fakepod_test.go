@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -173,7 +174,7 @@ func waitChan(t testing.TB, what string, ch <-chan struct{}) {
 // cleanup.
 func testProxy(t testing.TB, cfg Config) *Proxy {
 	t.Helper()
-	if cfg == (Config{}) {
+	if reflect.ValueOf(cfg).IsZero() {
 		cfg = DefaultConfig()
 	}
 	p, err := New(cfg)

@@ -242,7 +242,7 @@ func (p *Proxy) relay(ctx, actx context.Context, wd *watch, w http.ResponseWrite
 		p.bounds.observe(t.Address, time.Since(start))
 	}
 	rc := http.NewResponseController(w)
-	copyResponseHeader(w.Header(), resp.Header)
+	copyResponseHeader(w.Header(), resp.Header, p.cfg.RelayResponseHeaders, t.Address)
 	if h.OnStatus != nil {
 		h.OnStatus(t, resp.StatusCode)
 	}
@@ -346,7 +346,7 @@ func (p *Proxy) relayError(ctx context.Context, w http.ResponseWriter, r *http.R
 		return res, attemptError(ctx, r, t, "read from", rerr), true
 	}
 	out := openai.UpstreamErrorBody(resp.StatusCode, data)
-	copyResponseHeader(w.Header(), resp.Header)
+	copyResponseHeader(w.Header(), resp.Header, p.cfg.RelayResponseHeaders, t.Address)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	if h.OnStatus != nil {

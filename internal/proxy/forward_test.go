@@ -21,7 +21,7 @@ const completionJSON = `{"id":"cmpl-1","object":"text_completion","created":1,"m
 func TestForwardRelaysNonStream(t *testing.T) {
 	pod := newFakePod(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
 		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("X-Pod", "a")
+		w.Header().Set("X-Request-Id", "a")
 		w.Header().Set("Connection", "X-Secret")
 		w.Header().Set("X-Secret", "hop")
 		w.WriteHeader(http.StatusCreated)
@@ -56,8 +56,8 @@ func TestForwardRelaysNonStream(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated || string(got) != completionJSON {
 		t.Errorf("client got %d %s, want 201 %s", resp.StatusCode, got, completionJSON)
 	}
-	if resp.Header.Get("X-Pod") != "a" || resp.Header.Get("X-Secret") != "" {
-		t.Errorf("client headers: got X-Pod %q X-Secret %q, want a and none", resp.Header.Get("X-Pod"), resp.Header.Get("X-Secret"))
+	if resp.Header.Get("X-Request-Id") != "a" || resp.Header.Get("X-Secret") != "" {
+		t.Errorf("client headers: got X-Request-Id %q X-Secret %q, want a and none", resp.Header.Get("X-Request-Id"), resp.Header.Get("X-Secret"))
 	}
 
 	reqs := pod.requests()

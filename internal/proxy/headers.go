@@ -77,18 +77,6 @@ func attemptHeader(base http.Header, t Target) http.Header {
 	return h
 }
 
-// copyResponseHeader copies a pod's response headers to the client's,
-// minus the hop-by-hop ones.
-func copyResponseHeader(dst, src http.Header) {
-	drop := connectionTokens(src)
-	for k, vv := range src {
-		if isHopByHop(k) || contains(drop, k) {
-			continue
-		}
-		dst[k] = vv
-	}
-}
-
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {

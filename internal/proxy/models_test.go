@@ -28,7 +28,7 @@ func TestErrorAnswersRelayedAsOpenAIErrors(t *testing.T) {
 		wantBody   string // exact, or "" to check the fields below
 		wantMsg    string
 		wantType   string
-		wantHeader bool // the pod's X-Pod-Note reaches the client
+		wantHeader bool // the pod's X-Request-Id reaches the client
 	}{
 		{"nested relayed as is", 400, nested, "application/json", false, nested, "", "", true},
 		{"flat vLLM error nested", 404, flat, "application/json", false, "", "The model `x` does not exist.", "NotFoundError", true},
@@ -40,7 +40,7 @@ func TestErrorAnswersRelayedAsOpenAIErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := newFakePod(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 				w.Header().Set("Content-Type", tt.ct)
-				w.Header().Set("X-Pod-Note", "kept")
+				w.Header().Set("X-Request-Id", "kept")
 				w.WriteHeader(tt.status)
 				io.WriteString(w, tt.body)
 			})
@@ -64,8 +64,8 @@ func TestErrorAnswersRelayedAsOpenAIErrors(t *testing.T) {
 			if resp.StatusCode != tt.status || resp.Header.Get("Content-Type") != "application/json" {
 				t.Errorf("got %d %q, want %d application/json", resp.StatusCode, resp.Header.Get("Content-Type"), tt.status)
 			}
-			if tt.wantHeader && resp.Header.Get("X-Pod-Note") != "kept" {
-				t.Errorf("the pod's header X-Pod-Note was dropped")
+			if tt.wantHeader && resp.Header.Get("X-Request-Id") != "kept" {
+				t.Errorf("the pod's header X-Request-Id was dropped")
 			}
 			if tt.wantBody != "" {
 				if string(got) != tt.wantBody {

@@ -109,10 +109,15 @@ type Fleet struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	errs   chan error
+	// closed makes Close idempotent; closeErr is its first result.
+	closed   sync.Once
+	closeErr error
 }
 
 // Start builds and starts the fleet; it returns once every part serves and
-// the global router holds a summary of every cell (or ctx ends).
+// the global router holds a summary of every cell (or ctx ends). On an
+// error it has already closed what it started: the caller need not (and
+// may, Close being idempotent) call Close.
 func Start(ctx context.Context, cfg Config) (f *Fleet, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -262,8 +267,14 @@ func (f *Fleet) run(ctx context.Context, name string, run func(context.Context) 
 // Endpoint is the global OpenAI endpoint's base URL.
 func (f *Fleet) Endpoint() string { return "http://" + f.Global.HTTPAddr() }
 
-// Close stops every part and waits for them.
+// Close stops every part and waits for them. Calls after the first do
+// nothing and return its result.
 func (f *Fleet) Close() error {
+	f.closed.Do(func() { f.closeErr = f.close() })
+	return f.closeErr
+}
+
+func (f *Fleet) close() error {
 	f.cancel()
 	f.wg.Wait()
 	var errs []error

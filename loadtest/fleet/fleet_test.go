@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -68,5 +69,28 @@ func TestDemoFleetServesAndReusesCache(t *testing.T) {
 			t.Fatalf("second request went to %s with %d cached tokens; first went to %s", again, cached, pod)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestStartFailsCleanlyOnATakenPort starts a fleet whose global HTTP port
+// another listener holds: Start returns the listen error naming the port,
+// and a Close after it (as callers used to make) does not panic.
+func TestStartFailsCleanlyOnATakenPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cfg := DefaultConfig()
+	cfg.Cells, cfg.PodsPerCell, cfg.GlobalHTTPAddr = 1, 1, l.Addr().String()
+	f, err := Start(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), l.Addr().String()) {
+		t.Fatalf("Start: got %v, want an error naming %s", err, l.Addr())
+	}
+	if f != nil {
+		first := f.Close()
+		if second := f.Close(); second != first {
+			t.Errorf("Close twice: got %v then %v, want the same result", first, second)
+		}
 	}
 }

@@ -1,8 +1,10 @@
 package servertest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net"
@@ -138,4 +140,45 @@ func RefusedAddr(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+}
+
+// RawRefusals are raw requests net/http refuses before any handler runs,
+// keyed by name, each with the status a server behind package edge
+// answers it with (in OpenAI's error shape): a 1 MiB header, an HTTP/1.1
+// request without Host, and a head cut off (the server's header timeout
+// must be short for that one).
+var RawRefusals = []struct {
+	Name, Raw string
+	Status    int
+}{
+	{"1 MiB header", "GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 1<<20) + "\r\n\r\n", 431},
+	{"HTTP/1.1 without Host", "GET /v1/models HTTP/1.1\r\n\r\n", 400},
+	{"slow headers", "GET /v1/models HTTP/1.1\r\nHost: x\r\n", 408},
+}
+
+// Raw sends raw on a new connection to addr (over TLS with client set)
+// while reading one response, and returns its status, headers and body.
+// A transport error fails t.
+func Raw(t testing.TB, addr string, client *tls.Config, raw string) (int, http.Header, string) {
+	t.Helper()
+	var c net.Conn
+	var err error
+	if client != nil {
+		c, err = tls.Dial("tcp", addr, client)
+	} else {
+		c, err = net.Dial("tcp", addr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go io.WriteString(c, raw)
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("reading the answer to %.40q: %v", raw, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
 }

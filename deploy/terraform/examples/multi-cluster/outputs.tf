@@ -24,9 +24,9 @@ output "cell_configs" {
 output "try_it" {
   description = "Commands that send a first request through the global tier."
   value       = <<-EOT
-    kubectl --context ${var.contexts.global} -n ${var.namespace} port-forward svc/globald 8000:8000 &
-    curl -s localhost:8000/v1/global/cells      # both cells, alive, with summaries
-    curl -s localhost:8000/v1/completions -H 'Content-Type: application/json' \
+    kubectl --context ${var.contexts.global} -n ${var.namespace} port-forward svc/globald 8090:8090 &
+    curl -s localhost:8090/v1/global/cells      # both cells, alive, with summaries
+    curl -s localhost:8090/v1/completions -H 'Content-Type: application/json' \
       -d "{\"model\": \"${var.demo_model}\", \"prompt\": [$(seq -s, 1000 1063)], \"max_tokens\": 8}" \
       -D - | grep -iE 'x-cellrouter|cached_tokens'
   EOT

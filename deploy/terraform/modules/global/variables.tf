@@ -115,8 +115,8 @@ variable "routing" {
 variable "ports" {
   description = "globald's container and Service ports: http (OpenAI data plane, REST control plane, /metrics, /healthz, /readyz), grpc (GlobalService) and gossip (memberlist, TCP and UDP)."
   type = object({
-    http   = optional(number, 8000)
-    grpc   = optional(number, 8001)
+    http   = optional(number, 8090)
+    grpc   = optional(number, 8091)
     gossip = optional(number, 7946)
   })
   default  = {}

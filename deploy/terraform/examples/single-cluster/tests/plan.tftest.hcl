@@ -29,7 +29,7 @@ run "two_cells_and_the_global_tier" {
     error_message = "cell-b dials its own engines"
   }
   assert {
-    condition     = output.global_endpoint == "http://globald.cellrouter.svc.cluster.local:8000"
+    condition     = output.global_endpoint == "http://globald.cellrouter.svc.cluster.local:8090"
     error_message = "the global endpoint is an output"
   }
 }

@@ -17,7 +17,7 @@ run "defaults" {
   }
   assert {
     condition = kubernetes_deployment_v1.globald.spec[0].template[0].spec[0].container[0].args == tolist([
-      "--http-addr=:8000", "--grpc-addr=:8001", "--gossip-bind=:7946", "--gossip-advertise=$(POD_IP):7946",
+      "--http-addr=:8090", "--grpc-addr=:8091", "--gossip-bind=:7946", "--gossip-advertise=$(POD_IP):7946",
       "--gossip-name=global/$(POD_NAME)", "--log-level=info", "--seed=globald-gossip.default.svc.cluster.local:7946",
     ])
     error_message = "every interface, the pod IP advertised, a name per pod, the replicas' headless Service as seed"
@@ -34,11 +34,11 @@ run "defaults" {
   }
   assert {
     condition = ([for p in kubernetes_deployment_v1.globald.spec[0].template[0].spec[0].container[0].port : "${p.name}/${p.container_port}/${p.protocol}"]
-    == ["http/8000/TCP", "grpc/8001/TCP", "gossip-tcp/7946/TCP", "gossip-udp/7946/UDP"])
+    == ["http/8090/TCP", "grpc/8091/TCP", "gossip-tcp/7946/TCP", "gossip-udp/7946/UDP"])
     error_message = "container ports"
   }
   assert {
-    condition     = kubernetes_deployment_v1.globald.spec[0].template[0].metadata[0].annotations["prometheus.io/port"] == "8000"
+    condition     = kubernetes_deployment_v1.globald.spec[0].template[0].metadata[0].annotations["prometheus.io/port"] == "8090"
     error_message = "Prometheus scrapes the http port"
   }
   assert {
@@ -46,7 +46,7 @@ run "defaults" {
     error_message = "a rollout keeps every replica serving until its successor is up"
   }
   assert {
-    condition = ([for p in kubernetes_service_v1.globald.spec[0].port : "${p.name}/${p.port}"] == ["http/8000", "grpc/8001"]
+    condition = ([for p in kubernetes_service_v1.globald.spec[0].port : "${p.name}/${p.port}"] == ["http/8090", "grpc/8091"]
     && kubernetes_service_v1.globald.spec[0].type == "ClusterIP")
     error_message = "the global Service carries http and grpc"
   }
@@ -64,8 +64,8 @@ run "defaults" {
     error_message = "a PodDisruptionBudget"
   }
   assert {
-    condition = (output.http_endpoint == "http://globald.default.svc.cluster.local:8000"
-      && output.grpc_endpoint == "globald.default.svc.cluster.local:8001"
+    condition = (output.http_endpoint == "http://globald.default.svc.cluster.local:8090"
+      && output.grpc_endpoint == "globald.default.svc.cluster.local:8091"
     && output.gossip_seed == "globald-gossip.default.svc.cluster.local:7946")
     error_message = "endpoints and the in-cluster seed"
   }
@@ -90,7 +90,7 @@ run "flags_key_and_external_seed" {
 
   assert {
     condition = kubernetes_deployment_v1.globald.spec[0].template[0].spec[0].container[0].args == tolist([
-      "--http-addr=:8000", "--grpc-addr=:8001", "--gossip-bind=:7946", "--gossip-advertise=$(POD_IP):7946",
+      "--http-addr=:8090", "--grpc-addr=:8091", "--gossip-bind=:7946", "--gossip-advertise=$(POD_IP):7946",
       "--gossip-name=global/$(POD_NAME)", "--log-level=info",
       "--seed=global-gossip.router.svc.cluster.local:7946", "--seed=10.9.0.4:7947",
       "--gossip-secret-key=$(GOSSIP_SECRET_KEY)",
