@@ -50,7 +50,7 @@ func holderBatches() []*events.Batch {
 }
 
 func holderConfig(dir, replica string) Config {
-	cfg := testConfig()
+	cfg := withPods(testConfig(), "pod-c")
 	cfg.Snapshot.Dir = dir
 	cfg.Snapshot.Interval = 0 // only the snapshot the holder writes, and at shutdown
 	cfg.Replica.ID = replica

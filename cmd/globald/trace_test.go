@@ -181,12 +181,24 @@ func TestDemoExportsOneTraceAcrossTheFleet(t *testing.T) {
 	if len(probes) == 0 {
 		t.Fatal("no probe in the trace")
 	}
+	answered := 0
 	for _, p := range probes {
 		call := one("cellrouter.cell.v1.CellService/Route", p.SpanID, "globald")
+		if p.Error {
+			// A probe past its deadline (50 ms, reachable on a loaded
+			// machine) may never reach the cell: the probe span says so,
+			// and the cell has no span for it.
+			t.Logf("probe of %s failed: the cell's span is not required", p.Attrs["cellrouter.cell"])
+			continue
+		}
+		answered++
 		served := one("cellrouter.cell.v1.CellService/Route", call.SpanID, "celld")
 		if served.Instance() != p.Attrs["cellrouter.cell"] {
 			t.Errorf("probe of %s answered by %s", p.Attrs["cellrouter.cell"], served.Instance())
 		}
+	}
+	if answered == 0 {
+		t.Fatalf("no probe was answered; trace:\n%s", otlptest.Tree(spans))
 	}
 	handoff := one("global.handoff", root.SpanID, "globald")
 	creq := one("cell.request", handoff.SpanID, "celld")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -46,12 +47,30 @@ func (c *conn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
+// refusalLinger bounds how long, and how much of what the client still
+// sends, a refused connection reads and discards before it closes.
+const (
+	refusalLinger      = time.Second
+	refusalLingerBytes = 4 << 20
+)
+
 // Close answers a head that timed out and was not answered, then closes.
+// A refused connection first reads and discards what the client is still
+// sending (a megabyte of headers arrives after the 431 is written), within
+// refusalLinger and refusalLingerBytes: closing a socket with unread data
+// sends a reset, which makes the client's kernel drop the answer it has
+// not read yet (net/http's own 500 ms wait is not enough for a client that
+// is slow to read).
 func (c *conn) Close() error {
 	c.close.Do(func() {
 		if c.headTimeout.Load() && !c.busy.Load() && !c.wrote.Load() && !c.refused.Swap(true) {
 			_ = c.tcp.SetWriteDeadline(time.Now().Add(time.Second))
 			_, _ = c.Conn.Write(refusal(ErrHeaderTimeout))
+		}
+		if c.refused.Load() {
+			_ = c.CloseWrite()
+			_ = c.tcp.SetReadDeadline(time.Now().Add(refusalLinger))
+			_, _ = io.CopyN(io.Discard, c.tcp, refusalLingerBytes)
 		}
 	})
 	return c.Conn.Close()

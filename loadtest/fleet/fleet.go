@@ -31,6 +31,9 @@ type Config struct {
 	GlobalHTTPAddr, GlobalGRPCAddr string
 	// SummaryInterval is how often cells publish their summaries.
 	SummaryInterval time.Duration
+	// ProbeTimeout, when positive, bounds the global tier's probes in
+	// place of its default (tests on a loaded machine lengthen it).
+	ProbeTimeout time.Duration
 	// Routing is the cells' routing configuration (its tokenizer_json and
 	// chat_template are set from the fields below).
 	Routing cell.RoutingConfig
@@ -143,6 +146,9 @@ func Start(ctx context.Context, cfg Config) (f *Fleet, err error) {
 	}
 	gcfg := global.DefaultConfig()
 	gcfg.HTTPAddr, gcfg.GRPCAddr, gcfg.BlockSize = cfg.GlobalHTTPAddr, cfg.GlobalGRPCAddr, cfg.Pod.BlockSize
+	if cfg.ProbeTimeout > 0 {
+		gcfg.ProbeTimeout = cfg.ProbeTimeout
+	}
 	if !cfg.GlobalTokenizeRemote {
 		gcfg.Tokenize.Models = []global.ModelTokenizer{{Model: cfg.Pod.Model, File: tokFile, ChatTemplate: tmpl}}
 	}

@@ -59,6 +59,9 @@ func startTextFleet(t *testing.T, globalRemote, cellsRemote bool) *Fleet {
 	cfg.PodsPerCell = 2
 	cfg.Pod.TimeScale = 0
 	cfg.SummaryInterval = 100 * time.Millisecond
+	// A probe past globald's 50 ms default on a loaded machine would send
+	// the second turn away from its cache: this test is about tokenizing.
+	cfg.ProbeTimeout = 2 * time.Second
 	cfg.GlobalTokenizeRemote, cfg.CellsTokenizeRemote = globalRemote, cellsRemote
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
