@@ -1,0 +1,46 @@
+// Package enginemetrics reads the engines' own account of their load: it
+// scrapes each pod's Prometheus endpoint and keeps, per pod, the newest
+// snapshot of the requests waiting and running, the KV-cache usage, the
+// LoRA adapters loaded and the cache's size.
+//
+// # Model
+//
+// The router's own estimate of a pod's load (cell/load: the requests it
+// routed there and their blocks) is exact for the traffic it sees and blind
+// to the rest: requests sent around the router, another replica's traffic,
+// an engine that runs slower than modelled. The engine's metrics see all of
+// its traffic but lag by up to one scrape interval. Neither source is a
+// superset of the other, so the pipeline combines them (cell/plugins,
+// engine_load.go): the decode-load term of the cost becomes
+//
+//	max(router's active blocks, engine's load in blocks)
+//
+// where the engine's load in blocks is kv_cache_usage x capacity (the KV
+// blocks its running requests hold) scaled by (running + waiting) /
+// running (the queued requests, at the running requests' mean size, hold
+// no KV block yet but will). Not a sum: the router's traffic is in both
+// numbers. Not the engine's alone: requests routed since the last scrape
+// are only in the router's. The maximum is right in both directions up to
+// the scrape's lag.
+//
+// # Parsing
+//
+// Parse reads the Prometheus text exposition format line by line and keeps
+// only the few families it was asked for, without building the whole
+// metric set: a vLLM /metrics page is 50-150 KB of histograms, scraped
+// every 200 ms from up to 256 pods, and a general parser would spend a
+// core on it. A malformed line of a family it keeps is an error; other
+// lines are skipped unread. Series of one family are combined: counts
+// (waiting, running) add up over data-parallel engines, usage is their
+// mean, cache capacities add up; of vllm:lora_requests_info, a gauge whose
+// value is a timestamp, the newest series wins.
+//
+// # Staleness
+//
+// A Scraper runs one owned goroutine per cell that scrapes every target
+// each interval with bounded concurrency, and publishes an immutable View
+// after each round. A snapshot older than stale_after (no successful
+// scrape since) is stale: View.Load reports it as not fresh, and the
+// plug-ins fall back to the router's own estimate for that pod. A failing
+// scrape keeps the last good snapshot until it turns stale.
+package enginemetrics
