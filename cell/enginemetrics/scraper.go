@@ -47,7 +47,7 @@ type Scraper struct {
 	now     func() time.Time
 	hooks   Hooks
 
-	view atomic.Pointer[map[string]*Snapshot]
+	view atomic.Pointer[published]
 	bufs sync.Pool // *worker
 }
 
@@ -80,14 +80,13 @@ func NewScraper(cfg Config, client *http.Client, targets func() []Target, now fu
 		client = http.DefaultClient
 	}
 	s := &Scraper{cfg: cfg, fams: fams, engines: engines, client: client, targets: targets, now: now, hooks: hooks}
-	empty := map[string]*Snapshot{}
-	s.view.Store(&empty)
+	s.view.Store(publish(map[string]*Snapshot{}))
 	return s, nil
 }
 
 // View returns the newest published view, at the scraper's clock's now.
 func (s *Scraper) View() View {
-	return NewView(*s.view.Load(), s.now(), s.cfg.StaleAfter)
+	return View{published: s.view.Load(), now: s.now(), stale: s.cfg.StaleAfter}
 }
 
 // Run scrapes every interval until ctx ends, and returns when the last
@@ -110,7 +109,7 @@ func (s *Scraper) Run(ctx context.Context) {
 func (s *Scraper) Round(ctx context.Context) {
 	start := time.Now()
 	targets := s.targets()
-	prev := *s.view.Load()
+	prev := s.view.Load().pods
 	next := make([]*Snapshot, len(targets))
 	jobs := make(chan int)
 	var wg sync.WaitGroup
@@ -130,7 +129,7 @@ func (s *Scraper) Round(ctx context.Context) {
 	for i, t := range targets {
 		m[t.Pod] = next[i]
 	}
-	s.view.Store(&m)
+	s.view.Store(publish(m))
 	if s.hooks.Round != nil {
 		s.hooks.Round(s.View(), time.Since(start))
 	}

@@ -17,20 +17,52 @@ type Snapshot struct {
 // View is the cell's engine metrics at one moment: an immutable map from
 // pod id to snapshot, read by the plug-ins. The zero View knows no pod.
 type View struct {
-	pods  map[string]*Snapshot
+	*published
 	now   time.Time
 	stale time.Duration
+}
+
+// published is what one scrape round produced; it never changes.
+type published struct {
+	pods     map[string]*Snapshot
+	adapters map[string]bool // every adapter some pod runs or waits for
+}
+
+// publish indexes pods for views.
+func publish(pods map[string]*Snapshot) *published {
+	p := &published{pods: pods, adapters: map[string]bool{}}
+	for _, s := range pods {
+		for _, a := range s.RunningLoRA {
+			p.adapters[a] = true
+		}
+		for _, a := range s.WaitingLoRA {
+			p.adapters[a] = true
+		}
+	}
+	return p
 }
 
 // NewView returns a view of pods as of now, where snapshots older than
 // stale are not fresh. The view keeps pods; do not modify it afterwards.
 func NewView(pods map[string]*Snapshot, now time.Time, stale time.Duration) View {
-	return View{pods: pods, now: now, stale: stale}
+	return View{published: publish(pods), now: now, stale: stale}
+}
+
+// Now is the time the view judges freshness at.
+func (v View) Now() time.Time { return v.now }
+
+// AnyAdapter reports whether some pod (fresh or not) runs or waits for
+// adapter: when none does, adapter affinity has nothing to prefer.
+func (v View) AnyAdapter(adapter string) bool {
+	return v.published != nil && v.adapters[adapter]
 }
 
 // Load returns pod's snapshot and whether it is fresh: a good scrape no
 // older than the staleness bound. A pod with no snapshot returns nil.
 func (v View) Load(pod string) (*Snapshot, bool) {
+	if v.published == nil {
+		return nil, false
+	}
 	s := v.pods[pod]
 	if s == nil {
 		return nil, false
@@ -53,6 +85,9 @@ func (v View) Age(s *Snapshot) time.Duration {
 
 // Pods calls f with every pod's snapshot and freshness, in no order.
 func (v View) Pods(f func(pod string, s *Snapshot, fresh bool)) {
+	if v.published == nil {
+		return
+	}
 	for id, s := range v.pods {
 		f(id, s, s.fresh(v.now, v.stale))
 	}
