@@ -132,7 +132,13 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (*Cell, error) {
 	}
 	c.tok = tok
 	obs := observer{m: c.rm, tr: c.tr, cell: cfg.CellID}
-	if c.engines, err = newEngineScraper(cfg, c.reg, c.sec.podTLS(), c.promReg, c.log); err != nil {
+	// The scrapes run in Run, after the router is built: each takes the
+	// router's count for its pod when answered.
+	routerLoad := func(pod string) (int, int) {
+		u := c.router.tracker.Usage(pod)
+		return u.Requests, u.Blocks
+	}
+	if c.engines, err = newEngineScraper(cfg, c.reg, c.sec.podTLS(), c.promReg, c.log, routerLoad); err != nil {
 		c.ix.Close()
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}

@@ -39,7 +39,7 @@ type engineScraper struct {
 
 // newEngineScraper builds the scraper of cfg.EngineMetrics, or returns nil
 // when it is disabled.
-func newEngineScraper(cfg Config, reg *events.Registry, podTLS *tls.Config, promReg *prometheus.Registry, log *slog.Logger) (*engineScraper, error) {
+func newEngineScraper(cfg Config, reg *events.Registry, podTLS *tls.Config, promReg *prometheus.Registry, log *slog.Logger, routerLoad func(pod string) (requests, blocks int)) (*engineScraper, error) {
 	ec := cfg.EngineMetrics
 	if !ec.Enabled {
 		return nil, nil
@@ -80,7 +80,8 @@ func newEngineScraper(cfg Config, reg *events.Registry, podTLS *tls.Config, prom
 				e.scrapes.WithLabelValues("ok").Inc()
 			}
 		},
-		Round: e.round,
+		Round:      e.round,
+		RouterLoad: routerLoad,
 	})
 	if err != nil {
 		return nil, err

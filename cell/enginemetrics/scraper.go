@@ -33,6 +33,10 @@ type Target struct {
 type Hooks struct {
 	Scraped func(pod string, err error, took time.Duration)
 	Round   func(v View, took time.Duration)
+	// RouterLoad returns the router's own count for pod now (requests in
+	// flight, their KV blocks); it is called by the workers, concurrently,
+	// when a scrape was answered.
+	RouterLoad func(pod string) (requests, blocks int)
 }
 
 // Scraper scrapes its targets' metrics every interval and publishes a View
@@ -145,6 +149,10 @@ func (s *Scraper) scrapeOne(ctx context.Context, t Target, prev *Snapshot) *Snap
 	defer s.bufs.Put(w)
 	start := time.Now()
 	err := s.fetch(ctx, t.URL, &w.buf)
+	var routerReqs, routerBlocks int
+	if err == nil && s.hooks.RouterLoad != nil {
+		routerReqs, routerBlocks = s.hooks.RouterLoad(t.Pod)
+	}
 	if err == nil {
 		err = Parse(w.buf.Bytes(), s.fams, s.engines, &w.sample)
 	}
@@ -158,7 +166,7 @@ func (s *Scraper) scrapeOne(ctx context.Context, t Target, prev *Snapshot) *Snap
 		}
 		return out
 	}
-	out := &Snapshot{Sample: w.sample, At: s.now()}
+	out := &Snapshot{Sample: w.sample, At: s.now(), RouterRequests: routerReqs, RouterBlocks: routerBlocks}
 	out.RunningLoRA = slices.Clone(w.sample.RunningLoRA)
 	out.WaitingLoRA = slices.Clone(w.sample.WaitingLoRA)
 	return out

@@ -67,6 +67,12 @@ func TestScraperRound(t *testing.T) {
 	s, err := NewScraper(testConfig(), good.Client(), func() []Target { return targets }, clock.now, Hooks{
 		Scraped: func(pod string, err error, _ time.Duration) { mu.Lock(); errs[pod] = err; mu.Unlock() },
 		Round:   func(View, time.Duration) { rounds++ },
+		RouterLoad: func(pod string) (int, int) {
+			if pod == "good" {
+				return 3, 42
+			}
+			return 0, 0
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +82,9 @@ func TestScraperRound(t *testing.T) {
 	snap, fresh := v.Load("good")
 	if !fresh || snap.Waiting != 5 || snap.Running != 5 || snap.KVUsage != 0.375 || snap.CapacityTokens != 32000 {
 		t.Fatalf("good: %+v fresh %v, want the page's reading, fresh", snap, fresh)
+	}
+	if snap.RouterRequests != 3 || snap.RouterBlocks != 42 {
+		t.Fatalf("good: router load at the scrape %d, %d; want 3, 42 from the hook", snap.RouterRequests, snap.RouterBlocks)
 	}
 	for _, pod := range []string{"broken", "garbled", "closed"} {
 		snap, fresh := v.Load(pod)

@@ -12,6 +12,12 @@ type Snapshot struct {
 	Err string
 	// Failures counts the scrapes that failed in a row.
 	Failures int
+	// RouterRequests and RouterBlocks are the router's own count for the
+	// pod (requests in flight and their KV blocks) when the scrape was
+	// answered (Hooks.RouterLoad; 0 without it): the engine's count minus
+	// the router's at the same moment is the traffic the router did not
+	// route, free of the scrape's lag.
+	RouterRequests, RouterBlocks int
 }
 
 // View is the cell's engine metrics at one moment: an immutable map from

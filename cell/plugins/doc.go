@@ -15,12 +15,13 @@
 // The router's active blocks (cell/load) count only what it routed. The
 // engine-load preparer puts the engines' own metrics (cell/enginemetrics)
 // in a slot, and engine-active-blocks adds to kv-cost's decode term the
-// part of the engine's load the router does not know, so that with both at
-// weight 1 a pod's cost is
+// part of the engine's load the router did not route, so that with both
+// at weight 1 a pod's cost is
 //
-//	overlap_weight * prefill_blocks + max(active_blocks, engine_blocks)
+//	overlap_weight * prefill_blocks + active_blocks
+//	  + max(0, engine_blocks - router's active blocks when the engine was scraped)
 //
-// (see enginemetrics' doc for why the maximum). The default profile has
+// (see enginemetrics' doc for why this form and not max(active, engine)). The default profile has
 // both, and lora-affinity at engine_metrics.lora_affinity_weight blocks,
 // when engine_metrics is enabled (WithEngineLoad). They are safe on by
 // default because a pod without a fresh scrape scores as if they were

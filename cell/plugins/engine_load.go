@@ -45,16 +45,21 @@ func (p *EngineLoadPrep) Prepare(_ context.Context, rc *pipeline.Context) error 
 
 // EngineActiveBlocks corrects the decode-load term of kv-cost with the
 // engine's own count, for traffic the router did not route (sent around
-// it, or by another replica). With kv-cost at weight 1 and this scorer at
+// it, or by another router). With kv-cost at weight 1 and this scorer at
 // weight 1, a pod's cost becomes
 //
-//	overlap_weight * prefill_blocks + max(active_blocks, engine_blocks)
+//	overlap_weight * prefill_blocks + active_blocks + unseen_blocks
+//	unseen_blocks = max(0, engine_blocks - router_blocks_at_scrape)
 //
 // where engine_blocks is the engine's KV usage times its capacity, scaled
-// by (running + waiting) / running (enginemetrics.Sample.LoadBlocks). The
-// capacity is the pod's kv_blocks, else the engine's cache_config_info in
-// router blocks. An engine that reports its queue but no usage (or no
-// capacity) is counted in requests instead: (running + waiting) at the
+// by (running + waiting) / running (enginemetrics.Sample.LoadBlocks), and
+// router_blocks_at_scrape the router's own count when the scrape was
+// answered (enginemetrics.Snapshot.RouterBlocks): their difference is the
+// load only the engine saw, independent of the scrape's lag (see the
+// enginemetrics doc). The capacity is the pod's kv_blocks, else the
+// engine's cache_config_info in router blocks. An engine that reports its
+// queue but no usage (or no capacity) is counted in requests instead:
+// (running + waiting - the router's requests at the scrape) at the
 // router's mean blocks per request on that pod. A pod without a fresh
 // snapshot scores 0: the router's own estimate stands. Like kv-cost the
 // score is raw (minus blocks), not normalised.
@@ -70,27 +75,33 @@ func (*EngineActiveBlocks) Writes() []pipeline.SlotRef { return noSlots }
 func (s *EngineActiveBlocks) Score(rc *pipeline.Context, out []float64) {
 	v, _ := EngineLoad.Get(rc)
 	for k, i := range rc.Active() {
-		c := &rc.Candidates[i]
-		if eng, ok := engineBlocks(v, c, s.blockSize); ok && eng > float64(c.ActiveBlocks) {
-			out[k] = -(eng - float64(c.ActiveBlocks))
+		if unseen := unseenBlocks(v, &rc.Candidates[i], s.blockSize); unseen > 0 {
+			out[k] = -unseen
 		}
 	}
 }
 
-// engineBlocks is the engine's estimate of c's active blocks, when its
-// snapshot is fresh and says enough.
-func engineBlocks(v enginemetrics.View, c *pipeline.Candidate, blockSize int) (float64, bool) {
+// unseenBlocks is the load of c the engine reports and the router did not
+// route (0 without a fresh snapshot that says enough).
+func unseenBlocks(v enginemetrics.View, c *pipeline.Candidate, blockSize int) float64 {
 	snap, fresh := v.Load(c.Pod)
 	if !fresh {
-		return 0, false
+		return 0
 	}
 	if eng, ok := snap.LoadBlocks(capacityBlocks(c, snap, blockSize)); ok {
-		return eng, true
+		return max(0, eng-float64(snap.RouterBlocks))
 	}
-	if snap.HasQueue && c.ActiveRequests > 0 {
-		return (snap.Running + snap.Waiting) * float64(c.ActiveBlocks) / float64(c.ActiveRequests), true
+	if !snap.HasQueue {
+		return 0
 	}
-	return 0, false
+	var perRequest float64
+	switch {
+	case c.ActiveRequests > 0:
+		perRequest = float64(c.ActiveBlocks) / float64(c.ActiveRequests)
+	case snap.RouterRequests > 0:
+		perRequest = float64(snap.RouterBlocks) / float64(snap.RouterRequests)
+	}
+	return max(0, snap.Running+snap.Waiting-float64(snap.RouterRequests)) * perRequest
 }
 
 // capacityBlocks is a pod's KV cache size in router blocks: its configured

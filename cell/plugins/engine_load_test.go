@@ -75,6 +75,15 @@ func TestEngineLoadDecisions(t *testing.T) {
 			f.hold(2, toks, 20)
 			return map[string]*enginemetrics.Snapshot{"pod-001": staleSnap(usage(0.9, 10, 10).Sample)}
 		}, "pod-001"},
+		{"load the router routed itself is not charged twice", pipeline.Request{Model: "m", TokenIDs: toks}, func(f *fleet) map[string]*enginemetrics.Snapshot {
+			// At the scrape the router had 400 blocks on pod-001 and the
+			// engine held them; they have finished since (active 0 now).
+			f.hold(1, toks, 30)
+			f.hold(2, toks, 20)
+			s := usage(0.4, 4, 0)
+			s.RouterRequests, s.RouterBlocks = 4, 400
+			return map[string]*enginemetrics.Snapshot{"pod-001": s}
+		}, "pod-001"},
 		{"engine below the router's count changes nothing", pipeline.Request{Model: "m", TokenIDs: toks}, func(f *fleet) map[string]*enginemetrics.Snapshot {
 			f.hold(1, toks, 30)
 			f.hold(2, toks, 25)
@@ -122,9 +131,10 @@ func TestEngineLoadDecisions(t *testing.T) {
 }
 
 // TestEngineCostMatchesReference checks on random fleets that kv-cost plus
-// engine-active-blocks is exactly -(w*prefill + max(active, engine)) with
-// the engine's estimate computed the naive way, and -(w*prefill + active)
-// for pods without a fresh snapshot.
+// engine-active-blocks is exactly -(w*prefill + active + unseen), unseen
+// being the engine's estimate minus the router's count at the scrape
+// (never negative), computed the naive way; -(w*prefill + active) for pods
+// without a fresh snapshot.
 func TestEngineCostMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
 	toks := tokens(32*16, 2)
@@ -144,7 +154,7 @@ func TestEngineCostMatchesReference(t *testing.T) {
 				continue // never scraped
 			}
 			s := &enginemetrics.Snapshot{Sample: enginemetrics.Sample{HasKVUsage: rng.IntN(3) > 0, KVUsage: rng.Float64(), HasQueue: true,
-				Running: float64(rng.IntN(8)), Waiting: float64(rng.IntN(8))}}
+				Running: float64(rng.IntN(8)), Waiting: float64(rng.IntN(8))}, RouterRequests: rng.IntN(6), RouterBlocks: rng.IntN(300)}
 			if rng.IntN(5) == 0 {
 				s.At = engineNow.Add(-time.Minute)
 			}
@@ -162,16 +172,23 @@ func TestEngineCostMatchesReference(t *testing.T) {
 			c := f.cands[i]
 			decode := float64(c.ActiveBlocks)
 			if snap := pods[c.Pod]; snap != nil && engineNow.Sub(snap.At) <= 2*time.Second {
-				eng := -1.0
+				unseen := 0.0
 				if snap.HasKVUsage {
-					eng = snap.KVUsage * float64(c.TotalBlocks)
+					eng := snap.KVUsage * float64(c.TotalBlocks)
 					if snap.Running > 0 {
 						eng = eng * (snap.Running + snap.Waiting) / snap.Running
 					}
-				} else if c.ActiveRequests > 0 {
-					eng = (snap.Running + snap.Waiting) * float64(c.ActiveBlocks) / float64(c.ActiveRequests)
+					unseen = eng - float64(snap.RouterBlocks)
+				} else {
+					per := 0.0
+					if c.ActiveRequests > 0 {
+						per = float64(c.ActiveBlocks) / float64(c.ActiveRequests)
+					} else if snap.RouterRequests > 0 {
+						per = float64(snap.RouterBlocks) / float64(snap.RouterRequests)
+					}
+					unseen = (snap.Running + snap.Waiting - float64(snap.RouterRequests)) * per
 				}
-				decode = math.Max(decode, eng)
+				decode += math.Max(0, unseen)
 			}
 			want := -(2*float64(32-depth[c.Pod]) + decode)
 			if got := d.Scores[k]; math.Abs(got-want) > 1e-9 {
@@ -202,8 +219,8 @@ func TestEngineScorers(t *testing.T) {
 		// pod-000 fresh 0.25; pod-001 0.75; pod-002 no usage: router 0/1000;
 		// pod-003 stale: router 0/1000.
 		{"kv-usage", pipeline.PluginSpec{Type: "kv-usage", Weight: 1}, "m", []float64{0.75, 0.25, 1, 1}},
-		// requests: max(2, 1) = 2, max(0, 9) = 9, 0 (no queue), 9 (stale: router).
-		{"queue-depth", pipeline.PluginSpec{Type: "queue-depth", Weight: 1}, "m", []float64{7.0 / 9, 0, 1, 0}},
+		// requests: 2 + max(0, 1-0) = 3, 0 + 9 = 9, 0 (no queue), 9 (stale: router).
+		{"queue-depth", pipeline.PluginSpec{Type: "queue-depth", Weight: 1}, "m", []float64{6.0 / 9, 0, 1, 0}},
 		{"queue-depth waiting only", pipeline.PluginSpec{Type: "queue-depth", Weight: 1, Params: mustParams(t, "waiting_only: true")}, "m",
 			[]float64{1, 4.0 / 9, 1, 0}}, // waiting 0, 5, router 0, stale: router 9
 		// a: waiting on pod-001; pod-002 has a free slot; pod-003 stale.

@@ -37,10 +37,10 @@ func (s *KVUsage) Score(rc *pipeline.Context, out []float64) {
 }
 
 // QueueDepth scores pods by how few requests they hold, normalised to
-// [0, 1] over the active pods: the larger of the router's requests in
-// flight there and the engine's running + waiting (the engine sees the
-// traffic that bypassed the router; the router sees what it sent since the
-// last scrape). A pod without a fresh snapshot counts the router's number
+// [0, 1] over the active pods: the router's requests in flight there plus
+// those the engine holds that the router did not send (running + waiting
+// minus the router's count at the scrape, as engine-active-blocks counts
+// blocks). A pod without a fresh snapshot counts the router's number
 // alone. With WaitingOnly, only queued requests count (the engine's
 // waiting; the router's in-flight requests when stale).
 type QueueDepth struct {
@@ -63,7 +63,7 @@ func (s *QueueDepth) Score(rc *pipeline.Context, out []float64) {
 			if s.WaitingOnly {
 				n = snap.Waiting
 			} else {
-				n = max(n, snap.Running+snap.Waiting)
+				n += max(0, snap.Running+snap.Waiting-float64(snap.RouterRequests))
 			}
 		}
 		out[k] = -n
