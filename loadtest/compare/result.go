@@ -139,7 +139,7 @@ func newReport(cfg Config, recs []trace.Record) *Report {
 		PrefillPerTokenUs: float64(cfg.PrefillPerToken) / float64(time.Microsecond),
 		DecodePerTokenMs:  float64(cfg.DecodePerToken) / float64(time.Millisecond),
 		Modes:             map[string]*ModeResult{}, order: cfg.Modes,
-		bypass:            cfg.Bypass, bypassPods: cfg.BypassPods,
+		bypass: cfg.Bypass, bypassPods: cfg.BypassPods,
 	}
 	for _, rec := range recs {
 		r.PromptTokens += int64(rec.InputLength)
