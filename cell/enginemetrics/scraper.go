@@ -35,7 +35,7 @@ type Hooks struct {
 	Round   func(v View, took time.Duration)
 	// RouterLoad returns the router's own count for pod now (requests in
 	// flight, their KV blocks); it is called by the workers, concurrently,
-	// when a scrape was answered.
+	// before each scrape and when it was answered (the larger is kept).
 	RouterLoad func(pod string) (requests, blocks int)
 }
 
@@ -147,11 +147,22 @@ func (s *Scraper) scrapeOne(ctx context.Context, t Target, prev *Snapshot) *Snap
 		w = new(worker)
 	}
 	defer s.bufs.Put(w)
+	// The router's count is read before the request and after the answer,
+	// and the larger kept: the engine wrote its page somewhere between, and
+	// a request the router finished (or started) meanwhile may be on it.
+	// Keeping the larger errs toward the router's own estimate: it never
+	// charges a pod for the router's own requests that ended during the
+	// scrape, which on a busy cell (many requests ending per round trip)
+	// would otherwise look like traffic the router did not route.
+	var routerReqs, routerBlocks int
+	if s.hooks.RouterLoad != nil {
+		routerReqs, routerBlocks = s.hooks.RouterLoad(t.Pod)
+	}
 	start := time.Now()
 	err := s.fetch(ctx, t.URL, &w.buf)
-	var routerReqs, routerBlocks int
 	if err == nil && s.hooks.RouterLoad != nil {
-		routerReqs, routerBlocks = s.hooks.RouterLoad(t.Pod)
+		r, b := s.hooks.RouterLoad(t.Pod)
+		routerReqs, routerBlocks = max(routerReqs, r), max(routerBlocks, b)
 	}
 	if err == nil {
 		err = Parse(w.buf.Bytes(), s.fams, s.engines, &w.sample)

@@ -13,10 +13,10 @@ type Snapshot struct {
 	// Failures counts the scrapes that failed in a row.
 	Failures int
 	// RouterRequests and RouterBlocks are the router's own count for the
-	// pod (requests in flight and their KV blocks) when the scrape was
-	// answered (Hooks.RouterLoad; 0 without it): the engine's count minus
-	// the router's at the same moment is the traffic the router did not
-	// route, free of the scrape's lag.
+	// pod (requests in flight and their KV blocks) around the scrape: the
+	// larger of its count before the request and after the answer
+	// (Hooks.RouterLoad; 0 without it). The engine's count minus it is the
+	// traffic the router did not route, free of the scrape's lag.
 	RouterRequests, RouterBlocks int
 }
 
