@@ -23,18 +23,18 @@
 // larger of its count before the request and after the answer
 // (Hooks.RouterLoad): on a busy cell several of the router's requests end
 // during one scrape's round trip, and reading the count only afterwards
-// charged them to the pod as unseen traffic (loadtest compare at 30
-// requests/s: TTFT p50 15x worse); the larger count errs toward the
-// router's own estimate instead. The difference is
+// charged them to the pod as unseen traffic (one loadtest compare run at
+// --time-scale 0.004 on a CPU-starved machine spiralled to a TTFT p50 15x
+// worse); the larger count errs toward the router's own estimate instead. The difference is
 // the traffic the router did not route; the router's current count covers
 // what it routed since. This is max(router's, engine's) when nothing
 // changed since the scrape, and fixes that simpler rule's lag: with a
 // scrape up to one interval old, max() charges a pod for requests that
 // have finished since (the router already forgot them, the stale engine
 // reading still holds them), which steered requests away from the pods
-// that had just served their prefix and cost cache hits (loadtest compare
-// measured it: TTFT p50 1.5x worse than without engine signals). Not a
-// plain sum: the router's traffic is in both numbers.
+// that had just served their prefix and cost cache hits (in loadtest
+// compare --bypass runs, TTFT p50 1.3-1.5x worse than without engine
+// signals). Not a plain sum: the router's traffic is in both numbers.
 //
 // # Parsing
 //
