@@ -3,10 +3,16 @@ package cell
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/cellrouter/cellrouter/cell/enginemetrics"
 )
 
 // busyPage is a vLLM page of an engine whose KV cache is 90% used by ten
@@ -134,4 +140,34 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestExampleConfigEngineMetrics checks that the example documents every
+// engine_metrics field, at its default.
+func TestExampleConfigEngineMetrics(t *testing.T) {
+	data, err := os.ReadFile("testdata/celld.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		EngineMetrics map[string]any `yaml:"engine_metrics"`
+	}
+	if err := yaml.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	typ := reflect.TypeOf(enginemetrics.Config{})
+	for i := range typ.NumField() {
+		if key := typ.Field(i).Tag.Get("yaml"); raw.EngineMetrics[key] == nil {
+			t.Errorf("the example's engine_metrics section does not document %q", key)
+		}
+	}
+	cfg, err := LoadConfig("testdata/celld.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := enginemetrics.DefaultConfig()
+	want.Names = map[string]string{}
+	if !reflect.DeepEqual(cfg.EngineMetrics, want) {
+		t.Errorf("engine_metrics: got %+v, want the defaults %+v", cfg.EngineMetrics, want)
+	}
 }
