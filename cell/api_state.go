@@ -27,6 +27,8 @@ type stateServer struct {
 	now     func() time.Time
 
 	router *router // set once the router is built; nil in state-only tests
+	// engines is the engine metrics scraper; nil when disabled.
+	engines *engineScraper
 	// transportDrops returns the transports' drops before the applier, by
 	// "<transport>/<reason>"; nil in state-only tests.
 	transportDrops func() map[string]uint64
@@ -156,6 +158,7 @@ func (s *stateServer) GetCellState(context.Context, *cellv1.GetCellStateRequest)
 			}
 		}
 	}
+	st.EngineMetricsStale, st.EngineLoad = engineLoadProto(s.engines)
 	if s.transportDrops != nil {
 		st.TransportDroppedByReason = s.transportDrops()
 		for _, n := range st.TransportDroppedByReason {

@@ -68,6 +68,7 @@ type Cell struct {
 	node       atomic.Pointer[gossip.Node]
 
 	router  *router
+	engines *engineScraper // nil when engine_metrics is disabled
 	tok     *cellTokenizer
 	proxy   *proxy.Proxy
 	rm      *routeMetrics
@@ -137,7 +138,18 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (_ *Cell, err error) {
 	}
 	c.tok = tok
 	obs := observer{m: c.rm, tr: c.tr, cell: cfg.CellID}
-	if c.router, err = newRouter(cfg, c.ix, c.reg, c.learned, c.state, tracedTokenizer{tok, obs}, obs); err != nil {
+	// The scrapes run in Run, after the router is built: each takes the
+	// router's count for its pod when answered.
+	routerLoad := func(pod string) (int, int) {
+		u := c.router.tracker.Usage(pod)
+		return u.Requests, u.Blocks
+	}
+	if c.engines, err = newEngineScraper(cfg, c.reg, c.sec.podTLS(), c.promReg, c.log, routerLoad); err != nil {
+		c.ix.Close()
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	c.state.engines = c.engines
+	if c.router, err = newRouter(cfg, c.ix, c.reg, c.learned, c.state, tracedTokenizer{tok, obs}, obs, c.engines); err != nil {
 		c.ix.Close()
 		return nil, err
 	}
@@ -323,6 +335,8 @@ func (c *Cell) Run(ctx context.Context) error {
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); c.modelsLoop(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); c.engines.run(ctx) }()
 	c.sec.run(ctx, &wg)
 	edge.WarnIfExposed(c.log, c.sec.authenticated(), edge.Listener{Name: "http", Addr: c.HTTPAddr()},
 		edge.Listener{Name: "grpc", Addr: c.GRPCAddr()})

@@ -13,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/cellrouter/cellrouter/cell/enginemetrics"
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/events/natsjs"
 	"github.com/cellrouter/cellrouter/cell/index"
@@ -41,6 +42,9 @@ type Config struct {
 	Approximate ApproximateConfig `yaml:"approximate"`
 	// Speculative configures speculative entries written at routing time.
 	Speculative SpeculativeConfig `yaml:"speculative"`
+	// EngineMetrics configures the scraping of the engines' own load
+	// metrics and the engine load plug-ins (run_enginemetrics.go).
+	EngineMetrics enginemetrics.Config `yaml:"engine_metrics"`
 
 	// ZMQ configures the vLLM/SGLang ZMQ transport; it runs when Bind is
 	// set or any pod has a ZMQ endpoint.
@@ -243,6 +247,7 @@ func DefaultConfig() Config {
 		NATS:            defaultNATS(),
 		Approximate:     defaultApproximate(),
 		Speculative:     defaultSpeculative(),
+		EngineMetrics:   enginemetrics.DefaultConfig(),
 		Snapshot:        defaultSnapshot(),
 		Routing:         DefaultRoutingConfig(),
 		Gossip:          DefaultGossipConfig(),
@@ -333,6 +338,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.validateLearning(); err != nil {
 		return err
+	}
+	if err := c.EngineMetrics.Validate("engine_metrics"); err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	if err := c.Routing.validate(); err != nil {
 		return err

@@ -82,7 +82,7 @@ func (c Config) checkRouting() error {
 	if err != nil {
 		return err
 	}
-	if _, err := newRouter(c, ix, reg, nil, nil, tok, nil); err != nil {
+	if _, err := newRouter(c, ix, reg, nil, nil, tok, nil, nil); err != nil {
 		if errors.Is(err, ErrConfig) {
 			return err
 		}

@@ -28,6 +28,8 @@ type fakePod struct {
 	// away; cancelled is closed when it did.
 	hold      bool
 	cancelled chan struct{}
+	// metrics is the pod's /metrics page; "" answers 404.
+	metrics string
 }
 
 type recorded struct {
@@ -60,6 +62,16 @@ func (p *fakePod) last() recorded {
 func (p *fakePod) serve(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/health":
+		return
+	case "/metrics":
+		p.mu.Lock()
+		page := p.metrics
+		p.mu.Unlock()
+		if page == "" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, page)
 		return
 	case "/tokenize":
 		// Token ids are the prompt's bytes: a stand-in tokenizer that is

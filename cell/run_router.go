@@ -39,7 +39,7 @@ type router struct {
 	seed    uint64
 }
 
-func newRouter(cfg Config, ix *index.Index, reg *events.Registry, learned *learnedPods, state *stateServer, tok plugins.Tokenizer, obs pipeline.Observer) (*router, error) {
+func newRouter(cfg Config, ix *index.Index, reg *events.Registry, learned *learnedPods, state *stateServer, tok plugins.Tokenizer, obs pipeline.Observer, engines *engineScraper) (*router, error) {
 	hasher, err := blockhash.NewHasher(cfg.Events.BlockSize)
 	if err != nil {
 		return nil, err
@@ -54,7 +54,7 @@ func newRouter(cfg Config, ix *index.Index, reg *events.Registry, learned *learn
 		rt.pods[p.ID] = p
 	}
 	reg2 := pipeline.NewRegistry()
-	plugins.Register(reg2, plugins.Deps{Index: ix, Hasher: hasher, Tokenizer: tok, Sessions: rt.sessions})
+	plugins.Register(reg2, plugins.Deps{Index: ix, Hasher: hasher, Tokenizer: tok, Sessions: rt.sessions, Engines: engines})
 	// The default profile counts speculative blocks at speculative.weight.
 	specWeight := cfg.Speculative.Weight
 	profiles := map[string]pipeline.ProfileConfig{}
@@ -67,6 +67,11 @@ func newRouter(cfg Config, ix *index.Index, reg *events.Registry, learned *learn
 	if _, ok := profiles["default"]; !ok {
 		profiles["default"] = plugins.WithSpeculativeWeight(
 			plugins.DefaultProfile("default", cfg.Routing.KVOverlapScoreWeight, cfg.Routing.RouterTemperature, cfg.Routing.BusyThreshold), specWeight)
+		if cfg.EngineMetrics.Enabled {
+			// The engine load plug-ins fall back per pod when its scrape is
+			// stale, so they are safe on whenever scraping is.
+			profiles["default"] = plugins.WithEngineLoad(profiles["default"], cfg.EngineMetrics.LoRAAffinityWeight)
+		}
 	}
 	// Build every profile, used or not: a broken profile stops the daemon.
 	built := map[string]*pipeline.Profile{}

@@ -39,6 +39,10 @@ type Deps struct {
 	// Sessions remembers which pod served a session last; nil disables
 	// session plug-ins' memory.
 	Sessions *Sessions
+	// Engines are the engines' own metrics (engine_metrics); nil gives the
+	// engine plug-ins an empty view, where every pod falls back to the
+	// router's estimate.
+	Engines EngineSource
 }
 
 // normalize maps values to [0, 1] by min-max; all equal gives all 1.

@@ -26,6 +26,7 @@ func Register(r *pipeline.Registry, d Deps) {
 		}
 		return s, nil
 	})
+	r.Register("engine-load", simple(&EngineLoadPrep{src: d.Engines}))
 	r.Register("hash-key", func(p pipeline.Params) (pipeline.Plugin, error) {
 		h := &HashKey{Blocks: 4}
 		if err := p.Decode(h); err != nil {
@@ -83,6 +84,13 @@ func Register(r *pipeline.Registry, d Deps) {
 	r.Register("session-affinity", simple(&SessionAffinity{s: d.Sessions}))
 	r.Register("locality", simple(Locality{}))
 	r.Register("route-template", simple(RouteTemplate{}))
+	r.Register("engine-active-blocks", simple(&EngineActiveBlocks{blockSize: d.Hasher.BlockSize}))
+	r.Register("kv-usage", simple(&KVUsage{blockSize: d.Hasher.BlockSize}))
+	r.Register("queue-depth", func(p pipeline.Params) (pipeline.Plugin, error) {
+		s := &QueueDepth{}
+		return s, p.Decode(s)
+	})
+	r.Register("lora-affinity", simple(LoRAAffinity{}))
 	// Pickers.
 	r.Register("max-score", simple(MaxScore{}))
 	r.Register("softmax", func(p pipeline.Params) (pipeline.Plugin, error) {
@@ -132,6 +140,26 @@ func WithSpeculativeWeight(p pipeline.ProfileConfig, w float64) pipeline.Profile
 		}
 	}
 	p.Score = score
+	return p
+}
+
+// WithEngineLoad returns p with the engine load plug-ins added, as the
+// default profile has them when engine_metrics is enabled: the
+// engine-load preparer, engine-active-blocks at weight 1 (so that the
+// decode term of kv-cost becomes max(router's, engine's active blocks))
+// and lora-affinity at loraWeight (in KV blocks; 0 leaves it out). A
+// profile that has an engine-load preparer already is returned unchanged.
+func WithEngineLoad(p pipeline.ProfileConfig, loraWeight float64) pipeline.ProfileConfig {
+	for _, s := range p.Prepare {
+		if s.Type == "engine-load" {
+			return p
+		}
+	}
+	p.Prepare = append(append([]pipeline.PluginSpec(nil), p.Prepare...), pipeline.PluginSpec{Type: "engine-load"})
+	p.Score = append(append([]pipeline.PluginSpec(nil), p.Score...), pipeline.PluginSpec{Type: "engine-active-blocks", Weight: 1})
+	if loraWeight > 0 {
+		p.Score = append(p.Score, pipeline.PluginSpec{Type: "lora-affinity", Weight: loraWeight})
+	}
 	return p
 }
 

@@ -40,6 +40,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	kvCap := fs.Int("kv-max-requests", d.KVMaxRequests, "kv mode: per-pod concurrency cap (soft filter); 0 for the plain default profile")
 	specTTL := fs.Duration("speculative-ttl", d.SpeculativeTTL, "kv mode: speculative entries' lifetime (kv-nospec runs without them)")
 	specWeight := fs.Float64("speculative-weight", d.SpeculativeWeight, "kv mode: what a speculative block counts for in the cost, in [0, 1]")
+	bypass := fs.Float64("bypass", d.Bypass, "share of requests sent straight to pods around the cell, in [0, 1); with no -modes, runs kv against kv-engine (the engines' load metrics)")
+	bypassPods := fs.Int("bypass-pods", d.BypassPods, "the bypassed requests go to the first N pods")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -65,6 +67,11 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	apply("kv-max-requests", func() { cfg.KVMaxRequests = *kvCap })
 	apply("speculative-ttl", func() { cfg.SpeculativeTTL = *specTTL })
 	apply("speculative-weight", func() { cfg.SpeculativeWeight = *specWeight })
+	apply("bypass", func() { cfg.Bypass = *bypass })
+	apply("bypass-pods", func() { cfg.BypassPods = *bypassPods })
+	if cfg.Bypass > 0 {
+		cfg.Modes = []string{compare.ModeKV, compare.ModeKVEngine}
+	}
 	apply("modes", func() { cfg.Modes = strings.Split(*modes, ",") })
 	tracePathFound, err := locateTrace("compare", cfg.TracePath)
 	if err != nil {

@@ -209,6 +209,9 @@ func TestConfigValidate(t *testing.T) {
 		{"mode", func(c *Config) { c.Modes = []string{"kv", "fastest"} }, `Modes has "fastest"`},
 		{"time scale", func(c *Config) { c.TimeScale = -1 }, "TimeScale = -1"},
 		{"trace", func(c *Config) { c.TracePath = "" }, "TracePath is empty"},
+		{"bypass", func(c *Config) { c.Bypass = 1 }, "Bypass = 1"},
+		{"bypass pods", func(c *Config) { c.Bypass, c.BypassPods = 0.2, 9 }, "BypassPods = 9"},
+		{"kv-engine", func(c *Config) { c.Modes = []string{ModeKV, ModeKVEngine} }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -50,6 +50,13 @@ type Config struct {
 	SpeculativeWeight float64
 	// Modes are the routing modes to run, in order (ModeNames by default).
 	Modes []string
+	// Bypass is the share of requests, in [0, 1), sent straight to a pod
+	// around the cell (see bypassFront): traffic the router does not see.
+	// 0 sends everything through the cell.
+	Bypass float64
+	// BypassPods is how many pods (the first of the fleet) the bypassed
+	// requests go to.
+	BypassPods int
 
 	// Pods is the fleet size.
 	Pods int
@@ -94,6 +101,7 @@ func DefaultConfig() Config {
 		SpeculativeTTL:    cell.DefaultConfig().Speculative.TTL,
 		SpeculativeWeight: cell.DefaultConfig().Speculative.Weight,
 		Modes:             ModeNames,
+		BypassPods:        2,
 		Pods:              8,
 		BlocksPerPod:      8192,
 		BlockSize:         16,
@@ -141,6 +149,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("compare: MaxTokensCap = %d, want >= 0", c.MaxTokensCap)
 	case c.Timeout <= 0:
 		return fmt.Errorf("compare: Timeout = %v, want > 0", c.Timeout)
+	case !(c.Bypass >= 0 && c.Bypass < 1):
+		return fmt.Errorf("compare: Bypass = %v, want in [0, 1)", c.Bypass)
+	case c.Bypass > 0 && (c.BypassPods < 1 || c.BypassPods > c.Pods):
+		return fmt.Errorf("compare: BypassPods = %d, want 1..Pods (%d)", c.BypassPods, c.Pods)
 	case len(c.Modes) == 0:
 		return fmt.Errorf("compare: Modes is empty, want some of %v", ModeNames)
 	case c.Pods < 1 || c.Pods > enginesim.MaxFleetPods:
@@ -156,7 +168,7 @@ func (c Config) Validate() error {
 	}
 	for _, m := range c.Modes {
 		if _, ok := modes[m]; !ok {
-			return fmt.Errorf("compare: Modes has %q, want some of %v", m, ModeNames)
+			return fmt.Errorf("compare: Modes has %q, want some of %v or %s", m, ModeNames, ModeKVEngine)
 		}
 	}
 	return nil

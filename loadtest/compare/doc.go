@@ -19,6 +19,19 @@
 // caches. Every mode is also set against round_robin (vs_round_robin: TTFT
 // speedups, cached-ratio gain, busiest pod over an even share).
 //
+// # Traffic around the router
+//
+// Config.Bypass (loadtest compare --bypass 0.2) sends that share of the
+// requests straight to pods, around the cell (bypassFront: a loopback HTTP
+// front, the same requests in every mode by a hash of their body, to the
+// first BypassPods pods), as in a fleet where some clients address
+// engines directly. The cell's own load estimate then misses that
+// traffic. With --bypass and no --modes the run sets kv (the router's own
+// estimate, engine_metrics off as in every other mode) against kv-engine
+// (engine_metrics on: the default profile's engine-active-blocks adds the
+// load the engines report and the router did not route), and reports
+// their TTFT ratios in the JSON's "bypass" object.
+//
 // # Slice
 //
 // SampleConversations keeps whole conversations (the subtrees under a

@@ -15,6 +15,11 @@ const (
 	// ModeApprox is kv on a fleet that publishes no KV events: the cell's
 	// approximate index, learned from its own routing.
 	ModeApprox = "approx"
+	// ModeKVEngine is kv with the engines' own load metrics
+	// (engine_metrics and the engine load plug-ins); every other mode
+	// routes without them. Not in ModeNames: the bypass comparison
+	// (Config.Bypass) sets it against kv.
+	ModeKVEngine = "kv-engine"
 )
 
 // ModeNames lists the modes in the order they run.
@@ -34,6 +39,9 @@ type mode struct {
 	noEvents bool
 	// noSpec turns the cell's speculative entries off.
 	noSpec bool
+	// engineMetrics turns the cell's engine_metrics on (the default
+	// profile then takes the engine load plug-ins).
+	engineMetrics bool
 	// cacheAware marks the modes that route with the kv profile (the
 	// kv-max-requests cap applies to them).
 	cacheAware bool
@@ -62,4 +70,6 @@ var modes = map[string]mode{
 		about: "cache-aware without speculative entries: the index knows only what KV events said"},
 	ModeApprox: {profile: "default", cacheAware: true, noEvents: true,
 		about: "cache-aware on a fleet without KV events: the approximate index learned from the cell's own routing"},
+	ModeKVEngine: {profile: "default", cacheAware: true, engineMetrics: true,
+		about: "kv plus the engines' own load (engine_metrics: the decode term is max(router's, engine's active blocks), lora-affinity)"},
 }

@@ -56,6 +56,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "kv max pod share / even share: %.2f (want <= 2) %s\n", c.KVMaxShareOverMean, verdict(c.BalancePass))
 		fmt.Fprintf(w, "eviction happened: %v\n", c.Evicting)
 	}
+	if b := r.Bypass; b != nil {
+		fmt.Fprintf(w, "\n%.0f%% of requests around the cell (to %d pods): TTFT p90 kv %.1f ms, kv-engine %.1f ms: %.2fx (want >= 1.3) %s; p50 %.2fx, p99 %.2fx\n",
+			100*b.Share, b.Pods, b.KVTTFTP90Ms, b.KVEngineTTFTP90Ms, b.TTFTP90Ratio, verdict(b.Pass), b.TTFTP50Ratio, b.TTFTP99Ratio)
+	}
 	_, err := fmt.Fprintf(w, "wall time %.1f s\n", r.WallS)
 	return err
 }

@@ -33,6 +33,8 @@ type ModeResult struct {
 	FullPods int `json:"full_pods"`
 	// VsRoundRobin sets the mode against round_robin, when both ran.
 	VsRoundRobin *Versus `json:"vs_round_robin,omitempty"`
+	// Bypassed counts the requests sent around the cell (Config.Bypass).
+	Bypassed int64 `json:"bypassed,omitempty"`
 
 	results []replay.Result
 }
@@ -117,10 +119,15 @@ type Report struct {
 	Modes map[string]*ModeResult `json:"modes"`
 	// Checks are present when round_robin and kv both ran.
 	Checks *Checks `json:"checks,omitempty"`
+	// Bypass sets kv-engine against kv when traffic bypassed the cell
+	// (Config.Bypass) and both ran.
+	Bypass *BypassFigure `json:"bypass,omitempty"`
 	// WallS is the whole comparison's wall time.
 	WallS float64 `json:"wall_s"`
 
-	order []string
+	order      []string
+	bypass     float64
+	bypassPods int
 }
 
 // newReport starts the report of cfg on recs.
@@ -132,6 +139,7 @@ func newReport(cfg Config, recs []trace.Record) *Report {
 		PrefillPerTokenUs: float64(cfg.PrefillPerToken) / float64(time.Microsecond),
 		DecodePerTokenMs:  float64(cfg.DecodePerToken) / float64(time.Millisecond),
 		Modes:             map[string]*ModeResult{}, order: cfg.Modes,
+		bypass: cfg.Bypass, bypassPods: cfg.BypassPods,
 	}
 	for _, rec := range recs {
 		r.PromptTokens += int64(rec.InputLength)
@@ -140,9 +148,44 @@ func newReport(cfg Config, recs []trace.Record) *Report {
 	return r
 }
 
+// BypassFigure is the engine load comparison: with a share of the traffic
+// sent around the router, kv routes on its own load estimate only and
+// kv-engine corrects it with the engines' metrics.
+type BypassFigure struct {
+	// Share is the share of requests sent around the cell; Pods the pods
+	// they went to.
+	Share float64 `json:"share"`
+	Pods  int     `json:"pods"`
+	// KVTTFTP90Ms and KVEngineTTFTP90Ms are the two modes' TTFT p90 over
+	// every request (routed and bypassed).
+	KVTTFTP90Ms       float64 `json:"kv_ttft_p90_ms"`
+	KVEngineTTFTP90Ms float64 `json:"kv_engine_ttft_p90_ms"`
+	// TTFTP90Ratio is kv's TTFT p90 over kv-engine's (above 1: the engine
+	// signals help); Pass says it reached 1.3.
+	TTFTP90Ratio float64 `json:"ttft_p90_ratio"`
+	// TTFTP50Ratio and TTFTP99Ratio are the same at p50 and p99.
+	TTFTP50Ratio float64 `json:"ttft_p50_ratio"`
+	TTFTP99Ratio float64 `json:"ttft_p99_ratio"`
+	Pass         bool    `json:"pass"`
+}
+
 // finish computes the checks and the wall time.
 func (r *Report) finish(wall time.Duration) {
 	r.WallS = wall.Seconds()
+	if kv, ke := r.Modes[ModeKV], r.Modes[ModeKVEngine]; kv != nil && ke != nil && r.bypass > 0 {
+		b := &BypassFigure{Share: r.bypass, Pods: r.bypassPods, KVTTFTP90Ms: kv.TTFTP90Ms, KVEngineTTFTP90Ms: ke.TTFTP90Ms}
+		ratio := func(a, b float64) float64 {
+			if b > 0 {
+				return a / b
+			}
+			return 0
+		}
+		b.TTFTP90Ratio = ratio(kv.TTFTP90Ms, ke.TTFTP90Ms)
+		b.TTFTP50Ratio = ratio(kv.TTFTP50Ms, ke.TTFTP50Ms)
+		b.TTFTP99Ratio = ratio(kv.TTFTP99Ms, ke.TTFTP99Ms)
+		b.Pass = b.TTFTP90Ratio >= 1.3
+		r.Bypass = b
+	}
 	kv, rr := r.Modes[ModeKV], r.Modes[ModeRoundRobin]
 	if rr != nil {
 		for name, m := range r.Modes {

@@ -109,6 +109,18 @@ func runMode(ctx context.Context, cfg Config, recs []trace.Record, name string, 
 	if err := waitReady(ctx, target, fleet); err != nil {
 		return nil, err
 	}
+	var front *bypassFront
+	if cfg.Bypass > 0 {
+		var pods []string
+		for _, p := range fleet.Pods()[:min(cfg.BypassPods, len(fleet.Pods()))] {
+			pods = append(pods, "http://"+p.HTTPAddr())
+		}
+		if front, err = startBypassFront(target, pods, cfg.Bypass); err != nil {
+			return nil, err
+		}
+		defer front.Close()
+		target = front.URL()
+	}
 	rc := replay.DefaultConfig()
 	rc.Target, rc.Model, rc.TimeScale = target, cfg.Model, cfg.TimeScale
 	rc.Concurrency, rc.MaxTokensCap, rc.Timeout = cfg.Concurrency, cfg.MaxTokensCap, cfg.Timeout
@@ -128,6 +140,9 @@ func runMode(ctx context.Context, cfg Config, recs []trace.Record, name string, 
 	}
 	mr := &ModeResult{Summary: report.Summarize(out.Results, out.Elapsed), Profile: modes[name].profile,
 		About: modes[name].about, results: out.Results}
+	if front != nil {
+		mr.Bypassed = front.bypassed.Load()
+	}
 	ids := make([]string, 0, cfg.Pods)
 	for _, p := range fleet.Pods() {
 		ids = append(ids, p.ID())
@@ -180,6 +195,7 @@ func cellConfig(cfg Config, fleet *enginesim.Fleet, name string) cell.Config {
 	if m.noSpec {
 		cc.Speculative.TTL = 0
 	}
+	cc.EngineMetrics.Enabled = m.engineMetrics
 	cc.Routing.Profile = m.profile
 	for _, n := range ModeNames {
 		if c := modes[n].config; c != nil {

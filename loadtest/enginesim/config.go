@@ -76,6 +76,14 @@ type Config struct {
 	// makes the pod tokenize as a real model does. Vocab still bounds the
 	// ids of token-array prompts and of generated tokens.
 	Tokenizer TextTokenizer
+	// LoRAAdapters are LoRA adapter names the pod serves besides Model: a
+	// request naming one as its model is served as the base model (the
+	// simulator models no adapter weights: its blocks are the base model's)
+	// and reported in vllm:lora_requests_info while it waits and runs.
+	LoRAAdapters []string
+	// MaxLoRAs is vLLM's max_loras, reported in lora_requests_info.
+	// Default 1 when LoRAAdapters is set.
+	MaxLoRAs int
 	// MaxRunning is the running-batch limit (vLLM's max_num_seqs): at most
 	// this many requests prefill or decode at once; the others wait in a
 	// FIFO queue. Default DefaultMaxRunning.
@@ -179,6 +187,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("enginesim: Config.MaxModelLen %d must be at least 2", c.MaxModelLen)
 	case c.Vocab < 2*ReservedTokens:
 		return fmt.Errorf("enginesim: Config.Vocab %d must be at least %d", c.Vocab, 2*ReservedTokens)
+	case c.MaxLoRAs < 0:
+		return fmt.Errorf("enginesim: Config.MaxLoRAs %d must not be negative", c.MaxLoRAs)
 	case c.MaxRunning < 1:
 		return fmt.Errorf("enginesim: Config.MaxRunning %d must be at least 1", c.MaxRunning)
 	case c.DefaultMaxTokens < 1:

@@ -31,6 +31,20 @@
 // the same file and template do, so that the routers' hashes of a text
 // prompt or chat are the blocks the pod caches (loadtest/fleet uses it).
 //
+// # Load metrics
+//
+// GET /metrics reports the running batch under vLLM's names, so that a cell
+// reading the engines' own load (cell/enginemetrics) sees what it would see
+// from vLLM: vllm:num_requests_waiting and vllm:num_requests_running,
+// vllm:kv_cache_usage_perc as the blocks the running requests hold (prompt
+// plus output, as the router counts them) over the capacity (blocks cached
+// for reuse but unused are free, as in vLLM), vllm:cache_config_info with
+// num_gpu_blocks and block_size, and, when Config.LoRAAdapters is set,
+// vllm:lora_requests_info (running_lora_adapters, waiting_lora_adapters,
+// max_lora; the value is the reading's time). A request naming an adapter
+// as its model is served as the base model: no adapter weights are
+// simulated.
+//
 // # KV cache and events
 //
 // The KV cache is package engine's model: Config.Blocks blocks of

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // serveMetrics writes the pod's metrics in the Prometheus text format, under
@@ -34,9 +35,12 @@ func (p *Pod) serveMetrics(w http.ResponseWriter) {
 		b = strconv.AppendFloat(b, v, 'g', -1, 64)
 		b = append(b, '\n')
 	}
+	// vLLM's usage counts the blocks running requests hold; cached blocks
+	// no request uses are free (evictable) to it.
+	used, runningLoRA, waitingLoRA := p.load.snapshot()
 	usage := 0.0
 	if s.CacheCapacity > 0 {
-		usage = float64(s.CacheBlocks) / float64(s.CacheCapacity)
+		usage = min(float64(used)/float64(s.CacheCapacity), 1)
 	}
 	cacheInfo := `block_size="` + strconv.Itoa(p.cfg.BlockSize) + `",num_gpu_blocks="` + strconv.Itoa(p.cfg.Blocks) +
 		`",enable_prefix_caching="True",cache_dtype="auto"`
@@ -44,6 +48,12 @@ func (p *Pod) serveMetrics(w http.ResponseWriter) {
 	metric("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", "", float64(s.Waiting))
 	metric("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", "", usage)
 	metric("vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig.", cacheInfo, 1)
+	if len(p.cfg.LoRAAdapters) > 0 {
+		// vLLM's info gauge: the value is the time of the reading.
+		loraInfo := `max_lora="` + strconv.Itoa(max(p.cfg.MaxLoRAs, 1)) + `",running_lora_adapters="` + escapeLabel(runningLoRA) +
+			`",waiting_lora_adapters="` + escapeLabel(waitingLoRA) + `"`
+		metric("vllm:lora_requests_info", "gauge", "Running stats on lora requests.", loraInfo, float64(time.Now().UnixNano())/1e9)
+	}
 	metric("vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.", "", float64(s.PromptTokens))
 	metric("vllm:prefix_cache_hits_total", "counter", "Prefix cache hits, in terms of number of cached tokens.", "", float64(s.CachedTokens))
 	metric("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", "", float64(s.PromptTokens))

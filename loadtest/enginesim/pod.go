@@ -46,6 +46,7 @@ type Pod struct {
 
 	seq   atomic.Uint64 // response ids
 	stats counters
+	load  engineLoad // the running batch's blocks and adapters (/metrics)
 }
 
 // NewPod starts a pod: it opens the HTTP listener (unless Config.HTTPAddr

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/cellrouter/cellrouter/api/openai"
 )
@@ -59,6 +60,7 @@ type genRequest struct {
 	maxTokens    int      // output tokens to generate
 	tokens       []uint32 // the prompt's token ids
 	salt         string   // cache_salt: partitions the prefix cache
+	lora         string   // the LoRA adapter the request names as its model ("" for the base model)
 	kv           kvParams
 }
 
@@ -79,8 +81,12 @@ func (p *Pod) parseGenerate(kind openai.Kind, body []byte) (*genRequest, *apiErr
 		}
 		return nil, badRequest("", "%v", err)
 	}
+	lora := ""
 	if req.Model != "" && req.Model != p.cfg.Model {
-		return nil, modelNotFound(req.Model)
+		if !slices.Contains(p.cfg.LoRAAdapters, req.Model) {
+			return nil, modelNotFound(req.Model)
+		}
+		lora = req.Model
 	}
 	var ex bodyExtras
 	if bytes.Contains(body, []byte(`"add_`)) {
@@ -88,7 +94,7 @@ func (p *Pod) parseGenerate(kind openai.Kind, body []byte) (*genRequest, *apiErr
 			return nil, badRequest("", "add_special_tokens and add_generation_prompt must be booleans: %v", err)
 		}
 	}
-	g := &genRequest{kind: kind, stream: req.Stream, includeUsage: req.IncludeUsage, salt: req.CacheSalt}
+	g := &genRequest{kind: kind, stream: req.Stream, includeUsage: req.IncludeUsage, salt: req.CacheSalt, lora: lora}
 	if req.KVTransferParams != nil {
 		if err := json.Unmarshal(req.KVTransferParams, &g.kv); err != nil {
 			return nil, badRequest("kv_transfer_params", "does not decode: %v", err)

@@ -139,10 +139,15 @@ func (p *Pod) plan(g *genRequest, chain []blockhash.Hash) prefillPlan {
 func (p *Pod) generate(ctx context.Context, w http.ResponseWriter, g *genRequest) bool {
 	chain := p.cache.chain(g.tokens, g.salt, nil)
 	start := time.Now()
+	blocks := requestBlocks(g, p.cfg.BlockSize)
+	p.load.wait(g.lora)
 	if err := p.sched.acquire(ctx); err != nil {
+		p.load.start(g.lora, blocks, false)
 		return false
 	}
+	p.load.start(g.lora, blocks, true)
 	defer p.sched.release()
+	defer p.load.finish(g.lora, blocks)
 	queued := time.Since(start)
 	pl := p.plan(g, chain)
 	if err := p.sleep(ctx, pl.duration); err != nil {

@@ -332,7 +332,8 @@ func TestModelsHealthMetrics(t *testing.T) {
 	for _, want := range []string{
 		`vllm:num_requests_running{model_name="enginesim",engine="0"} 0`,
 		`vllm:num_requests_waiting{model_name="enginesim",engine="0"} 0`,
-		`vllm:kv_cache_usage_perc{model_name="enginesim",engine="0"} 0.0625`,
+		"vllm:kv_cache_usage_perc{model_name=\"enginesim\",engine=\"0\"} 0\n", // idle: cached blocks are free to vLLM
+		`enginesim:kv_cache_blocks{model_name="enginesim",engine="0"} 4`,
 		`vllm:cache_config_info{block_size="16",num_gpu_blocks="64",`,
 		`vllm:prefix_cache_queries_total{model_name="enginesim",engine="0"} 128`,
 		`vllm:prefix_cache_hits_total{model_name="enginesim",engine="0"} 48`,

@@ -97,6 +97,10 @@ func (p *Pod) serveModels(w http.ResponseWriter) {
 	list := openai.ModelList{Object: "list", Data: []openai.Model{{
 		ID: p.cfg.Model, Object: "model", Created: p.created, OwnedBy: "enginesim", Root: p.cfg.Model, MaxModelLen: p.cfg.MaxModelLen,
 	}}}
+	for _, a := range p.cfg.LoRAAdapters {
+		parent := p.cfg.Model
+		list.Data = append(list.Data, openai.Model{ID: a, Object: "model", Created: p.created, OwnedBy: "enginesim", Root: a, Parent: &parent, MaxModelLen: p.cfg.MaxModelLen})
+	}
 	out, _ := json.Marshal(list)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")

@@ -511,8 +511,16 @@ type CellState struct {
 	// blocks_evicted_by_pod splits blocks_evicted by "<pod>/<reason>" for the
 	// live pods, as cellrouter_events_evicted_blocks_total does.
 	BlocksEvictedByPod map[string]uint64 `protobuf:"bytes,13,rep,name=blocks_evicted_by_pod,json=blocksEvictedByPod,proto3" json:"blocks_evicted_by_pod,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// engine_metrics_stale counts the pods routed on the router's own load
+	// estimate because their engine metrics are stale or failing (see
+	// engine_load); 0 when engine_metrics is disabled.
+	EngineMetricsStale uint32 `protobuf:"varint,20,opt,name=engine_metrics_stale,json=engineMetricsStale,proto3" json:"engine_metrics_stale,omitempty"`
+	// engine_load is each pod's load as its engine reports it (the
+	// engine_metrics scrape), by pod id; empty when engine_metrics is
+	// disabled.
+	EngineLoad    []*EngineLoad `protobuf:"bytes,21,rep,name=engine_load,json=engineLoad,proto3" json:"engine_load,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CellState) Reset() {
@@ -636,6 +644,148 @@ func (x *CellState) GetBlocksEvictedByPod() map[string]uint64 {
 	return nil
 }
 
+func (x *CellState) GetEngineMetricsStale() uint32 {
+	if x != nil {
+		return x.EngineMetricsStale
+	}
+	return 0
+}
+
+func (x *CellState) GetEngineLoad() []*EngineLoad {
+	if x != nil {
+		return x.EngineLoad
+	}
+	return nil
+}
+
+// EngineLoad is one pod's load as its engine's own metrics report it.
+type EngineLoad struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// pod is the pod id.
+	Pod string `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	// fresh is false when the last good scrape is older than
+	// engine_metrics.stale_after (or there was none): routing then uses the
+	// router's own estimate for the pod.
+	Fresh bool `protobuf:"varint,2,opt,name=fresh,proto3" json:"fresh,omitempty"`
+	// age_ms is the age of the last good scrape in milliseconds (-1: none).
+	AgeMs int64 `protobuf:"varint,3,opt,name=age_ms,json=ageMs,proto3" json:"age_ms,omitempty"`
+	// error is the last scrape's error, empty when it succeeded.
+	Error string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// engine is the metric family read (vllm, sglang).
+	Engine string `protobuf:"bytes,5,opt,name=engine,proto3" json:"engine,omitempty"`
+	// waiting and running are the engine's queued and running requests.
+	Waiting float64 `protobuf:"fixed64,6,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	Running float64 `protobuf:"fixed64,7,opt,name=running,proto3" json:"running,omitempty"`
+	// kv_usage is the used fraction of the engine's KV cache.
+	KvUsage float64 `protobuf:"fixed64,8,opt,name=kv_usage,json=kvUsage,proto3" json:"kv_usage,omitempty"`
+	// running_lora and waiting_lora are the adapters of its running and
+	// waiting requests.
+	RunningLora   []string `protobuf:"bytes,9,rep,name=running_lora,json=runningLora,proto3" json:"running_lora,omitempty"`
+	WaitingLora   []string `protobuf:"bytes,10,rep,name=waiting_lora,json=waitingLora,proto3" json:"waiting_lora,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EngineLoad) Reset() {
+	*x = EngineLoad{}
+	mi := &file_api_cell_v1_cell_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EngineLoad) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EngineLoad) ProtoMessage() {}
+
+func (x *EngineLoad) ProtoReflect() protoreflect.Message {
+	mi := &file_api_cell_v1_cell_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EngineLoad.ProtoReflect.Descriptor instead.
+func (*EngineLoad) Descriptor() ([]byte, []int) {
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *EngineLoad) GetPod() string {
+	if x != nil {
+		return x.Pod
+	}
+	return ""
+}
+
+func (x *EngineLoad) GetFresh() bool {
+	if x != nil {
+		return x.Fresh
+	}
+	return false
+}
+
+func (x *EngineLoad) GetAgeMs() int64 {
+	if x != nil {
+		return x.AgeMs
+	}
+	return 0
+}
+
+func (x *EngineLoad) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *EngineLoad) GetEngine() string {
+	if x != nil {
+		return x.Engine
+	}
+	return ""
+}
+
+func (x *EngineLoad) GetWaiting() float64 {
+	if x != nil {
+		return x.Waiting
+	}
+	return 0
+}
+
+func (x *EngineLoad) GetRunning() float64 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
+func (x *EngineLoad) GetKvUsage() float64 {
+	if x != nil {
+		return x.KvUsage
+	}
+	return 0
+}
+
+func (x *EngineLoad) GetRunningLora() []string {
+	if x != nil {
+		return x.RunningLora
+	}
+	return nil
+}
+
+func (x *EngineLoad) GetWaitingLora() []string {
+	if x != nil {
+		return x.WaitingLora
+	}
+	return nil
+}
+
 // DrainPodRequest drains or resumes one pod.
 type DrainPodRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -649,7 +799,7 @@ type DrainPodRequest struct {
 
 func (x *DrainPodRequest) Reset() {
 	*x = DrainPodRequest{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[6]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +811,7 @@ func (x *DrainPodRequest) String() string {
 func (*DrainPodRequest) ProtoMessage() {}
 
 func (x *DrainPodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[6]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +824,7 @@ func (x *DrainPodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainPodRequest.ProtoReflect.Descriptor instead.
 func (*DrainPodRequest) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{6}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DrainPodRequest) GetId() string {
@@ -704,7 +854,7 @@ type DrainPodResponse struct {
 
 func (x *DrainPodResponse) Reset() {
 	*x = DrainPodResponse{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[7]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -716,7 +866,7 @@ func (x *DrainPodResponse) String() string {
 func (*DrainPodResponse) ProtoMessage() {}
 
 func (x *DrainPodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[7]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -729,7 +879,7 @@ func (x *DrainPodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainPodResponse.ProtoReflect.Descriptor instead.
 func (*DrainPodResponse) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{7}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DrainPodResponse) GetPod() *Pod {
@@ -774,7 +924,7 @@ type RouteRequest struct {
 
 func (x *RouteRequest) Reset() {
 	*x = RouteRequest{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[8]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -786,7 +936,7 @@ func (x *RouteRequest) String() string {
 func (*RouteRequest) ProtoMessage() {}
 
 func (x *RouteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[8]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -799,7 +949,7 @@ func (x *RouteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RouteRequest.ProtoReflect.Descriptor instead.
 func (*RouteRequest) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{8}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RouteRequest) GetModel() string {
@@ -882,7 +1032,7 @@ type Candidate struct {
 
 func (x *Candidate) Reset() {
 	*x = Candidate{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[9]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -894,7 +1044,7 @@ func (x *Candidate) String() string {
 func (*Candidate) ProtoMessage() {}
 
 func (x *Candidate) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[9]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -907,7 +1057,7 @@ func (x *Candidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Candidate.ProtoReflect.Descriptor instead.
 func (*Candidate) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{9}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Candidate) GetPod() string {
@@ -981,7 +1131,7 @@ type FilteredPod struct {
 
 func (x *FilteredPod) Reset() {
 	*x = FilteredPod{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[10]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -993,7 +1143,7 @@ func (x *FilteredPod) String() string {
 func (*FilteredPod) ProtoMessage() {}
 
 func (x *FilteredPod) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[10]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1006,7 +1156,7 @@ func (x *FilteredPod) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilteredPod.ProtoReflect.Descriptor instead.
 func (*FilteredPod) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{10}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FilteredPod) GetPod() string {
@@ -1058,7 +1208,7 @@ type RouteResponse struct {
 
 func (x *RouteResponse) Reset() {
 	*x = RouteResponse{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[11]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1070,7 +1220,7 @@ func (x *RouteResponse) String() string {
 func (*RouteResponse) ProtoMessage() {}
 
 func (x *RouteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[11]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1083,7 +1233,7 @@ func (x *RouteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RouteResponse.ProtoReflect.Descriptor instead.
 func (*RouteResponse) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{11}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RouteResponse) GetPick() *Candidate {
@@ -1154,7 +1304,7 @@ type StreamSnapshotRequest struct {
 
 func (x *StreamSnapshotRequest) Reset() {
 	*x = StreamSnapshotRequest{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[12]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1316,7 @@ func (x *StreamSnapshotRequest) String() string {
 func (*StreamSnapshotRequest) ProtoMessage() {}
 
 func (x *StreamSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[12]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1329,7 @@ func (x *StreamSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*StreamSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{12}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StreamSnapshotRequest) GetCellId() string {
@@ -1202,7 +1352,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[13]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1214,7 +1364,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[13]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1227,7 +1377,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{13}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SnapshotChunk) GetData() []byte {
@@ -1269,7 +1419,7 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\x13GetCellStateRequest\"Y\n" +
 	"\rPodStateCount\x122\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1c.cellrouter.cell.v1.PodStateR\x05state\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\rR\x05count\"\x83\t\n" +
+	"\x05count\x18\x02 \x01(\rR\x05count\"\xf6\t\n" +
 	"\tCellState\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12E\n" +
 	"\rpods_by_state\x18\x02 \x03(\v2!.cellrouter.cell.v1.PodStateCountR\vpodsByState\x12%\n" +
@@ -1284,7 +1434,10 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	" \x03(\v2;.cellrouter.cell.v1.CellState.TransportDroppedByReasonEntryR\x18transportDroppedByReason\x12%\n" +
 	"\x0eblocks_evicted\x18\v \x01(\x04R\rblocksEvicted\x12q\n" +
 	"\x18blocks_evicted_by_reason\x18\f \x03(\v28.cellrouter.cell.v1.CellState.BlocksEvictedByReasonEntryR\x15blocksEvictedByReason\x12h\n" +
-	"\x15blocks_evicted_by_pod\x18\r \x03(\v25.cellrouter.cell.v1.CellState.BlocksEvictedByPodEntryR\x12blocksEvictedByPod\x1aH\n" +
+	"\x15blocks_evicted_by_pod\x18\r \x03(\v25.cellrouter.cell.v1.CellState.BlocksEvictedByPodEntryR\x12blocksEvictedByPod\x120\n" +
+	"\x14engine_metrics_stale\x18\x14 \x01(\rR\x12engineMetricsStale\x12?\n" +
+	"\vengine_load\x18\x15 \x03(\v2\x1e.cellrouter.cell.v1.EngineLoadR\n" +
+	"engineLoad\x1aH\n" +
 	"\x1aEventsDroppedByReasonEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aK\n" +
@@ -1296,7 +1449,20 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aE\n" +
 	"\x17BlocksEvictedByPodEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"9\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"\x8e\x02\n" +
+	"\n" +
+	"EngineLoad\x12\x10\n" +
+	"\x03pod\x18\x01 \x01(\tR\x03pod\x12\x14\n" +
+	"\x05fresh\x18\x02 \x01(\bR\x05fresh\x12\x15\n" +
+	"\x06age_ms\x18\x03 \x01(\x03R\x05ageMs\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x16\n" +
+	"\x06engine\x18\x05 \x01(\tR\x06engine\x12\x18\n" +
+	"\awaiting\x18\x06 \x01(\x01R\awaiting\x12\x18\n" +
+	"\arunning\x18\a \x01(\x01R\arunning\x12\x19\n" +
+	"\bkv_usage\x18\b \x01(\x01R\akvUsage\x12!\n" +
+	"\frunning_lora\x18\t \x03(\tR\vrunningLora\x12!\n" +
+	"\fwaiting_lora\x18\n" +
+	" \x03(\tR\vwaitingLora\"9\n" +
 	"\x0fDrainPodRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06cancel\x18\x02 \x01(\bR\x06cancel\"W\n" +
@@ -1375,7 +1541,7 @@ func file_api_cell_v1_cell_proto_rawDescGZIP() []byte {
 }
 
 var file_api_cell_v1_cell_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_api_cell_v1_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_api_cell_v1_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_api_cell_v1_cell_proto_goTypes = []any{
 	(PodState)(0),                 // 0: cellrouter.cell.v1.PodState
 	(PodRole)(0),                  // 1: cellrouter.cell.v1.PodRole
@@ -1385,18 +1551,19 @@ var file_api_cell_v1_cell_proto_goTypes = []any{
 	(*GetCellStateRequest)(nil),   // 5: cellrouter.cell.v1.GetCellStateRequest
 	(*PodStateCount)(nil),         // 6: cellrouter.cell.v1.PodStateCount
 	(*CellState)(nil),             // 7: cellrouter.cell.v1.CellState
-	(*DrainPodRequest)(nil),       // 8: cellrouter.cell.v1.DrainPodRequest
-	(*DrainPodResponse)(nil),      // 9: cellrouter.cell.v1.DrainPodResponse
-	(*RouteRequest)(nil),          // 10: cellrouter.cell.v1.RouteRequest
-	(*Candidate)(nil),             // 11: cellrouter.cell.v1.Candidate
-	(*FilteredPod)(nil),           // 12: cellrouter.cell.v1.FilteredPod
-	(*RouteResponse)(nil),         // 13: cellrouter.cell.v1.RouteResponse
-	(*StreamSnapshotRequest)(nil), // 14: cellrouter.cell.v1.StreamSnapshotRequest
-	(*SnapshotChunk)(nil),         // 15: cellrouter.cell.v1.SnapshotChunk
-	nil,                           // 16: cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
-	nil,                           // 17: cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
-	nil,                           // 18: cellrouter.cell.v1.CellState.BlocksEvictedByReasonEntry
-	nil,                           // 19: cellrouter.cell.v1.CellState.BlocksEvictedByPodEntry
+	(*EngineLoad)(nil),            // 8: cellrouter.cell.v1.EngineLoad
+	(*DrainPodRequest)(nil),       // 9: cellrouter.cell.v1.DrainPodRequest
+	(*DrainPodResponse)(nil),      // 10: cellrouter.cell.v1.DrainPodResponse
+	(*RouteRequest)(nil),          // 11: cellrouter.cell.v1.RouteRequest
+	(*Candidate)(nil),             // 12: cellrouter.cell.v1.Candidate
+	(*FilteredPod)(nil),           // 13: cellrouter.cell.v1.FilteredPod
+	(*RouteResponse)(nil),         // 14: cellrouter.cell.v1.RouteResponse
+	(*StreamSnapshotRequest)(nil), // 15: cellrouter.cell.v1.StreamSnapshotRequest
+	(*SnapshotChunk)(nil),         // 16: cellrouter.cell.v1.SnapshotChunk
+	nil,                           // 17: cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
+	nil,                           // 18: cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
+	nil,                           // 19: cellrouter.cell.v1.CellState.BlocksEvictedByReasonEntry
+	nil,                           // 20: cellrouter.cell.v1.CellState.BlocksEvictedByPodEntry
 }
 var file_api_cell_v1_cell_proto_depIdxs = []int32{
 	1,  // 0: cellrouter.cell.v1.Pod.role:type_name -> cellrouter.cell.v1.PodRole
@@ -1405,31 +1572,32 @@ var file_api_cell_v1_cell_proto_depIdxs = []int32{
 	2,  // 3: cellrouter.cell.v1.ListPodsResponse.pods:type_name -> cellrouter.cell.v1.Pod
 	0,  // 4: cellrouter.cell.v1.PodStateCount.state:type_name -> cellrouter.cell.v1.PodState
 	6,  // 5: cellrouter.cell.v1.CellState.pods_by_state:type_name -> cellrouter.cell.v1.PodStateCount
-	16, // 6: cellrouter.cell.v1.CellState.events_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
-	17, // 7: cellrouter.cell.v1.CellState.transport_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
-	18, // 8: cellrouter.cell.v1.CellState.blocks_evicted_by_reason:type_name -> cellrouter.cell.v1.CellState.BlocksEvictedByReasonEntry
-	19, // 9: cellrouter.cell.v1.CellState.blocks_evicted_by_pod:type_name -> cellrouter.cell.v1.CellState.BlocksEvictedByPodEntry
-	2,  // 10: cellrouter.cell.v1.DrainPodResponse.pod:type_name -> cellrouter.cell.v1.Pod
-	1,  // 11: cellrouter.cell.v1.RouteRequest.role:type_name -> cellrouter.cell.v1.PodRole
-	0,  // 12: cellrouter.cell.v1.Candidate.state:type_name -> cellrouter.cell.v1.PodState
-	11, // 13: cellrouter.cell.v1.RouteResponse.pick:type_name -> cellrouter.cell.v1.Candidate
-	11, // 14: cellrouter.cell.v1.RouteResponse.candidates:type_name -> cellrouter.cell.v1.Candidate
-	12, // 15: cellrouter.cell.v1.RouteResponse.filtered:type_name -> cellrouter.cell.v1.FilteredPod
-	3,  // 16: cellrouter.cell.v1.CellService.ListPods:input_type -> cellrouter.cell.v1.ListPodsRequest
-	5,  // 17: cellrouter.cell.v1.CellService.GetCellState:input_type -> cellrouter.cell.v1.GetCellStateRequest
-	8,  // 18: cellrouter.cell.v1.CellService.DrainPod:input_type -> cellrouter.cell.v1.DrainPodRequest
-	10, // 19: cellrouter.cell.v1.CellService.Route:input_type -> cellrouter.cell.v1.RouteRequest
-	14, // 20: cellrouter.cell.v1.CellService.StreamSnapshot:input_type -> cellrouter.cell.v1.StreamSnapshotRequest
-	4,  // 21: cellrouter.cell.v1.CellService.ListPods:output_type -> cellrouter.cell.v1.ListPodsResponse
-	7,  // 22: cellrouter.cell.v1.CellService.GetCellState:output_type -> cellrouter.cell.v1.CellState
-	9,  // 23: cellrouter.cell.v1.CellService.DrainPod:output_type -> cellrouter.cell.v1.DrainPodResponse
-	13, // 24: cellrouter.cell.v1.CellService.Route:output_type -> cellrouter.cell.v1.RouteResponse
-	15, // 25: cellrouter.cell.v1.CellService.StreamSnapshot:output_type -> cellrouter.cell.v1.SnapshotChunk
-	21, // [21:26] is the sub-list for method output_type
-	16, // [16:21] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	17, // 6: cellrouter.cell.v1.CellState.events_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
+	18, // 7: cellrouter.cell.v1.CellState.transport_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
+	19, // 8: cellrouter.cell.v1.CellState.blocks_evicted_by_reason:type_name -> cellrouter.cell.v1.CellState.BlocksEvictedByReasonEntry
+	20, // 9: cellrouter.cell.v1.CellState.blocks_evicted_by_pod:type_name -> cellrouter.cell.v1.CellState.BlocksEvictedByPodEntry
+	8,  // 10: cellrouter.cell.v1.CellState.engine_load:type_name -> cellrouter.cell.v1.EngineLoad
+	2,  // 11: cellrouter.cell.v1.DrainPodResponse.pod:type_name -> cellrouter.cell.v1.Pod
+	1,  // 12: cellrouter.cell.v1.RouteRequest.role:type_name -> cellrouter.cell.v1.PodRole
+	0,  // 13: cellrouter.cell.v1.Candidate.state:type_name -> cellrouter.cell.v1.PodState
+	12, // 14: cellrouter.cell.v1.RouteResponse.pick:type_name -> cellrouter.cell.v1.Candidate
+	12, // 15: cellrouter.cell.v1.RouteResponse.candidates:type_name -> cellrouter.cell.v1.Candidate
+	13, // 16: cellrouter.cell.v1.RouteResponse.filtered:type_name -> cellrouter.cell.v1.FilteredPod
+	3,  // 17: cellrouter.cell.v1.CellService.ListPods:input_type -> cellrouter.cell.v1.ListPodsRequest
+	5,  // 18: cellrouter.cell.v1.CellService.GetCellState:input_type -> cellrouter.cell.v1.GetCellStateRequest
+	9,  // 19: cellrouter.cell.v1.CellService.DrainPod:input_type -> cellrouter.cell.v1.DrainPodRequest
+	11, // 20: cellrouter.cell.v1.CellService.Route:input_type -> cellrouter.cell.v1.RouteRequest
+	15, // 21: cellrouter.cell.v1.CellService.StreamSnapshot:input_type -> cellrouter.cell.v1.StreamSnapshotRequest
+	4,  // 22: cellrouter.cell.v1.CellService.ListPods:output_type -> cellrouter.cell.v1.ListPodsResponse
+	7,  // 23: cellrouter.cell.v1.CellService.GetCellState:output_type -> cellrouter.cell.v1.CellState
+	10, // 24: cellrouter.cell.v1.CellService.DrainPod:output_type -> cellrouter.cell.v1.DrainPodResponse
+	14, // 25: cellrouter.cell.v1.CellService.Route:output_type -> cellrouter.cell.v1.RouteResponse
+	16, // 26: cellrouter.cell.v1.CellService.StreamSnapshot:output_type -> cellrouter.cell.v1.SnapshotChunk
+	22, // [22:27] is the sub-list for method output_type
+	17, // [17:22] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_api_cell_v1_cell_proto_init() }
@@ -1443,7 +1611,7 @@ func file_api_cell_v1_cell_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_cell_v1_cell_proto_rawDesc), len(file_api_cell_v1_cell_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

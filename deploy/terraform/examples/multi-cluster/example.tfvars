@@ -11,3 +11,12 @@ internal_load_balancer_annotations = { "networking.gke.io/load-balancer-type" = 
 # The east cluster's pods are not routed from the others: the cell there
 # advertises a reserved internal IP; the west cell advertises its pod IP.
 cell_advertise_addresses = { east = "10.142.0.60" }
+# Deployed secure: the key file and the tier certificates from Secrets in
+# the namespace of every cluster (for example made by cert-manager), or
+# inline (api_keys.key_file, tls.ca_pem, tls.global and tls.cell) for the
+# modules to create them.
+api_keys = { secret_name = "cellrouter-api-keys" }
+tls = {
+  global_secret_name = "globald-tls"
+  cell_secret_name   = "cell-tls"
+}

@@ -44,6 +44,20 @@ resource "kubernetes_namespace_v1" "west" {
   }
 }
 
+locals {
+  # Secure by default: one key file for both tiers, and mutual TLS between
+  # them, from PEMs (Secrets created here) or existing Secrets.
+  api_keys = var.api_keys.secret_name != null ? { secret_name = var.api_keys.secret_name } : { key_file = var.api_keys.key_file }
+  global_tls = var.tls.global_secret_name != null ? { secret_name = var.tls.global_secret_name, server_name = var.tls.server_name } : {
+    cert_pem = var.tls.global.cert_pem, key_pem = var.tls.global.key_pem, ca_pem = var.tls.ca_pem, server_name = var.tls.server_name
+  }
+  cell_tls = var.tls.cell_secret_name != null ? { secret_name = var.tls.cell_secret_name } : {
+    cert_pem = var.tls.cell.cert_pem, key_pem = var.tls.cell.key_pem, ca_pem = var.tls.ca_pem
+  }
+  # Each cell discovers the demo engines of its own cluster through the API.
+  demo_discovery = var.demo_engines == 0 ? null : { target_port = 8000, zmq_port = 8001, replay_port = 8002 }
+}
+
 module "global" {
   source    = "../../modules/global"
   providers = { kubernetes = kubernetes.global }
@@ -56,6 +70,9 @@ module "global" {
     ip          = var.global_gossip_ip
     annotations = var.internal_load_balancer_annotations
   }
+  api_keys         = local.api_keys
+  tls              = local.global_tls
+  wait_for_rollout = var.wait_for_rollout
 
   depends_on = [kubernetes_namespace_v1.global]
 }
@@ -74,6 +91,10 @@ module "cell_east" {
     advertised_service_annotations = var.internal_load_balancer_annotations
   }
   gossip_secret_key = var.gossip_secret_key
+  discovery         = local.demo_discovery
+  api_keys          = local.api_keys
+  tls               = local.cell_tls
+  wait_for_rollout  = var.wait_for_rollout
 
   depends_on = [kubernetes_namespace_v1.east, kubernetes_namespace_v1.global]
 }
@@ -92,6 +113,10 @@ module "cell_west" {
     advertised_service_annotations = var.internal_load_balancer_annotations
   }
   gossip_secret_key = var.gossip_secret_key
+  discovery         = local.demo_discovery
+  api_keys          = local.api_keys
+  tls               = local.cell_tls
+  wait_for_rollout  = var.wait_for_rollout
 
   depends_on = [kubernetes_namespace_v1.west, kubernetes_namespace_v1.east, kubernetes_namespace_v1.global]
 }

@@ -79,3 +79,38 @@ variable "gossip_secret_key" {
   default     = null
   sensitive   = true
 }
+
+variable "api_keys" {
+  description = "The API key file (README, Security) of globald and every cell: key_file, its YAML (globald keygen prints entries), from which the modules create Secrets; or secret_name, an existing Secret in the namespace holding it under api-keys.yaml. Required: the example deploys secure."
+  type = object({
+    key_file    = optional(string)
+    secret_name = optional(string)
+  })
+  nullable = false
+}
+
+variable "tls" {
+  description = <<-EOT
+    The tier certificates (README, Security: one CA, serverAuth and clientAuth usages): every hop from globald to a
+    cell is mutual TLS. Either PEMs (ca_pem, and cert_pem and key_pem of global and of cell; the modules create the
+    Secrets), or existing Secrets in cert-manager's layout (global_secret_name, cell_secret_name: tls.crt, tls.key,
+    ca.crt). The cells' certificate carries server_name as a DNS name, which globald checks (cells advertise pod IPs).
+    Required: the example deploys secure.
+  EOT
+  type = object({
+    ca_pem             = optional(string)
+    global             = optional(object({ cert_pem = string, key_pem = string }))
+    cell               = optional(object({ cert_pem = string, key_pem = string }))
+    global_secret_name = optional(string)
+    cell_secret_name   = optional(string)
+    server_name        = optional(string, "cellrouter-cell")
+  })
+  nullable  = false
+  sensitive = true
+}
+
+variable "wait_for_rollout" {
+  description = "Make apply wait until globald, the cells and the demo engines are ready; false returns once the objects are accepted (a control plane without nodes, CI)."
+  type        = bool
+  default     = true
+}

@@ -48,9 +48,17 @@ variable "global_replicas" {
 }
 
 variable "cells" {
-  description = "The cells, by name (each one celld, its Services and ConfigMap): demo_engines simulated vLLM pods each (0: none), plus the real engine pods it routes to (the cell module's pods)."
+  description = "The cells, by name (each one celld, its Services and ConfigMap): demo_engines simulated vLLM pods each (0: none), which the cell discovers through the Kubernetes API; discovery (the cell module's) to follow real engine pods by label selector or InferencePool; and static pods (the cell module's pods), which combine with discovered ones."
   type = map(object({
     demo_engines = optional(number, 2)
+    discovery = optional(object({
+      selector       = optional(string, "")
+      inference_pool = optional(string, "")
+      namespace      = optional(string, "")
+      target_port    = optional(number, 8000)
+      zmq_port       = optional(number, 5557)
+      replay_port    = optional(number, 5558)
+    }))
     pods = optional(list(object({
       id                 = string
       address            = string
@@ -67,8 +75,8 @@ variable "cells" {
     "cell-b" = {}
   }
   validation {
-    condition     = length(var.cells) >= 1 && alltrue([for c in values(var.cells) : c.demo_engines + length(c.pods) >= 1])
-    error_message = "cells needs at least one cell, and each cell at least one demo engine or pod."
+    condition     = length(var.cells) >= 1 && alltrue([for c in values(var.cells) : c.demo_engines + length(c.pods) >= 1 || c.discovery != null])
+    error_message = "cells needs at least one cell, and each cell at least one demo engine, pod or discovery."
   }
 }
 
@@ -83,4 +91,39 @@ variable "gossip_secret_key" {
   type        = string
   default     = null
   sensitive   = true
+}
+
+variable "api_keys" {
+  description = "The API key file (README, Security) of globald and every cell: key_file, its YAML (globald keygen prints entries), from which the modules create Secrets; or secret_name, an existing Secret in the namespace holding it under api-keys.yaml. Required: the example deploys secure."
+  type = object({
+    key_file    = optional(string)
+    secret_name = optional(string)
+  })
+  nullable = false
+}
+
+variable "tls" {
+  description = <<-EOT
+    The tier certificates (README, Security: one CA, serverAuth and clientAuth usages): every hop from globald to a
+    cell is mutual TLS. Either PEMs (ca_pem, and cert_pem and key_pem of global and of cell; the modules create the
+    Secrets), or existing Secrets in cert-manager's layout (global_secret_name, cell_secret_name: tls.crt, tls.key,
+    ca.crt). The cells' certificate carries server_name as a DNS name, which globald checks (cells advertise pod IPs).
+    Required: the example deploys secure.
+  EOT
+  type = object({
+    ca_pem             = optional(string)
+    global             = optional(object({ cert_pem = string, key_pem = string }))
+    cell               = optional(object({ cert_pem = string, key_pem = string }))
+    global_secret_name = optional(string)
+    cell_secret_name   = optional(string)
+    server_name        = optional(string, "cellrouter-cell")
+  })
+  nullable  = false
+  sensitive = true
+}
+
+variable "wait_for_rollout" {
+  description = "Make apply wait until globald, the cells and the demo engines are ready; false returns once the objects are accepted (a control plane without nodes, CI)."
+  type        = bool
+  default     = true
 }

@@ -17,10 +17,27 @@ locals {
     }
   ]
 
-  # Every pod the cell is configured with: the operator's, then the demo's.
+  # The demo engines' pods, as discovery selects them.
+  engine_selector_text = "app.kubernetes.io/name=enginesim,app.kubernetes.io/instance=${var.name}"
+
+  # What the cell discovers (celld discovery.kubernetes): in-cluster
+  # credentials, the pod's own namespace unless another is named, and the
+  # demo engines when no selector or pool is named.
+  discovery = var.discovery == null ? null : merge(
+    { enabled = true, kubeconfig = "" },
+    var.discovery.namespace == "" ? {} : { namespace = var.discovery.namespace },
+    var.discovery.inference_pool != "" ? { inference_pool = var.discovery.inference_pool } : {
+      selector                                            = var.discovery.selector != "" ? var.discovery.selector : local.engine_selector_text
+    },
+    var.discovery.inference_pool != "" ? {} : { target_port = var.discovery.target_port },
+    { zmq_port = var.discovery.zmq_port, replay_port = var.discovery.replay_port },
+  )
+
+  # Every pod the cell is configured with: the operator's, then the demo's
+  # (unless discovery finds them).
   pods = concat(
     [for p in var.pods : { for k, v in p : k => v if v != null }],
-    [for e in local.engine_pods : {
+    [for e in(var.discovery == null ? local.engine_pods : []) : {
       id              = e.id
       address         = "${e.host}:${local.engine_ports.http}"
       role            = "both"
@@ -76,6 +93,9 @@ locals {
       zmq     = local.zmq
       routing = local.routing
     } : k => v if length(v) > 0 },
+    local.discovery == null ? {} : { discovery = { kubernetes = local.discovery } },
+    length(local.auth) == 0 ? {} : { auth = local.auth },
+    length(local.tls) == 0 ? {} : { tls = local.tls },
     local.nats == null ? {} : { nats = local.nats },
     local.gossip == null ? {} : { gossip = local.gossip },
     local.snapshot == null ? {} : { snapshot = local.snapshot },

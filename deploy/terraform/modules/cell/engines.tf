@@ -58,11 +58,14 @@ resource "kubernetes_stateful_set_v1" "engine" {
     template {
       metadata {
         labels = local.engine_labels
-        annotations = var.prometheus_scrape ? {
-          "prometheus.io/scrape" = "true"
-          "prometheus.io/port"   = tostring(local.engine_ports.http)
-          "prometheus.io/path"   = "/metrics"
-        } : {}
+        annotations = merge(
+          # What a discovering cell reads of the pod (cell/discovery).
+          { "cellrouter.io/model" = var.demo_engines.model, "cellrouter.io/kv-blocks" = tostring(var.demo_engines.blocks) },
+          var.prometheus_scrape ? {
+            "prometheus.io/scrape" = "true"
+            "prometheus.io/port"   = tostring(local.engine_ports.http)
+            "prometheus.io/path"   = "/metrics"
+        } : {})
       }
 
       spec {

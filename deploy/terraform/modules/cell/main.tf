@@ -103,7 +103,9 @@ resource "kubernetes_deployment_v1" "celld" {
       }
 
       spec {
-        automount_service_account_token  = false
+        # A token only for discovery, bound to the Role in rbac.tf.
+        service_account_name             = var.discovery == null ? null : kubernetes_service_account_v1.celld[0].metadata[0].name
+        automount_service_account_token  = var.discovery != null
         enable_service_links             = false
         termination_grace_period_seconds = var.termination_grace_period_seconds
         node_selector                    = var.node_selector
@@ -151,6 +153,15 @@ resource "kubernetes_deployment_v1" "celld" {
               value = env.value
             }
           }
+          # The namespace discovery watches when it names none.
+          env {
+            name = "POD_NAMESPACE"
+            value_from {
+              field_ref {
+                field_path = "metadata.namespace"
+              }
+            }
+          }
           # The replica id (celld replica.id defaults to $POD_NAME): its
           # gossip node name and NATS durable consumer.
           env {
@@ -175,8 +186,9 @@ resource "kubernetes_deployment_v1" "celld" {
           # Service (and globald, through gossip) only sees a warm index.
           readiness_probe {
             http_get {
-              path = "/readyz"
-              port = "http"
+              path   = "/readyz"
+              port   = "http"
+              scheme = local.probe_scheme
             }
             period_seconds    = 5
             timeout_seconds   = 2
@@ -184,8 +196,9 @@ resource "kubernetes_deployment_v1" "celld" {
           }
           liveness_probe {
             http_get {
-              path = "/healthz"
-              port = "http"
+              path   = "/healthz"
+              port   = "http"
+              scheme = local.probe_scheme
             }
             initial_delay_seconds = 10
             period_seconds        = 10
@@ -216,6 +229,22 @@ resource "kubernetes_deployment_v1" "celld" {
             mount_path = "/tmp"
           }
           dynamic "volume_mount" {
+            for_each = local.has_keys ? [1] : []
+            content {
+              name       = "api-keys"
+              mount_path = local.keys_dir
+              read_only  = true
+            }
+          }
+          dynamic "volume_mount" {
+            for_each = local.has_tls ? [1] : []
+            content {
+              name       = "tls"
+              mount_path = local.tls_dir
+              read_only  = true
+            }
+          }
+          dynamic "volume_mount" {
             for_each = var.snapshot == null ? [] : [1]
             content {
               name       = "snapshots"
@@ -233,6 +262,26 @@ resource "kubernetes_deployment_v1" "celld" {
         volume {
           name = "tmp"
           empty_dir {}
+        }
+        dynamic "volume" {
+          for_each = local.has_keys ? [local.keys_secret] : []
+          content {
+            name = "api-keys"
+            secret {
+              secret_name  = volume.value
+              default_mode = "0444" # readable by celld (uid 65532); the pod runs nothing else
+            }
+          }
+        }
+        dynamic "volume" {
+          for_each = local.has_tls ? [local.tls_secret] : []
+          content {
+            name = "tls"
+            secret {
+              secret_name  = volume.value
+              default_mode = "0444" # readable by celld (uid 65532); the pod runs nothing else
+            }
+          }
         }
         dynamic "volume" {
           for_each = var.snapshot == null ? [] : [var.snapshot.size_limit]

@@ -42,3 +42,17 @@ output "selector" {
   description = "The labels that select the celld pods (kubectl get pods -l ...)."
   value       = local.selector
 }
+
+output "discovery_rbac" {
+  description = "What discovery reads the API as: the ServiceAccount, Role and RoleBinding (namespace/name each); empty without discovery."
+  value = var.discovery == null ? [] : [
+    "serviceaccount/${var.namespace}/${var.name}",
+    "role/${local.discovery_namespace}/${var.name}-discovery",
+    "rolebinding/${local.discovery_namespace}/${var.name}-discovery",
+  ]
+}
+
+output "wait_for_rollout" {
+  description = "Whether apply waits for the rollouts (the variable, passed through for callers' checks)."
+  value       = var.wait_for_rollout
+}

@@ -40,6 +40,7 @@ locals {
     [for s in concat([local.gossip_seed], var.seeds) : "--seed=${s}"],
     local.has_secret ? ["--gossip-secret-key=$(GOSSIP_SECRET_KEY)"] : [],
     [for k in sort(keys(local.routing_flags)) : "${local.routing_flags[k]}=${var.routing[k]}" if var.routing[k] != null],
+    local.security_args,
   )
 
   scrape_annotations = {
@@ -179,8 +180,9 @@ resource "kubernetes_deployment_v1" "globald" {
           # no request to a replica that could only refuse it.
           readiness_probe {
             http_get {
-              path = "/readyz"
-              port = "http"
+              path   = "/readyz"
+              port   = "http"
+              scheme = local.probe_scheme
             }
             period_seconds    = 5
             timeout_seconds   = 2
@@ -188,8 +190,9 @@ resource "kubernetes_deployment_v1" "globald" {
           }
           liveness_probe {
             http_get {
-              path = "/healthz"
-              port = "http"
+              path   = "/healthz"
+              port   = "http"
+              scheme = local.probe_scheme
             }
             initial_delay_seconds = 10
             period_seconds        = 10
@@ -214,11 +217,47 @@ resource "kubernetes_deployment_v1" "globald" {
             name       = "tmp"
             mount_path = "/tmp"
           }
+          dynamic "volume_mount" {
+            for_each = local.has_keys ? [1] : []
+            content {
+              name       = "api-keys"
+              mount_path = local.keys_dir
+              read_only  = true
+            }
+          }
+          dynamic "volume_mount" {
+            for_each = local.has_tls ? [1] : []
+            content {
+              name       = "tls"
+              mount_path = local.tls_dir
+              read_only  = true
+            }
+          }
         }
 
         volume {
           name = "tmp"
           empty_dir {}
+        }
+        dynamic "volume" {
+          for_each = local.has_keys ? [local.keys_secret] : []
+          content {
+            name = "api-keys"
+            secret {
+              secret_name  = volume.value
+              default_mode = "0444" # readable by globald (uid 65532); the pod runs nothing else
+            }
+          }
+        }
+        dynamic "volume" {
+          for_each = local.has_tls ? [local.tls_secret] : []
+          content {
+            name = "tls"
+            secret {
+              secret_name  = volume.value
+              default_mode = "0444"
+            }
+          }
         }
       }
     }

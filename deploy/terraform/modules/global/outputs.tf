@@ -30,3 +30,8 @@ output "selector" {
   description = "The labels that select the globald pods (kubectl get pods -l ...)."
   value       = local.selector
 }
+
+output "wait_for_rollout" {
+  description = "Whether apply waits for the rollout (the variable, passed through for callers' checks)."
+  value       = var.wait_for_rollout
+}

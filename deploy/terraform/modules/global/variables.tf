@@ -186,6 +186,10 @@ variable "service" {
     condition     = contains(["ClusterIP", "NodePort", "LoadBalancer"], var.service.type)
     error_message = "service.type must be ClusterIP, NodePort or LoadBalancer."
   }
+  validation {
+    condition     = var.service.type == "ClusterIP" || var.api_keys != null
+    error_message = "A LoadBalancer or NodePort global endpoint is reachable from outside the cluster: it needs api_keys (README, Security)."
+  }
 }
 
 variable "resources" {

@@ -20,6 +20,8 @@ variables {
   global_gossip_ip                   = "10.128.0.50"
   internal_load_balancer_annotations = { "networking.gke.io/load-balancer-type" = "Internal" }
   cell_advertise_addresses           = { east = "10.142.0.60" }
+  api_keys                           = { secret_name = "cellrouter-api-keys" }
+  tls                                = { global_secret_name = "globald-tls", cell_secret_name = "cell-tls" }
 }
 
 run "global_tier_and_a_cell_per_cluster" {
@@ -46,8 +48,12 @@ run "global_tier_and_a_cell_per_cluster" {
     error_message = "the west cell advertises its pod IP (celld --gossip-advertise from the downward API)"
   }
   assert {
-    condition     = length(yamldecode(local.cell_configs["cell-west"]).pods) == 2 && startswith(yamldecode(local.cell_configs["cell-west"]).pods[0].address, "cell-west-engine-0.cell-west-engine.cellrouter.svc")
-    error_message = "each cell dials the demo engines of its own cluster"
+    condition     = yamldecode(local.cell_configs["cell-west"]).discovery.kubernetes.selector == "app.kubernetes.io/name=enginesim,app.kubernetes.io/instance=cell-west" && !can(yamldecode(local.cell_configs["cell-west"]).pods)
+    error_message = "each cell discovers the demo engines of its own cluster"
+  }
+  assert {
+    condition     = yamldecode(local.cell_configs["cell-east"]).tls.cert_file == "/etc/cellrouter/tls/tls.crt" && module.global.wait_for_rollout == true
+    error_message = "the cells take mutual TLS; apply waits for rollouts by default"
   }
 }
 

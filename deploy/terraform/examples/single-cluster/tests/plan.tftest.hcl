@@ -4,7 +4,13 @@
 mock_provider "kubernetes" {}
 
 variables {
-  image = "localhost/cellrouter:dev"
+  image    = "localhost/cellrouter:dev"
+  api_keys = { key_file = "tenants: []\nkeys: []\n" }
+  tls = {
+    ca_pem = "CA"
+    global = { cert_pem = "GLOBAL CERT", key_pem = "GLOBAL KEY" }
+    cell   = { cert_pem = "CELL CERT", key_pem = "CELL KEY" }
+  }
 }
 
 run "two_cells_and_the_global_tier" {
@@ -20,13 +26,26 @@ run "two_cells_and_the_global_tier" {
   }
   assert {
     condition = alltrue([for k, y in local.cell_configs :
-      yamldecode(y).gossip.seeds == ["globald-gossip.cellrouter.svc.cluster.local:7946"] && length(yamldecode(y).pods) == 2
+      yamldecode(y).gossip.seeds == ["globald-gossip.cellrouter.svc.cluster.local:7946"] && !contains(keys(yamldecode(y)), "pods")
     ])
-    error_message = "every cell joins globald's gossip Service and dials its two demo engines"
+    error_message = "every cell joins globald's gossip Service, and lists no static pod"
   }
   assert {
-    condition     = yamldecode(local.cell_configs["cell-b"]).pods[1].zmq_endpoint == "tcp://cell-b-engine-1.cell-b-engine.cellrouter.svc.cluster.local:8001"
-    error_message = "cell-b dials its own engines"
+    condition = yamldecode(local.cell_configs["cell-b"]).discovery.kubernetes == {
+      enabled     = true, kubeconfig = "", selector = "app.kubernetes.io/name=enginesim,app.kubernetes.io/instance=cell-b",
+      target_port = 8000, zmq_port = 8001, replay_port = 8002
+    }
+    error_message = "cell-b discovers its own demo engines through the API, on their ports"
+  }
+  assert {
+    condition = alltrue([for k, y in local.cell_configs :
+      yamldecode(y).auth.key_file == "/etc/cellrouter/keys/api-keys.yaml" && yamldecode(y).tls.ca_file == "/etc/cellrouter/tls/ca.crt"
+    ])
+    error_message = "every cell takes API keys and mutual TLS"
+  }
+  assert {
+    condition     = length(module.cell["cell-a"].discovery_rbac) == 3
+    error_message = "each cell gets its ServiceAccount, Role and RoleBinding"
   }
   assert {
     condition     = output.global_endpoint == "http://globald.cellrouter.svc.cluster.local:8090"
@@ -56,6 +75,10 @@ run "existing_namespace_and_real_pods" {
     condition     = yamldecode(local.cell_configs["cell-gpu"]).pods == [{ id = "vllm-0", address = "10.0.3.4:8000", role = "both", model = "llama-3.1-8b", zmq_endpoint = "tcp://10.0.3.4:5557" }]
     error_message = "a cell of real engines lists them and no demo engine"
   }
+  assert {
+    condition     = !contains(keys(yamldecode(local.cell_configs["cell-gpu"])), "discovery")
+    error_message = "a cell of static pods only discovers nothing"
+  }
 }
 
 run "a_cell_without_pods" {
@@ -64,4 +87,26 @@ run "a_cell_without_pods" {
     cells = { "cell-empty" = { demo_engines = 0 } }
   }
   expect_failures = [var.cells]
+}
+
+run "a_cell_following_an_inference_pool" {
+  command = plan
+  variables {
+    cells = { "cell-pool" = { demo_engines = 0, discovery = { inference_pool = "llama", namespace = "engines" } } }
+  }
+  assert {
+    condition     = yamldecode(local.cell_configs["cell-pool"]).discovery.kubernetes.inference_pool == "llama" && yamldecode(local.cell_configs["cell-pool"]).discovery.kubernetes.namespace == "engines"
+    error_message = "a cell may follow an InferencePool in another namespace"
+  }
+}
+
+run "wait_for_rollout_passes_through" {
+  command = plan
+  variables {
+    wait_for_rollout = false
+  }
+  assert {
+    condition     = module.global.wait_for_rollout == false && alltrue([for c in module.cell : c.wait_for_rollout == false])
+    error_message = "wait_for_rollout reaches globald and every cell"
+  }
 }

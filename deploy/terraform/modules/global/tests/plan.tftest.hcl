@@ -85,7 +85,8 @@ run "flags_key_and_external_seed" {
       ip          = "10.8.0.10"
       annotations = { "networking.gke.io/load-balancer-type" = "Internal" }
     }
-    service = { type = "LoadBalancer" }
+    service  = { type = "LoadBalancer" }
+    api_keys = { secret_name = "fleet-keys" }
   }
 
   assert {
@@ -95,6 +96,7 @@ run "flags_key_and_external_seed" {
       "--seed=global-gossip.router.svc.cluster.local:7946", "--seed=10.9.0.4:7947",
       "--gossip-secret-key=$(GOSSIP_SECRET_KEY)",
       "--max-probes=3", "--probe-timeout=80ms", "--rtt-weight=0.5",
+      "--api-keys=/etc/globald/keys/api-keys.yaml",
     ])
     error_message = "extra seeds, the key from the environment, and only the routing flags that are set"
   }
