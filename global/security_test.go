@@ -50,7 +50,10 @@ func startRecordingPod(t *testing.T, id string) *recordingPod {
 	p := &recordingPod{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
-		case "/health":
+		case "/health", "/metrics": // health checks; the cell's engine-metrics scrapes
+			if r.URL.Path == "/metrics" {
+				http.NotFound(w, r)
+			}
 			return
 		case "/v1/models":
 			fmt.Fprint(w, `{"object":"list","data":[{"id":"m","object":"model"}]}`)
