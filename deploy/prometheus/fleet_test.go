@@ -39,7 +39,7 @@ func startDemo(t *testing.T) *fleet.Fleet {
 		if demo.f, demo.err = fleet.Start(ctx, cfg); demo.err != nil {
 			return
 		}
-		demo.err = sendTraffic(demo.f, cfg)
+		demo.err = sendTraffic(demo.f, cfg, 4)
 	})
 	if demo.err != nil {
 		t.Fatalf("demo fleet: %v", demo.err)
@@ -47,9 +47,9 @@ func startDemo(t *testing.T) *fleet.Fleet {
 	return demo.f
 }
 
-// sendTraffic sends token, text and chat prompts, each a few times so
-// that the repeats find their prefix cached, through the global endpoint.
-func sendTraffic(f *fleet.Fleet, cfg fleet.Config) error {
+// sendTraffic sends token, text and chat prompts through the global
+// endpoint, rounds times, so that the repeats find their prefix cached.
+func sendTraffic(f *fleet.Fleet, cfg fleet.Config, rounds int) error {
 	prompt := make([]int, 256)
 	for i := range prompt {
 		prompt[i] = 1000 + i
@@ -59,7 +59,7 @@ func sendTraffic(f *fleet.Fleet, cfg fleet.Config) error {
 		{"model": cfg.Pod.Model, "prompt": strings.Repeat("the cell routes to the pod that holds the prefix ", 20), "max_tokens": 4},
 		{"model": cfg.Pod.Model, "messages": []map[string]string{{"role": "user", "content": strings.Repeat("explain the decision ", 30)}}, "max_tokens": 4},
 	}
-	for round := 0; round < 4; round++ {
+	for round := 0; round < rounds; round++ {
 		for _, b := range bodies {
 			path := "/v1/completions"
 			if _, chat := b["messages"]; chat {
@@ -79,6 +79,28 @@ func sendTraffic(f *fleet.Fleet, cfg fleet.Config) error {
 		// Let the pods' KV events reach the cells and the summaries the
 		// global tier, so the next round is routed by summary.
 		time.Sleep(150 * time.Millisecond)
+	}
+	return nil
+}
+
+// sendFresh sends each cell directly a prompt none of its pods has seen
+// (n makes it unique), so that every cell applies new KV events.
+func sendFresh(f *fleet.Fleet, cfg fleet.Config, n int) error {
+	for i, c := range f.Cells {
+		prompt := make([]int, 64)
+		for j := range prompt {
+			prompt[j] = 5000 + n*1000 + i*100 + j
+		}
+		body, _ := json.Marshal(map[string]any{"model": cfg.Pod.Model, "prompt": prompt, "max_tokens": 2})
+		resp, err := http.Post("http://"+c.HTTPAddr()+"/v1/completions", "application/json", strings.NewReader(string(body)))
+		if err != nil {
+			return err
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("POST %s/v1/completions: status %d: %s", c.HTTPAddr(), resp.StatusCode, out)
+		}
 	}
 	return nil
 }
