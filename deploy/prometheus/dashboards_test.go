@@ -168,7 +168,8 @@ func metricNames(expr string) ([]string, error) {
 }
 
 // TestQueriesNameExportedMetrics parses every dashboard panel's PromQL,
-// every dashboard variable's selector and every rule's expression, and
+// every dashboard variable's selector, every rule's expression and the
+// example autoscalers' queries (../keda), and
 // checks that each metric they name is one the daemons of the demo fleet
 // export (scraped live after some traffic) or a recording rule's output.
 func TestQueriesNameExportedMetrics(t *testing.T) {
@@ -184,6 +185,7 @@ func TestQueriesNameExportedMetrics(t *testing.T) {
 		}
 	}
 	queries = append(queries, dashboardQueries(t)...)
+	queries = append(queries, scalerQueries(t)...)
 
 	exported := scrapeNames(t, startDemo(t))
 	if !exported["cellrouter_global_requests_total"] || !exported["cellrouter_pods"] {
@@ -243,4 +245,44 @@ func TestMetricNamesReadsSelectors(t *testing.T) {
 	if _, err := metricNames(`sum(rate(x[5m])`); err == nil {
 		t.Error("an unbalanced expression parsed")
 	}
+}
+
+// scalerQueries returns the Prometheus queries of the example KEDA
+// ScaledObjects under ../keda; it fails when there are none.
+func scalerQueries(t *testing.T) []query {
+	t.Helper()
+	files, err := filepath.Glob("../keda/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("KEDA examples under ../keda: %v (err %v)", files, err)
+	}
+	var out []query
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var so struct {
+			Kind string `yaml:"kind"`
+			Spec struct {
+				Triggers []struct {
+					Type     string            `yaml:"type"`
+					Metadata map[string]string `yaml:"metadata"`
+				} `yaml:"triggers"`
+			} `yaml:"spec"`
+		}
+		if err := yaml.Unmarshal(b, &so); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		n := 0
+		for _, tr := range so.Spec.Triggers {
+			if tr.Type == "prometheus" {
+				n++
+				out = append(out, query{f + ": " + so.Kind, tr.Metadata["query"]})
+			}
+		}
+		if so.Kind != "ScaledObject" || n == 0 {
+			t.Errorf("%s: a %s with %d prometheus triggers, want a ScaledObject with one", f, so.Kind, n)
+		}
+	}
+	return out
 }
