@@ -196,6 +196,7 @@ func (c *Cell) buildServers() error {
 	coll.learner = c.learner
 	coll.extra = append(append(coll.extra, grpcpubMetrics(c.cfg.CellID, pub)), c.metrics...)
 	promReg.MustRegister(coll, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	promReg.MustRegister(newSaturationCollector(c.cfg.CellID, c.saturationPods))
 	c.registerReplicaMetrics(promReg)
 	c.registerPoolMetrics(promReg)
 

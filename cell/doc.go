@@ -26,7 +26,8 @@
 //	                                (api_inference.go, api_models.go, api_tokenize.go),
 //	                                the CellService (api_state.go, api_route.go,
 //	                                api_snapshot.go) and the one error mapping (api_errors.go)
-//	metrics*.go                     the Prometheus collector, per-stage observers
+//	metrics*.go                     the Prometheus collector, per-stage observers,
+//	                                the saturation gauge autoscalers target
 //	run_*.go                        the wiring of each running part: router,
 //	                                transports, gossip, replicas, snapshots, security,
 //	                                tokenizer, learned pods, drop diagnostics
