@@ -499,8 +499,13 @@ type CellState struct {
 	// "<transport>/<reason>" (for example "zmq/topic"), as
 	// cellrouter_transport_dropped_total does.
 	TransportDroppedByReason map[string]uint64 `protobuf:"bytes,10,rep,name=transport_dropped_by_reason,json=transportDroppedByReason,proto3" json:"transport_dropped_by_reason,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// refused_pods are the pods the cell's pod sources offered and the cell
+	// did not take, sorted by source and id: past the index's cap of 256
+	// holders (reason "cap"), or a discovered pod whose id a static pod has
+	// (reason "static").
+	RefusedPods   []*RefusedPod `protobuf:"bytes,11,rep,name=refused_pods,json=refusedPods,proto3" json:"refused_pods,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CellState) Reset() {
@@ -603,6 +608,77 @@ func (x *CellState) GetTransportDroppedByReason() map[string]uint64 {
 	return nil
 }
 
+func (x *CellState) GetRefusedPods() []*RefusedPod {
+	if x != nil {
+		return x.RefusedPods
+	}
+	return nil
+}
+
+// RefusedPod is a pod the cell did not take.
+type RefusedPod struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the pod's id (a discovered pod's name).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// source is where it came from ("kubernetes").
+	Source string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	// reason says why: "cap" or "static".
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefusedPod) Reset() {
+	*x = RefusedPod{}
+	mi := &file_api_cell_v1_cell_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefusedPod) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefusedPod) ProtoMessage() {}
+
+func (x *RefusedPod) ProtoReflect() protoreflect.Message {
+	mi := &file_api_cell_v1_cell_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefusedPod.ProtoReflect.Descriptor instead.
+func (*RefusedPod) Descriptor() ([]byte, []int) {
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *RefusedPod) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RefusedPod) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *RefusedPod) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // DrainPodRequest drains or resumes one pod.
 type DrainPodRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -616,7 +692,7 @@ type DrainPodRequest struct {
 
 func (x *DrainPodRequest) Reset() {
 	*x = DrainPodRequest{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[6]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -628,7 +704,7 @@ func (x *DrainPodRequest) String() string {
 func (*DrainPodRequest) ProtoMessage() {}
 
 func (x *DrainPodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[6]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -641,7 +717,7 @@ func (x *DrainPodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainPodRequest.ProtoReflect.Descriptor instead.
 func (*DrainPodRequest) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{6}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DrainPodRequest) GetId() string {
@@ -671,7 +747,7 @@ type DrainPodResponse struct {
 
 func (x *DrainPodResponse) Reset() {
 	*x = DrainPodResponse{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[7]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -683,7 +759,7 @@ func (x *DrainPodResponse) String() string {
 func (*DrainPodResponse) ProtoMessage() {}
 
 func (x *DrainPodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[7]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -696,7 +772,7 @@ func (x *DrainPodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainPodResponse.ProtoReflect.Descriptor instead.
 func (*DrainPodResponse) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{7}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DrainPodResponse) GetPod() *Pod {
@@ -741,7 +817,7 @@ type RouteRequest struct {
 
 func (x *RouteRequest) Reset() {
 	*x = RouteRequest{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[8]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -753,7 +829,7 @@ func (x *RouteRequest) String() string {
 func (*RouteRequest) ProtoMessage() {}
 
 func (x *RouteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[8]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -766,7 +842,7 @@ func (x *RouteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RouteRequest.ProtoReflect.Descriptor instead.
 func (*RouteRequest) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{8}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RouteRequest) GetModel() string {
@@ -849,7 +925,7 @@ type Candidate struct {
 
 func (x *Candidate) Reset() {
 	*x = Candidate{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[9]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -861,7 +937,7 @@ func (x *Candidate) String() string {
 func (*Candidate) ProtoMessage() {}
 
 func (x *Candidate) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[9]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -874,7 +950,7 @@ func (x *Candidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Candidate.ProtoReflect.Descriptor instead.
 func (*Candidate) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{9}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Candidate) GetPod() string {
@@ -948,7 +1024,7 @@ type FilteredPod struct {
 
 func (x *FilteredPod) Reset() {
 	*x = FilteredPod{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[10]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -960,7 +1036,7 @@ func (x *FilteredPod) String() string {
 func (*FilteredPod) ProtoMessage() {}
 
 func (x *FilteredPod) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[10]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -973,7 +1049,7 @@ func (x *FilteredPod) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilteredPod.ProtoReflect.Descriptor instead.
 func (*FilteredPod) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{10}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *FilteredPod) GetPod() string {
@@ -1025,7 +1101,7 @@ type RouteResponse struct {
 
 func (x *RouteResponse) Reset() {
 	*x = RouteResponse{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[11]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1037,7 +1113,7 @@ func (x *RouteResponse) String() string {
 func (*RouteResponse) ProtoMessage() {}
 
 func (x *RouteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[11]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1050,7 +1126,7 @@ func (x *RouteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RouteResponse.ProtoReflect.Descriptor instead.
 func (*RouteResponse) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{11}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RouteResponse) GetPick() *Candidate {
@@ -1121,7 +1197,7 @@ type StreamSnapshotRequest struct {
 
 func (x *StreamSnapshotRequest) Reset() {
 	*x = StreamSnapshotRequest{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[12]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1133,7 +1209,7 @@ func (x *StreamSnapshotRequest) String() string {
 func (*StreamSnapshotRequest) ProtoMessage() {}
 
 func (x *StreamSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[12]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1146,7 +1222,7 @@ func (x *StreamSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*StreamSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{12}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StreamSnapshotRequest) GetCellId() string {
@@ -1169,7 +1245,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[13]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1181,7 +1257,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[13]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1194,7 +1270,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{13}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *SnapshotChunk) GetData() []byte {
@@ -1236,7 +1312,7 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\x13GetCellStateRequest\"Y\n" +
 	"\rPodStateCount\x122\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1c.cellrouter.cell.v1.PodStateR\x05state\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\rR\x05count\"\xee\x05\n" +
+	"\x05count\x18\x02 \x01(\rR\x05count\"\xb1\x06\n" +
 	"\tCellState\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12E\n" +
 	"\rpods_by_state\x18\x02 \x03(\v2!.cellrouter.cell.v1.PodStateCountR\vpodsByState\x12%\n" +
@@ -1248,13 +1324,19 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\x12duplicates_ignored\x18\b \x01(\x04R\x11duplicatesIgnored\x12+\n" +
 	"\x11transport_dropped\x18\t \x01(\x04R\x10transportDropped\x12z\n" +
 	"\x1btransport_dropped_by_reason\x18\n" +
-	" \x03(\v2;.cellrouter.cell.v1.CellState.TransportDroppedByReasonEntryR\x18transportDroppedByReason\x1aH\n" +
+	" \x03(\v2;.cellrouter.cell.v1.CellState.TransportDroppedByReasonEntryR\x18transportDroppedByReason\x12A\n" +
+	"\frefused_pods\x18\v \x03(\v2\x1e.cellrouter.cell.v1.RefusedPodR\vrefusedPods\x1aH\n" +
 	"\x1aEventsDroppedByReasonEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aK\n" +
 	"\x1dTransportDroppedByReasonEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"9\n" +
+	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\"L\n" +
+	"\n" +
+	"RefusedPod\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"9\n" +
 	"\x0fDrainPodRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06cancel\x18\x02 \x01(\bR\x06cancel\"W\n" +
@@ -1333,7 +1415,7 @@ func file_api_cell_v1_cell_proto_rawDescGZIP() []byte {
 }
 
 var file_api_cell_v1_cell_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_api_cell_v1_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_api_cell_v1_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_api_cell_v1_cell_proto_goTypes = []any{
 	(PodState)(0),                 // 0: cellrouter.cell.v1.PodState
 	(PodRole)(0),                  // 1: cellrouter.cell.v1.PodRole
@@ -1343,16 +1425,17 @@ var file_api_cell_v1_cell_proto_goTypes = []any{
 	(*GetCellStateRequest)(nil),   // 5: cellrouter.cell.v1.GetCellStateRequest
 	(*PodStateCount)(nil),         // 6: cellrouter.cell.v1.PodStateCount
 	(*CellState)(nil),             // 7: cellrouter.cell.v1.CellState
-	(*DrainPodRequest)(nil),       // 8: cellrouter.cell.v1.DrainPodRequest
-	(*DrainPodResponse)(nil),      // 9: cellrouter.cell.v1.DrainPodResponse
-	(*RouteRequest)(nil),          // 10: cellrouter.cell.v1.RouteRequest
-	(*Candidate)(nil),             // 11: cellrouter.cell.v1.Candidate
-	(*FilteredPod)(nil),           // 12: cellrouter.cell.v1.FilteredPod
-	(*RouteResponse)(nil),         // 13: cellrouter.cell.v1.RouteResponse
-	(*StreamSnapshotRequest)(nil), // 14: cellrouter.cell.v1.StreamSnapshotRequest
-	(*SnapshotChunk)(nil),         // 15: cellrouter.cell.v1.SnapshotChunk
-	nil,                           // 16: cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
-	nil,                           // 17: cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
+	(*RefusedPod)(nil),            // 8: cellrouter.cell.v1.RefusedPod
+	(*DrainPodRequest)(nil),       // 9: cellrouter.cell.v1.DrainPodRequest
+	(*DrainPodResponse)(nil),      // 10: cellrouter.cell.v1.DrainPodResponse
+	(*RouteRequest)(nil),          // 11: cellrouter.cell.v1.RouteRequest
+	(*Candidate)(nil),             // 12: cellrouter.cell.v1.Candidate
+	(*FilteredPod)(nil),           // 13: cellrouter.cell.v1.FilteredPod
+	(*RouteResponse)(nil),         // 14: cellrouter.cell.v1.RouteResponse
+	(*StreamSnapshotRequest)(nil), // 15: cellrouter.cell.v1.StreamSnapshotRequest
+	(*SnapshotChunk)(nil),         // 16: cellrouter.cell.v1.SnapshotChunk
+	nil,                           // 17: cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
+	nil,                           // 18: cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
 }
 var file_api_cell_v1_cell_proto_depIdxs = []int32{
 	1,  // 0: cellrouter.cell.v1.Pod.role:type_name -> cellrouter.cell.v1.PodRole
@@ -1361,29 +1444,30 @@ var file_api_cell_v1_cell_proto_depIdxs = []int32{
 	2,  // 3: cellrouter.cell.v1.ListPodsResponse.pods:type_name -> cellrouter.cell.v1.Pod
 	0,  // 4: cellrouter.cell.v1.PodStateCount.state:type_name -> cellrouter.cell.v1.PodState
 	6,  // 5: cellrouter.cell.v1.CellState.pods_by_state:type_name -> cellrouter.cell.v1.PodStateCount
-	16, // 6: cellrouter.cell.v1.CellState.events_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
-	17, // 7: cellrouter.cell.v1.CellState.transport_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
-	2,  // 8: cellrouter.cell.v1.DrainPodResponse.pod:type_name -> cellrouter.cell.v1.Pod
-	1,  // 9: cellrouter.cell.v1.RouteRequest.role:type_name -> cellrouter.cell.v1.PodRole
-	0,  // 10: cellrouter.cell.v1.Candidate.state:type_name -> cellrouter.cell.v1.PodState
-	11, // 11: cellrouter.cell.v1.RouteResponse.pick:type_name -> cellrouter.cell.v1.Candidate
-	11, // 12: cellrouter.cell.v1.RouteResponse.candidates:type_name -> cellrouter.cell.v1.Candidate
-	12, // 13: cellrouter.cell.v1.RouteResponse.filtered:type_name -> cellrouter.cell.v1.FilteredPod
-	3,  // 14: cellrouter.cell.v1.CellService.ListPods:input_type -> cellrouter.cell.v1.ListPodsRequest
-	5,  // 15: cellrouter.cell.v1.CellService.GetCellState:input_type -> cellrouter.cell.v1.GetCellStateRequest
-	8,  // 16: cellrouter.cell.v1.CellService.DrainPod:input_type -> cellrouter.cell.v1.DrainPodRequest
-	10, // 17: cellrouter.cell.v1.CellService.Route:input_type -> cellrouter.cell.v1.RouteRequest
-	14, // 18: cellrouter.cell.v1.CellService.StreamSnapshot:input_type -> cellrouter.cell.v1.StreamSnapshotRequest
-	4,  // 19: cellrouter.cell.v1.CellService.ListPods:output_type -> cellrouter.cell.v1.ListPodsResponse
-	7,  // 20: cellrouter.cell.v1.CellService.GetCellState:output_type -> cellrouter.cell.v1.CellState
-	9,  // 21: cellrouter.cell.v1.CellService.DrainPod:output_type -> cellrouter.cell.v1.DrainPodResponse
-	13, // 22: cellrouter.cell.v1.CellService.Route:output_type -> cellrouter.cell.v1.RouteResponse
-	15, // 23: cellrouter.cell.v1.CellService.StreamSnapshot:output_type -> cellrouter.cell.v1.SnapshotChunk
-	19, // [19:24] is the sub-list for method output_type
-	14, // [14:19] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	17, // 6: cellrouter.cell.v1.CellState.events_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
+	18, // 7: cellrouter.cell.v1.CellState.transport_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
+	8,  // 8: cellrouter.cell.v1.CellState.refused_pods:type_name -> cellrouter.cell.v1.RefusedPod
+	2,  // 9: cellrouter.cell.v1.DrainPodResponse.pod:type_name -> cellrouter.cell.v1.Pod
+	1,  // 10: cellrouter.cell.v1.RouteRequest.role:type_name -> cellrouter.cell.v1.PodRole
+	0,  // 11: cellrouter.cell.v1.Candidate.state:type_name -> cellrouter.cell.v1.PodState
+	12, // 12: cellrouter.cell.v1.RouteResponse.pick:type_name -> cellrouter.cell.v1.Candidate
+	12, // 13: cellrouter.cell.v1.RouteResponse.candidates:type_name -> cellrouter.cell.v1.Candidate
+	13, // 14: cellrouter.cell.v1.RouteResponse.filtered:type_name -> cellrouter.cell.v1.FilteredPod
+	3,  // 15: cellrouter.cell.v1.CellService.ListPods:input_type -> cellrouter.cell.v1.ListPodsRequest
+	5,  // 16: cellrouter.cell.v1.CellService.GetCellState:input_type -> cellrouter.cell.v1.GetCellStateRequest
+	9,  // 17: cellrouter.cell.v1.CellService.DrainPod:input_type -> cellrouter.cell.v1.DrainPodRequest
+	11, // 18: cellrouter.cell.v1.CellService.Route:input_type -> cellrouter.cell.v1.RouteRequest
+	15, // 19: cellrouter.cell.v1.CellService.StreamSnapshot:input_type -> cellrouter.cell.v1.StreamSnapshotRequest
+	4,  // 20: cellrouter.cell.v1.CellService.ListPods:output_type -> cellrouter.cell.v1.ListPodsResponse
+	7,  // 21: cellrouter.cell.v1.CellService.GetCellState:output_type -> cellrouter.cell.v1.CellState
+	10, // 22: cellrouter.cell.v1.CellService.DrainPod:output_type -> cellrouter.cell.v1.DrainPodResponse
+	14, // 23: cellrouter.cell.v1.CellService.Route:output_type -> cellrouter.cell.v1.RouteResponse
+	16, // 24: cellrouter.cell.v1.CellService.StreamSnapshot:output_type -> cellrouter.cell.v1.SnapshotChunk
+	20, // [20:25] is the sub-list for method output_type
+	15, // [15:20] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_api_cell_v1_cell_proto_init() }
@@ -1397,7 +1481,7 @@ func file_api_cell_v1_cell_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_cell_v1_cell_proto_rawDesc), len(file_api_cell_v1_cell_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
