@@ -50,13 +50,15 @@ type Dist struct {
 // Report is a run's result.
 type Report struct {
 	Pods int `json:"pods"`
-	// ReadyToRoutable is from the Ready status written to the pod being
-	// routable in the cell's pod set.
+	// ReadyToRoutable is from the Ready status write being sent to the API
+	// server to the pod being routable in the cell's pod set (the write's
+	// own round trip included: the watch may tell the cell first).
 	ReadyToRoutable Dist `json:"ready_to_routable"`
 	// ReadyToFirstRequest is from the Ready status written to the first
 	// request the pod received from the cell.
 	ReadyToFirstRequest Dist `json:"ready_to_first_request"`
-	// DeleteToRemoved is from the deletion to the pod leaving the set.
+	// DeleteToRemoved is from the deletion being sent to the pod leaving
+	// the set.
 	DeleteToRemoved Dist `json:"delete_to_removed"`
 	// DeleteToLastRequest is from the deletion to the last request the pod
 	// received (0 when its last request came before the deletion).
@@ -231,11 +233,11 @@ func Run(ctx context.Context, tools string, cfg Config) (*Report, error) {
 			stopLoad()
 			return nil, err
 		}
+		readyAt[name] = time.Now() // the write is sent: the watch may tell the cell before it returns
 		if err := plane.SetStatus(ctx, ns, name, s.ip, true); err != nil {
 			stopLoad()
 			return nil, err
 		}
-		readyAt[name] = time.Now()
 		time.Sleep(cfg.Interval)
 	}
 	settle := func(what string, done func() bool) {
@@ -254,11 +256,11 @@ func Run(ctx context.Context, tools string, cfg Config) (*Report, error) {
 	fmt.Fprintf(progress, "deleting the %d pods, one every %v\n", cfg.Pods, cfg.Interval)
 	deletedAt := map[string]time.Time{}
 	for _, s := range sims[1:] {
+		deletedAt[s.name] = time.Now()
 		if err := plane.DeletePod(ctx, ns, s.name); err != nil {
 			stopLoad()
 			return nil, err
 		}
-		deletedAt[s.name] = time.Now()
 		time.Sleep(cfg.Interval)
 	}
 	settle("every pod left the cell", func() bool {
