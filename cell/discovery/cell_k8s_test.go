@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,6 +112,18 @@ func TestScaleUnderLoad(t *testing.T) {
 		s := tc.c.PodSet().Load()
 		return len(s.Pods) == 2, state(s)
 	})
+	resp, err := http.Get("http://" + tc.c.HTTPAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`cellrouter_pod_set_pods{cell="cell-0",state="routable"} 2`, `cellrouter_discovery_subscribed_pods{cell="cell-0"} 2`,
+		`cellrouter_pod_set_refused_pods{cell="cell-0",reason="cap"} 0`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	okBefore := l.ok.Load()
 	eventually(t, 30*time.Second, "requests keep flowing to the 2 left", func() (bool, string) {
 		return l.ok.Load() > okBefore+20, fmt.Sprint(l.ok.Load())
