@@ -16,7 +16,7 @@ import (
 const NodeName = "kubetest-node"
 
 // Setup creates the namespace (if missing) and the Node the Pods are bound
-// to.
+// to, and waits until the namespace can take Pods.
 func (p *Plane) Setup(ctx context.Context, namespace string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if _, err := p.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -26,7 +26,22 @@ func (p *Plane) Setup(ctx context.Context, namespace string) error {
 	if _, err := p.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("kubetest: node: %w", err)
 	}
-	return nil
+	// Admission refuses Pods until the controller manager has made the
+	// namespace's default ServiceAccount.
+	for {
+		_, err := p.Client.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{})
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("kubetest: default service account of %s: %w", namespace, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kubetest: no default service account in %s: %w", namespace, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // PodSpec is a Pod the test creates.
