@@ -102,6 +102,10 @@ func TestScaleUnderLoad(t *testing.T) {
 			return ok, ""
 		})
 		if i < 5 {
+			// Not Ready: no new requests, but its index entries stay.
+			if !tc.c.PodSet().Load().Has(name) || !indexedPods(t, tc)[name] {
+				t.Errorf("%s: not Ready, got it dropped from the set or the index, want it kept", name)
+			}
 			if err := p.DeletePod(ctx, ns, name); err != nil {
 				t.Fatal(err)
 			}
