@@ -183,12 +183,18 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 	if preq.MaxTokens > 0 {
 		outBlocks = (preq.MaxTokens + c.cfg.Events.BlockSize - 1) / c.cfg.Events.BlockSize
 	}
+	// The pod set is read once more as the request leaves: a pod that
+	// turned not Ready, or was deleted, since the decision gets nothing new.
+	view := c.pods.Load()
 	targets := func(dec pipeline.Decision) []proxy.Target {
 		out := make([]proxy.Target, 0, len(dec.Order))
-		for i, ci := range dec.Order {
+		for _, ci := range dec.Order {
 			cand := &rc.Candidates[ci]
+			if !view.Routable(cand.Pod) {
+				continue
+			}
 			t := proxy.Target{Pod: cand.Pod, Address: cand.Address}
-			if i == 0 {
+			if len(out) == 0 {
 				t.Header = c.cacheHint(cand, match, hashes)
 			}
 			out = append(out, t)
@@ -254,6 +260,7 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 						attribute.Int("cellrouter.matched_blocks", depthOf(t.Pod)), attribute.Int("cellrouter.blocks", blocks)))
 			}
 			telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(out.Header))
+			out.Header.Set(PodSetVersionHeader, strconv.FormatUint(view.Version, 10))
 		},
 		OnRetry: func(t proxy.Target, attempt int, err error) {
 			c.rm.retries.Inc()

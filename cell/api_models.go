@@ -54,13 +54,14 @@ func (m *podModels) served(live []string) (known bool, models []string) {
 	return known, slices.Compact(models)
 }
 
-// livePods are the pods that may take requests: alive, not draining, with
-// an address. (It reads the registry, not the router's candidate cache,
-// which it would otherwise fill early.)
+// livePods are the pods that may take requests: alive, routable in the
+// pod set, not draining, with an address. (It reads the registry, not the
+// router's candidate cache, which it would otherwise fill early.)
 func (c *Cell) livePods() []proxy.Target {
 	var out []proxy.Target
+	view := c.pods.Load()
 	for _, p := range c.reg.Snapshot() {
-		if p.Address != "" && p.State != events.StateDead && !c.state.Draining(p.ID) {
+		if p.Address != "" && p.State != events.StateDead && !c.state.Draining(p.ID) && view.Routable(p.ID) {
 			out = append(out, proxy.Target{Pod: p.ID, Address: p.Address})
 		}
 	}

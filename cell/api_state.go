@@ -13,6 +13,7 @@ import (
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/index"
+	"github.com/cellrouter/cellrouter/cell/podset"
 	"github.com/cellrouter/cellrouter/cell/snapshot"
 )
 
@@ -29,6 +30,9 @@ type stateServer struct {
 	router *router // set once the router is built; nil in state-only tests
 	// engines is the engine metrics scraper; nil when disabled.
 	engines *engineScraper
+	// pods is the live pod set, for the pods it refused; nil in
+	// state-only tests.
+	pods *podset.Set
 	// transportDrops returns the transports' drops before the applier, by
 	// "<transport>/<reason>"; nil in state-only tests.
 	transportDrops func() map[string]uint64
@@ -127,6 +131,11 @@ func (s *stateServer) GetCellState(context.Context, *cellv1.GetCellStateRequest)
 	sort.Slice(states, func(i, j int) bool { return states[i] < states[j] })
 	for _, k := range states {
 		st.PodsByState = append(st.PodsByState, &cellv1.PodStateCount{State: k, Count: counts[k]})
+	}
+	if s.pods != nil {
+		for _, r := range s.pods.Load().Refused {
+			st.RefusedPods = append(st.RefusedPods, &cellv1.RefusedPod{Id: r.ID, Source: r.Source, Reason: r.Reason})
+		}
 	}
 	ct := s.applier.Counters()
 	for k := range ct.Events {

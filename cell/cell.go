@@ -25,6 +25,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/events/grpcpub"
 	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
+	"github.com/cellrouter/cellrouter/cell/podset"
 	"github.com/cellrouter/cellrouter/cell/replica"
 	"github.com/cellrouter/cellrouter/cell/snapshot"
 	"github.com/cellrouter/cellrouter/gossip"
@@ -52,6 +53,8 @@ type Cell struct {
 	ix      *index.Index
 	learner *index.Learner
 	learned *learnedPods
+	pods    *podset.Set // the live pod set: static pods and discovered ones
+	disc    *discoverySync
 	reg     *events.Registry
 	applier *events.Applier
 	state   *stateServer
@@ -123,7 +126,8 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (_ *Cell, err error) {
 	if err := c.buildIndexState(); err != nil {
 		return nil, err
 	}
-	c.learned = newLearnedPods(cfg, c.ix, c.learner)
+	c.pods = podset.New(cfg.staticPods())
+	c.learned = newLearnedPods(cfg, c.ix, c.learner, c.pods)
 	c.state = newStateServer(cfg.CellID, c.ix, c.reg, c.applier)
 	c.state.snapshot = c.streamSnapshot
 	if c.keyring, err = newGossipKeyring(cfg, c.sec); err != nil {
@@ -153,7 +157,9 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (_ *Cell, err error) {
 		c.ix.Close()
 		return nil, err
 	}
+	c.router.view = c.pods
 	c.state.router = c.router
+	c.state.pods = c.pods
 	if c.sharer, err = replica.New(cfg.sharerConfig(), c.router.tracker, c.onPeerDrain); err != nil {
 		c.ix.Close()
 		return nil, fmt.Errorf("%w: replica: %v", ErrConfig, err)
@@ -167,6 +173,10 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (_ *Cell, err error) {
 	}
 	c.promReg.MustRegister(c.proxy.Collector("cellrouter_upstream", "pod", prometheus.Labels{"cell": cfg.CellID}))
 	if err := c.buildTransports(); err != nil {
+		c.ix.Close()
+		return nil, err
+	}
+	if err := c.buildDiscovery(); err != nil {
 		c.ix.Close()
 		return nil, err
 	}
@@ -331,7 +341,7 @@ func (c *Cell) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			healthLoop(ctx, c.cfg.HealthInterval, c.cfg.HealthTimeout, c.cfg.Pods, c.reg, c.sec.podTLS())
+			healthLoop(ctx, c.cfg.HealthInterval, c.cfg.HealthTimeout, c.heldPods, c.reg, c.sec.podTLS())
 		}()
 	}
 	wg.Add(1)

@@ -38,6 +38,9 @@ type Config struct {
 	// pods that are not listed are dropped, unless
 	// events.accept_unknown_pods discovers them.
 	Pods []PodConfig `yaml:"pods"`
+	// Discovery finds more pods (config_discovery.go): they combine with
+	// Pods, a static pod winning over a discovered one of its id.
+	Discovery DiscoveryConfig `yaml:"discovery"`
 	// Approximate configures the approximate index of pods without events.
 	Approximate ApproximateConfig `yaml:"approximate"`
 	// Speculative configures speculative entries written at routing time.
@@ -246,6 +249,7 @@ func DefaultConfig() Config {
 		ZMQ:             ZMQConfig{TopicPrefix: "kv@", QueueDepth: 4096, ReplayTimeout: 5 * time.Second},
 		NATS:            defaultNATS(),
 		Approximate:     defaultApproximate(),
+		Discovery:       defaultDiscovery(),
 		Speculative:     defaultSpeculative(),
 		EngineMetrics:   enginemetrics.DefaultConfig(),
 		Snapshot:        defaultSnapshot(),
@@ -335,6 +339,9 @@ func (c Config) Validate() error {
 			return bad(fmt.Sprintf("pods[%d].data_parallel_size", i), p.DataParallelSize,
 				"needs a zmq_endpoint with a port (rank r publishes on its port plus r)")
 		}
+	}
+	if err := c.validateDiscovery(); err != nil {
+		return err
 	}
 	if err := c.validateLearning(); err != nil {
 		return err

@@ -8,6 +8,10 @@
 //	index.Index          the block index (cell/index), with its Learner: blocks learned
 //	                     from routing (speculative entries, the approximate index of
 //	                     pods with events "none"; run_learned.go gives such pods a slot)
+//	podset.Set           the live pod set: the static pods and those discovery finds
+//	                     (cell/podset, cell/discovery; run_discovery.go applies its
+//	                     changes to the registry, the index and the subscriptions; the
+//	                     router's candidates and the proxy's targets read it directly)
 //	events.Registry      the pods and their states (cell/events)
 //	events.Applier       the one Sink every transport feeds
 //	transports           vLLM ZMQ (zmqsub), NATS JetStream (natsjs), gRPC Publish (grpcpub)

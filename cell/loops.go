@@ -30,12 +30,13 @@ func tickLoop(ctx context.Context, interval time.Duration, a *events.Applier, lo
 	}
 }
 
-// healthLoop probes GET http(s)://<address>/health of every configured pod
-// with an address, every interval, and tells the registry. A pod whose
+// healthLoop probes GET http(s)://<address>/health of every pod the cell
+// holds (pods returns them: configured and discovered) with an address,
+// every interval, and tells the registry. A pod whose
 // events stop but whose health checks pass stays alive (an idle engine
 // sends no events); one whose events and health checks both stop is killed
 // by tickLoop. It returns when ctx ends and every probe returned.
-func healthLoop(ctx context.Context, interval, timeout time.Duration, pods []PodConfig, reg *events.Registry, podTLS *tls.Config) {
+func healthLoop(ctx context.Context, interval, timeout time.Duration, pods func() []PodConfig, reg *events.Registry, podTLS *tls.Config) {
 	client := &http.Client{Timeout: timeout}
 	scheme := "http"
 	if podTLS != nil {
@@ -47,7 +48,7 @@ func healthLoop(ctx context.Context, interval, timeout time.Duration, pods []Pod
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		for _, p := range pods {
+		for _, p := range pods() {
 			if p.Address == "" {
 				continue
 			}

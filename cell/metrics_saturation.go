@@ -59,7 +59,7 @@ func (c *Cell) saturationPods() []podCapacity {
 		if p.State == events.StateDead || c.state.Draining(p.ID) {
 			continue
 		}
-		pc := c.router.pods[p.ID]
+		pc := c.router.podConfig(p.ID)
 		models := byPod[p.ID]
 		if len(models) == 0 {
 			m := pc.Model

@@ -188,7 +188,7 @@ func (c *Cell) cellLoad() gossip.Load {
 	for _, p := range c.reg.Snapshot() {
 		if p.State != events.StateDead {
 			l.Pods++
-			total += c.router.pods[p.ID].KVBlocks
+			total += c.router.podConfig(p.ID).KVBlocks
 			live = append(live, blocks[p.ID])
 		}
 	}

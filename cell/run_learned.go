@@ -6,6 +6,7 @@ import (
 
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/index"
+	"github.com/cellrouter/cellrouter/cell/podset"
 )
 
 // learnedPods gives the pods that have no index holder of their own (no
@@ -23,31 +24,49 @@ import (
 type learnedPods struct {
 	ix   *index.Index
 	l    *index.Learner
-	pods map[string]PodConfig
-	mode map[string]string
+	view *podset.Set // the pods the cell holds, static and discovered
 	cfg  Config
 
 	mu  sync.Mutex
 	own map[string]index.Slot // fallback slots by pod id
 }
 
-func newLearnedPods(cfg Config, ix *index.Index, l *index.Learner) *learnedPods {
-	lp := &learnedPods{ix: ix, l: l, cfg: cfg, pods: map[string]PodConfig{}, mode: map[string]string{}, own: map[string]index.Slot{}}
-	for _, p := range cfg.Pods {
-		lp.pods[p.ID] = p
-		lp.mode[p.ID] = cfg.podEvents(p)
-	}
-	return lp
+func newLearnedPods(cfg Config, ix *index.Index, l *index.Learner, view *podset.Set) *learnedPods {
+	return &learnedPods{ix: ix, l: l, cfg: cfg, view: view, own: map[string]index.Slot{}}
 }
 
-// approximate reports whether pod is configured without events.
-func (lp *learnedPods) approximate(pod string) bool { return lp.mode[pod] == PodEventsNone }
+// lookup returns the pod's entry if the cell holds it (configured or
+// discovered).
+func (lp *learnedPods) lookup(pod string) (PodConfig, bool) {
+	p, ok := lp.view.Load().Get(pod)
+	return configOf(p), ok
+}
+
+// approximate reports whether pod is held without events.
+func (lp *learnedPods) approximate(pod string) bool {
+	p, ok := lp.lookup(pod)
+	return ok && lp.cfg.podEvents(p) == PodEventsNone
+}
+
+// drop kills the fallback slot of a pod the cell no longer holds in that
+// generation (deleted, or replaced by a pod of the same name at another
+// address): what was learned about it goes with it.
+func (lp *learnedPods) drop(pod string) {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if s, ok := lp.own[pod]; ok {
+		if cur, live := lp.ix.SlotOf(pod); live && cur == s {
+			lp.ix.Kill(s)
+		}
+		delete(lp.own, pod)
+	}
+}
 
 // slot returns the slot of a pod the registry lists without holders,
 // registering a fallback slot for it when it has none. Dead pods, and pods
 // with events whose ranks each get a slot, get none.
 func (lp *learnedPods) slot(p events.PodInfo) (index.Slot, bool) {
-	cfg, configured := lp.pods[p.ID]
+	cfg, configured := lp.lookup(p.ID)
 	if p.State == events.StateDead || !configured {
 		return 0, false
 	}

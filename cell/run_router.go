@@ -13,13 +13,14 @@ import (
 	"github.com/cellrouter/cellrouter/cell/load"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 	"github.com/cellrouter/cellrouter/cell/plugins"
+	"github.com/cellrouter/cellrouter/cell/podset"
 )
 
 // router is the cell's decision layer: the workflow built from the
 // configured profiles, the candidate list, load tracking and sessions.
 type router struct {
 	cfg      RoutingConfig
-	pods     map[string]PodConfig
+	view     *podset.Set // the live pod set: routability, KV sizes
 	ix       *index.Index
 	reg      *events.Registry
 	learned  *learnedPods
@@ -31,7 +32,8 @@ type router struct {
 	obs      pipeline.Observer
 
 	mu        sync.Mutex
-	cands     []pipeline.Candidate // static part, refreshed every CandidatesTTL
+	cands     []pipeline.Candidate // static part, refreshed every CandidatesTTL and with each pod set version
+	candsVer  uint64               // the pod set version cands were built from
 	candsAt   map[string]int       // pod -> index of its first entry in cands; a pod's holders are adjacent
 	candsTime time.Time
 
@@ -45,13 +47,10 @@ func newRouter(cfg Config, ix *index.Index, reg *events.Registry, learned *learn
 		return nil, err
 	}
 	rt := &router{
-		cfg: cfg.Routing, pods: map[string]PodConfig{}, ix: ix, reg: reg, learned: learned, state: state, hasher: hasher,
+		cfg: cfg.Routing, view: podset.New(cfg.staticPods()), ix: ix, reg: reg, learned: learned, state: state, hasher: hasher,
 		tracker:  load.NewTracker(),
 		sessions: plugins.NewSessions(cfg.Routing.SessionTTL, 1<<16, nil),
 		obs:      obs,
-	}
-	for _, p := range cfg.Pods {
-		rt.pods[p.ID] = p
 	}
 	reg2 := pipeline.NewRegistry()
 	plugins.Register(reg2, plugins.Deps{Index: ix, Hasher: hasher, Tokenizer: tok, Sessions: rt.sessions, Engines: engines})
@@ -122,23 +121,38 @@ func role(r events.Role) pipeline.Role {
 	return pipeline.RoleBoth
 }
 
+// podConfig returns a pod of the live pod set as a configured pod (the
+// zero PodConfig for a pod the set does not hold).
+func (rt *router) podConfig(id string) PodConfig {
+	if p, ok := rt.view.Load().Get(id); ok {
+		return configOf(p)
+	}
+	return PodConfig{}
+}
+
 // candidates returns the cell's routing targets with fresh loads, in dst's
-// storage when it is large enough. Pods are the registry's pods with an
-// address (a pod known only from its events cannot be sent requests); each
-// index holder of a pod is a target.
+// storage when it is large enough. Pods are the routable pods of the live
+// pod set (podset): the registry's pods with an address that the set holds
+// and that take new requests (a pod known only from its events cannot be
+// sent requests; a pod not Ready, or terminating, is kept out at once: a
+// new pod set version rebuilds the list). Each index holder of a pod is a
+// target.
 func (rt *router) candidates(dst []pipeline.Candidate) []pipeline.Candidate {
 	rt.mu.Lock()
-	if time.Since(rt.candsTime) > rt.cfg.CandidatesTTL || rt.cands == nil {
+	view := rt.view.Load()
+	if time.Since(rt.candsTime) > rt.cfg.CandidatesTTL || rt.cands == nil || rt.candsVer != view.Version {
 		// A new map, not a cleared one: callers read the old one unlocked.
 		rt.cands = rt.cands[:0]
 		rt.candsAt = map[string]int{}
+		rt.candsVer = view.Version
 		for _, p := range rt.reg.Snapshot() {
-			if p.Address == "" {
+			vp, held := view.Get(p.ID)
+			if p.Address == "" || !held || !vp.Routable {
 				continue
 			}
 			rt.candsAt[p.ID] = len(rt.cands)
-			c := pipeline.Candidate{Target: &pipeline.Target{Pod: p.ID, Holder: p.ID, Address: p.Address}, Role: role(p.Role),
-				Healthy: p.State != events.StateDead, Draining: rt.state.Draining(p.ID), TotalBlocks: rt.pods[p.ID].KVBlocks}
+			c := pipeline.Candidate{Target: &pipeline.Target{Pod: p.ID, Holder: p.ID, Address: vp.Address}, Role: role(events.Role(vp.Role)),
+				Healthy: p.State != events.StateDead, Draining: rt.state.Draining(p.ID), TotalBlocks: vp.KVBlocks}
 			if len(p.Holders) == 0 {
 				// No events yet (or none ever): a slot of the cell's own
 				// carries what routing learns about the pod.
@@ -149,7 +163,7 @@ func (rt *router) candidates(dst []pipeline.Candidate) []pipeline.Candidate {
 				continue
 			}
 			for _, h := range p.Holders {
-				c.Target = &pipeline.Target{Pod: p.ID, Holder: h.ID, Address: p.Address}
+				c.Target = &pipeline.Target{Pod: p.ID, Holder: h.ID, Address: vp.Address}
 				c.Slot, c.HasSlot = h.Slot, true
 				rt.cands = append(rt.cands, c)
 			}

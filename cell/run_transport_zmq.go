@@ -112,7 +112,12 @@ func (t zmqTransport) Ready() <-chan struct{}        { return t.Subscriber.Ready
 
 // zmqMetrics exports the ZMQ subscriber's counters.
 func zmqMetrics(cellID string, ct *zmqsub.Counters) func(chan<- prometheus.Metric) {
-	labels := prometheus.Labels{"cell": cellID, "transport": "zmq"}
+	return zmqMetricsOf(cellID, "zmq", ct)
+}
+
+// zmqMetricsOf exports ZMQ counters under a transport label of its own.
+func zmqMetricsOf(cellID, transport string, ct *zmqsub.Counters) func(chan<- prometheus.Metric) {
+	labels := prometheus.Labels{"cell": cellID, "transport": transport}
 	desc := func(name, help string, vars ...string) *prometheus.Desc {
 		return prometheus.NewDesc("cellrouter_transport_"+name, help, vars, labels)
 	}

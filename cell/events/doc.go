@@ -100,6 +100,12 @@
 // kills its index slots (the index sweeps them in the background) and frees
 // its engine block forests.
 //
+// The cell's pod set (configured pods, and those its discovery finds) is
+// told to the Registry with Manage (managed.go): a managed pod has an
+// address and a role and is never forgotten by Tick. When the set drops a
+// pod, the cell stops its subscription, kills its holders (Applier.Kill)
+// and then Forgets it.
+//
 // # Counters
 //
 // Counters (counters.go) are plain atomic counters, exported by the daemon;

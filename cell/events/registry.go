@@ -58,7 +58,9 @@ type PodInfo struct {
 	ID      string
 	Address string
 	Role    Role
-	// Static is true for a configured pod, false for a discovered one.
+	// Static is true for a managed pod (configured, or found by the
+	// cell's discovery: see Manage), false for one known only from its
+	// events.
 	Static bool
 	// State is the pod's state.
 	State PodState

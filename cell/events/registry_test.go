@@ -133,3 +133,39 @@ func TestRegistrySnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestManageAndForget checks the registry's side of a discovered pod: it
+// enters Unknown with its address, keeps its state and holders through an
+// update, is never forgotten by Tick while managed, and goes with Forget.
+func TestManageAndForget(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	cfg := DefaultConfig()
+	r, err := NewRegistry(cfg, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Manage(PodSpec{ID: "p", Address: "127.0.0.2:8000"}, t0)
+	if st, ok := r.State("p"); !ok || st != StateUnknown {
+		t.Fatalf("got state %v %v, want unknown", st, ok)
+	}
+	r.ObserveBatch("p", "p", 3, 1, true, false, t0)
+	r.Manage(PodSpec{ID: "p", Address: "127.0.0.2:8000", Role: RoleDecode}, t0)
+	snap := r.Snapshot()
+	if len(snap) != 1 || snap[0].State != StateReady || snap[0].Role != RoleDecode || !snap[0].Static || len(snap[0].Holders) != 1 {
+		t.Fatalf("got %+v, want p ready, decode, managed, with its holder", snap)
+	}
+	// Dead of silence, but not forgotten: it is managed.
+	if dead := r.Tick(t0.Add(cfg.DeadAfter + time.Second)); len(dead) != 1 {
+		t.Fatalf("got dead %v, want p", dead)
+	}
+	r.Tick(t0.Add(3*cfg.DeadAfter + time.Second))
+	if _, ok := r.State("p"); !ok {
+		t.Fatal("a managed pod was forgotten by Tick")
+	}
+	if !r.Forget("p") || r.Forget("p") {
+		t.Fatal("got Forget not true then false")
+	}
+	if _, ok := r.State("p"); ok {
+		t.Fatal("got p after Forget")
+	}
+}

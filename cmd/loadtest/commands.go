@@ -37,6 +37,8 @@ var commands = map[string]command{
 	"restart":   {summary: "restart to ready with a trace's final index state: loading a snapshot against replaying every event into an empty index (time, peak memory)", run: runRestart},
 	"bodyflood": {summary: "start a globald binary with a key file and flood it with large authenticated bodies at once: answers by status, peak and settled RSS", run: runBodyflood},
 	"run":       {summary: "replay a Mooncake trace against an OpenAI endpoint (pod, cell, global) and report TTFT, ITL, E2E, cache hits, pod load", run: runRun},
+
+	"discovery": {summary: "a cell following a Kubernetes fleet through a real API server: Ready to routable and to first request, deletion to removal and to last request (p50, p99 over 100 pods)", run: runDiscovery},
 }
 
 // errUsage reports a command line that names no known subcommand.

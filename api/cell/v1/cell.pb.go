@@ -518,7 +518,12 @@ type CellState struct {
 	// engine_load is each pod's load as its engine reports it (the
 	// engine_metrics scrape), by pod id; empty when engine_metrics is
 	// disabled.
-	EngineLoad    []*EngineLoad `protobuf:"bytes,21,rep,name=engine_load,json=engineLoad,proto3" json:"engine_load,omitempty"`
+	EngineLoad []*EngineLoad `protobuf:"bytes,21,rep,name=engine_load,json=engineLoad,proto3" json:"engine_load,omitempty"`
+	// refused_pods are the pods the cell's pod sources offered and the cell
+	// did not take, sorted by source and id: past the index's cap of 256
+	// holders (reason "cap"), or a discovered pod whose id a static pod has
+	// (reason "static").
+	RefusedPods   []*RefusedPod `protobuf:"bytes,22,rep,name=refused_pods,json=refusedPods,proto3" json:"refused_pods,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -658,6 +663,13 @@ func (x *CellState) GetEngineLoad() []*EngineLoad {
 	return nil
 }
 
+func (x *CellState) GetRefusedPods() []*RefusedPod {
+	if x != nil {
+		return x.RefusedPods
+	}
+	return nil
+}
+
 // EngineLoad is one pod's load as its engine's own metrics report it.
 type EngineLoad struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -786,6 +798,70 @@ func (x *EngineLoad) GetWaitingLora() []string {
 	return nil
 }
 
+// RefusedPod is a pod the cell did not take.
+type RefusedPod struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the pod's id (a discovered pod's name).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// source is where it came from ("kubernetes").
+	Source string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	// reason says why: "cap" or "static".
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefusedPod) Reset() {
+	*x = RefusedPod{}
+	mi := &file_api_cell_v1_cell_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefusedPod) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefusedPod) ProtoMessage() {}
+
+func (x *RefusedPod) ProtoReflect() protoreflect.Message {
+	mi := &file_api_cell_v1_cell_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefusedPod.ProtoReflect.Descriptor instead.
+func (*RefusedPod) Descriptor() ([]byte, []int) {
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RefusedPod) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RefusedPod) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *RefusedPod) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // DrainPodRequest drains or resumes one pod.
 type DrainPodRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -799,7 +875,7 @@ type DrainPodRequest struct {
 
 func (x *DrainPodRequest) Reset() {
 	*x = DrainPodRequest{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[7]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -811,7 +887,7 @@ func (x *DrainPodRequest) String() string {
 func (*DrainPodRequest) ProtoMessage() {}
 
 func (x *DrainPodRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[7]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -824,7 +900,7 @@ func (x *DrainPodRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainPodRequest.ProtoReflect.Descriptor instead.
 func (*DrainPodRequest) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{7}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *DrainPodRequest) GetId() string {
@@ -854,7 +930,7 @@ type DrainPodResponse struct {
 
 func (x *DrainPodResponse) Reset() {
 	*x = DrainPodResponse{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[8]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -866,7 +942,7 @@ func (x *DrainPodResponse) String() string {
 func (*DrainPodResponse) ProtoMessage() {}
 
 func (x *DrainPodResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[8]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -879,7 +955,7 @@ func (x *DrainPodResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainPodResponse.ProtoReflect.Descriptor instead.
 func (*DrainPodResponse) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{8}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *DrainPodResponse) GetPod() *Pod {
@@ -924,7 +1000,7 @@ type RouteRequest struct {
 
 func (x *RouteRequest) Reset() {
 	*x = RouteRequest{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[9]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -936,7 +1012,7 @@ func (x *RouteRequest) String() string {
 func (*RouteRequest) ProtoMessage() {}
 
 func (x *RouteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[9]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -949,7 +1025,7 @@ func (x *RouteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RouteRequest.ProtoReflect.Descriptor instead.
 func (*RouteRequest) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{9}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RouteRequest) GetModel() string {
@@ -1032,7 +1108,7 @@ type Candidate struct {
 
 func (x *Candidate) Reset() {
 	*x = Candidate{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[10]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1044,7 +1120,7 @@ func (x *Candidate) String() string {
 func (*Candidate) ProtoMessage() {}
 
 func (x *Candidate) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[10]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1057,7 +1133,7 @@ func (x *Candidate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Candidate.ProtoReflect.Descriptor instead.
 func (*Candidate) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{10}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Candidate) GetPod() string {
@@ -1131,7 +1207,7 @@ type FilteredPod struct {
 
 func (x *FilteredPod) Reset() {
 	*x = FilteredPod{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[11]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1143,7 +1219,7 @@ func (x *FilteredPod) String() string {
 func (*FilteredPod) ProtoMessage() {}
 
 func (x *FilteredPod) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[11]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1156,7 +1232,7 @@ func (x *FilteredPod) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilteredPod.ProtoReflect.Descriptor instead.
 func (*FilteredPod) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{11}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FilteredPod) GetPod() string {
@@ -1208,7 +1284,7 @@ type RouteResponse struct {
 
 func (x *RouteResponse) Reset() {
 	*x = RouteResponse{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[12]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1296,7 @@ func (x *RouteResponse) String() string {
 func (*RouteResponse) ProtoMessage() {}
 
 func (x *RouteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[12]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1309,7 @@ func (x *RouteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RouteResponse.ProtoReflect.Descriptor instead.
 func (*RouteResponse) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{12}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RouteResponse) GetPick() *Candidate {
@@ -1304,7 +1380,7 @@ type StreamSnapshotRequest struct {
 
 func (x *StreamSnapshotRequest) Reset() {
 	*x = StreamSnapshotRequest{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[13]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1316,7 +1392,7 @@ func (x *StreamSnapshotRequest) String() string {
 func (*StreamSnapshotRequest) ProtoMessage() {}
 
 func (x *StreamSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[13]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1329,7 +1405,7 @@ func (x *StreamSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*StreamSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{13}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StreamSnapshotRequest) GetCellId() string {
@@ -1352,7 +1428,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[14]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1364,7 +1440,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[14]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1377,7 +1453,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{14}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SnapshotChunk) GetData() []byte {
@@ -1419,7 +1495,8 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\x13GetCellStateRequest\"Y\n" +
 	"\rPodStateCount\x122\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1c.cellrouter.cell.v1.PodStateR\x05state\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\rR\x05count\"\xf6\t\n" +
+	"\x05count\x18\x02 \x01(\rR\x05count\"\xb9\n" +
+	"\n" +
 	"\tCellState\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12E\n" +
 	"\rpods_by_state\x18\x02 \x03(\v2!.cellrouter.cell.v1.PodStateCountR\vpodsByState\x12%\n" +
@@ -1437,7 +1514,8 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\x15blocks_evicted_by_pod\x18\r \x03(\v25.cellrouter.cell.v1.CellState.BlocksEvictedByPodEntryR\x12blocksEvictedByPod\x120\n" +
 	"\x14engine_metrics_stale\x18\x14 \x01(\rR\x12engineMetricsStale\x12?\n" +
 	"\vengine_load\x18\x15 \x03(\v2\x1e.cellrouter.cell.v1.EngineLoadR\n" +
-	"engineLoad\x1aH\n" +
+	"engineLoad\x12A\n" +
+	"\frefused_pods\x18\x16 \x03(\v2\x1e.cellrouter.cell.v1.RefusedPodR\vrefusedPods\x1aH\n" +
 	"\x1aEventsDroppedByReasonEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aK\n" +
@@ -1462,7 +1540,12 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\bkv_usage\x18\b \x01(\x01R\akvUsage\x12!\n" +
 	"\frunning_lora\x18\t \x03(\tR\vrunningLora\x12!\n" +
 	"\fwaiting_lora\x18\n" +
-	" \x03(\tR\vwaitingLora\"9\n" +
+	" \x03(\tR\vwaitingLora\"L\n" +
+	"\n" +
+	"RefusedPod\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"9\n" +
 	"\x0fDrainPodRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06cancel\x18\x02 \x01(\bR\x06cancel\"W\n" +
@@ -1541,7 +1624,7 @@ func file_api_cell_v1_cell_proto_rawDescGZIP() []byte {
 }
 
 var file_api_cell_v1_cell_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_api_cell_v1_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_api_cell_v1_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_api_cell_v1_cell_proto_goTypes = []any{
 	(PodState)(0),                 // 0: cellrouter.cell.v1.PodState
 	(PodRole)(0),                  // 1: cellrouter.cell.v1.PodRole
@@ -1552,18 +1635,19 @@ var file_api_cell_v1_cell_proto_goTypes = []any{
 	(*PodStateCount)(nil),         // 6: cellrouter.cell.v1.PodStateCount
 	(*CellState)(nil),             // 7: cellrouter.cell.v1.CellState
 	(*EngineLoad)(nil),            // 8: cellrouter.cell.v1.EngineLoad
-	(*DrainPodRequest)(nil),       // 9: cellrouter.cell.v1.DrainPodRequest
-	(*DrainPodResponse)(nil),      // 10: cellrouter.cell.v1.DrainPodResponse
-	(*RouteRequest)(nil),          // 11: cellrouter.cell.v1.RouteRequest
-	(*Candidate)(nil),             // 12: cellrouter.cell.v1.Candidate
-	(*FilteredPod)(nil),           // 13: cellrouter.cell.v1.FilteredPod
-	(*RouteResponse)(nil),         // 14: cellrouter.cell.v1.RouteResponse
-	(*StreamSnapshotRequest)(nil), // 15: cellrouter.cell.v1.StreamSnapshotRequest
-	(*SnapshotChunk)(nil),         // 16: cellrouter.cell.v1.SnapshotChunk
-	nil,                           // 17: cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
-	nil,                           // 18: cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
-	nil,                           // 19: cellrouter.cell.v1.CellState.BlocksEvictedByReasonEntry
-	nil,                           // 20: cellrouter.cell.v1.CellState.BlocksEvictedByPodEntry
+	(*RefusedPod)(nil),            // 9: cellrouter.cell.v1.RefusedPod
+	(*DrainPodRequest)(nil),       // 10: cellrouter.cell.v1.DrainPodRequest
+	(*DrainPodResponse)(nil),      // 11: cellrouter.cell.v1.DrainPodResponse
+	(*RouteRequest)(nil),          // 12: cellrouter.cell.v1.RouteRequest
+	(*Candidate)(nil),             // 13: cellrouter.cell.v1.Candidate
+	(*FilteredPod)(nil),           // 14: cellrouter.cell.v1.FilteredPod
+	(*RouteResponse)(nil),         // 15: cellrouter.cell.v1.RouteResponse
+	(*StreamSnapshotRequest)(nil), // 16: cellrouter.cell.v1.StreamSnapshotRequest
+	(*SnapshotChunk)(nil),         // 17: cellrouter.cell.v1.SnapshotChunk
+	nil,                           // 18: cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
+	nil,                           // 19: cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
+	nil,                           // 20: cellrouter.cell.v1.CellState.BlocksEvictedByReasonEntry
+	nil,                           // 21: cellrouter.cell.v1.CellState.BlocksEvictedByPodEntry
 }
 var file_api_cell_v1_cell_proto_depIdxs = []int32{
 	1,  // 0: cellrouter.cell.v1.Pod.role:type_name -> cellrouter.cell.v1.PodRole
@@ -1572,32 +1656,33 @@ var file_api_cell_v1_cell_proto_depIdxs = []int32{
 	2,  // 3: cellrouter.cell.v1.ListPodsResponse.pods:type_name -> cellrouter.cell.v1.Pod
 	0,  // 4: cellrouter.cell.v1.PodStateCount.state:type_name -> cellrouter.cell.v1.PodState
 	6,  // 5: cellrouter.cell.v1.CellState.pods_by_state:type_name -> cellrouter.cell.v1.PodStateCount
-	17, // 6: cellrouter.cell.v1.CellState.events_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
-	18, // 7: cellrouter.cell.v1.CellState.transport_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
-	19, // 8: cellrouter.cell.v1.CellState.blocks_evicted_by_reason:type_name -> cellrouter.cell.v1.CellState.BlocksEvictedByReasonEntry
-	20, // 9: cellrouter.cell.v1.CellState.blocks_evicted_by_pod:type_name -> cellrouter.cell.v1.CellState.BlocksEvictedByPodEntry
+	18, // 6: cellrouter.cell.v1.CellState.events_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
+	19, // 7: cellrouter.cell.v1.CellState.transport_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
+	20, // 8: cellrouter.cell.v1.CellState.blocks_evicted_by_reason:type_name -> cellrouter.cell.v1.CellState.BlocksEvictedByReasonEntry
+	21, // 9: cellrouter.cell.v1.CellState.blocks_evicted_by_pod:type_name -> cellrouter.cell.v1.CellState.BlocksEvictedByPodEntry
 	8,  // 10: cellrouter.cell.v1.CellState.engine_load:type_name -> cellrouter.cell.v1.EngineLoad
-	2,  // 11: cellrouter.cell.v1.DrainPodResponse.pod:type_name -> cellrouter.cell.v1.Pod
-	1,  // 12: cellrouter.cell.v1.RouteRequest.role:type_name -> cellrouter.cell.v1.PodRole
-	0,  // 13: cellrouter.cell.v1.Candidate.state:type_name -> cellrouter.cell.v1.PodState
-	12, // 14: cellrouter.cell.v1.RouteResponse.pick:type_name -> cellrouter.cell.v1.Candidate
-	12, // 15: cellrouter.cell.v1.RouteResponse.candidates:type_name -> cellrouter.cell.v1.Candidate
-	13, // 16: cellrouter.cell.v1.RouteResponse.filtered:type_name -> cellrouter.cell.v1.FilteredPod
-	3,  // 17: cellrouter.cell.v1.CellService.ListPods:input_type -> cellrouter.cell.v1.ListPodsRequest
-	5,  // 18: cellrouter.cell.v1.CellService.GetCellState:input_type -> cellrouter.cell.v1.GetCellStateRequest
-	9,  // 19: cellrouter.cell.v1.CellService.DrainPod:input_type -> cellrouter.cell.v1.DrainPodRequest
-	11, // 20: cellrouter.cell.v1.CellService.Route:input_type -> cellrouter.cell.v1.RouteRequest
-	15, // 21: cellrouter.cell.v1.CellService.StreamSnapshot:input_type -> cellrouter.cell.v1.StreamSnapshotRequest
-	4,  // 22: cellrouter.cell.v1.CellService.ListPods:output_type -> cellrouter.cell.v1.ListPodsResponse
-	7,  // 23: cellrouter.cell.v1.CellService.GetCellState:output_type -> cellrouter.cell.v1.CellState
-	10, // 24: cellrouter.cell.v1.CellService.DrainPod:output_type -> cellrouter.cell.v1.DrainPodResponse
-	14, // 25: cellrouter.cell.v1.CellService.Route:output_type -> cellrouter.cell.v1.RouteResponse
-	16, // 26: cellrouter.cell.v1.CellService.StreamSnapshot:output_type -> cellrouter.cell.v1.SnapshotChunk
-	22, // [22:27] is the sub-list for method output_type
-	17, // [17:22] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	9,  // 11: cellrouter.cell.v1.CellState.refused_pods:type_name -> cellrouter.cell.v1.RefusedPod
+	2,  // 12: cellrouter.cell.v1.DrainPodResponse.pod:type_name -> cellrouter.cell.v1.Pod
+	1,  // 13: cellrouter.cell.v1.RouteRequest.role:type_name -> cellrouter.cell.v1.PodRole
+	0,  // 14: cellrouter.cell.v1.Candidate.state:type_name -> cellrouter.cell.v1.PodState
+	13, // 15: cellrouter.cell.v1.RouteResponse.pick:type_name -> cellrouter.cell.v1.Candidate
+	13, // 16: cellrouter.cell.v1.RouteResponse.candidates:type_name -> cellrouter.cell.v1.Candidate
+	14, // 17: cellrouter.cell.v1.RouteResponse.filtered:type_name -> cellrouter.cell.v1.FilteredPod
+	3,  // 18: cellrouter.cell.v1.CellService.ListPods:input_type -> cellrouter.cell.v1.ListPodsRequest
+	5,  // 19: cellrouter.cell.v1.CellService.GetCellState:input_type -> cellrouter.cell.v1.GetCellStateRequest
+	10, // 20: cellrouter.cell.v1.CellService.DrainPod:input_type -> cellrouter.cell.v1.DrainPodRequest
+	12, // 21: cellrouter.cell.v1.CellService.Route:input_type -> cellrouter.cell.v1.RouteRequest
+	16, // 22: cellrouter.cell.v1.CellService.StreamSnapshot:input_type -> cellrouter.cell.v1.StreamSnapshotRequest
+	4,  // 23: cellrouter.cell.v1.CellService.ListPods:output_type -> cellrouter.cell.v1.ListPodsResponse
+	7,  // 24: cellrouter.cell.v1.CellService.GetCellState:output_type -> cellrouter.cell.v1.CellState
+	11, // 25: cellrouter.cell.v1.CellService.DrainPod:output_type -> cellrouter.cell.v1.DrainPodResponse
+	15, // 26: cellrouter.cell.v1.CellService.Route:output_type -> cellrouter.cell.v1.RouteResponse
+	17, // 27: cellrouter.cell.v1.CellService.StreamSnapshot:output_type -> cellrouter.cell.v1.SnapshotChunk
+	23, // [23:28] is the sub-list for method output_type
+	18, // [18:23] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_api_cell_v1_cell_proto_init() }
@@ -1611,7 +1696,7 @@ func file_api_cell_v1_cell_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_cell_v1_cell_proto_rawDesc), len(file_api_cell_v1_cell_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
