@@ -38,7 +38,8 @@ type Applier struct {
 	// aliases maps a configured pod's address to its id (see podOf).
 	podModel map[string]string
 	aliases  map[string]string
-	// static holds the configured pods' ids.
+	// static holds the configured pods' ids; a pod the cell discovered
+	// is known through the registry (Registry.Managed).
 	static map[string]bool
 
 	counters Counters
@@ -104,7 +105,7 @@ func (a *Applier) ApplyBatch(ctx context.Context, b *Batch) error {
 		return verr
 	}
 	pod := a.podOf(b.Pod)
-	if a.cfg.RefuseUnknownPods && !a.static[pod] {
+	if a.cfg.RefuseUnknownPods && !a.static[pod] && !a.reg.Managed(pod) {
 		a.counters.BatchesDropped[ReasonUnknownPod].Add(1)
 		err := fmt.Errorf("%w: %q is neither a configured pod's id nor its address", ErrUnknownPod, b.Pod)
 		a.dropped(pod, holderID(pod, b.DPRank), ReasonUnknownPod, err.Error())

@@ -31,3 +31,16 @@ func (r *Registry) Forget(pod string) bool {
 	delete(r.pods, pod)
 	return ok
 }
+
+// Managed reports whether pod is a managed pod (configured, or found by
+// the cell's discovery: see Manage). Events of other pods are refused
+// unless Config.RefuseUnknownPods is off. A nil Registry manages none.
+func (r *Registry) Managed(pod string) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.pods[pod]
+	return ok && e.info.Static
+}

@@ -169,3 +169,32 @@ func TestManageAndForget(t *testing.T) {
 		t.Fatal("got p after Forget")
 	}
 }
+
+// TestManaged checks which pods the applier may accept events of when
+// unknown pods are refused: managed ones (configured or discovered), not
+// those known only from their events, not forgotten ones.
+func TestManaged(t *testing.T) {
+	var none *Registry
+	if none.Managed("p") {
+		t.Fatal("a nil registry manages a pod")
+	}
+	now := time.Unix(100, 0)
+	r, err := NewRegistry(DefaultConfig(), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Manage(PodSpec{ID: "found", Address: "127.0.0.2:8000"}, now)
+	r.ObserveBatch("heard", "heard", 0, 1, true, false, now)
+	for _, tc := range []struct {
+		pod  string
+		want bool
+	}{{"found", true}, {"heard", false}, {"never", false}} {
+		if got := r.Managed(tc.pod); got != tc.want {
+			t.Errorf("Managed(%q) = %v, want %v", tc.pod, got, tc.want)
+		}
+	}
+	r.Forget("found")
+	if r.Managed("found") {
+		t.Error("a forgotten pod is still managed")
+	}
+}
