@@ -30,6 +30,7 @@ import (
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/auth"
 	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/proxy"
 	"github.com/cellrouter/cellrouter/internal/servers"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
@@ -49,6 +50,7 @@ type transport interface {
 type Cell struct {
 	cfg     Config
 	log     *slog.Logger
+	access  *logging.AccessLog // nil: no access log
 	ix      *index.Index
 	learner *index.Learner
 	learned *learnedPods
@@ -97,11 +99,12 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (_ *Cell, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	access := logging.NewAccessLog(log, "cell", cfg.CellID, cfg.AccessLog)
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	c := &Cell{cfg: cfg, log: log.With("cell", cfg.CellID), tp: o.tracerProvider}
+	c := &Cell{cfg: cfg, log: log.With("cell", cfg.CellID), access: access, tp: o.tracerProvider}
 	defer func() {
 		if err != nil {
 			c.unlockSnapshots() // a cell that is not built holds no folder

@@ -20,6 +20,7 @@ import (
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/auth"
 	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/proxy"
 	"github.com/cellrouter/cellrouter/internal/servers"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
@@ -30,6 +31,7 @@ import (
 type Global struct {
 	cfg    Config
 	log    *slog.Logger
+	access *logging.AccessLog // nil: no access log
 	rt     *Router
 	proxy  *proxy.Proxy
 	m      *metrics
@@ -58,7 +60,8 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option)
 		log = slog.Default()
 	}
 	o := buildOptions(opts)
-	g := &Global{cfg: cfg, log: log, tr: telemetry.NewTracer(tracerName, o.tracerProvider)}
+	g := &Global{cfg: cfg, log: log, tr: telemetry.NewTracer(tracerName, o.tracerProvider),
+		access: logging.NewAccessLog(log, "global", "", cfg.AccessLog)}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
