@@ -21,6 +21,7 @@ import (
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/buildinfo"
 	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/memlimit"
 	"github.com/cellrouter/cellrouter/internal/proxy"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
@@ -144,7 +145,8 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	remoteTok := fs.Bool("remote-tokenize", d.Tokenize.Remote, "ask a cell's /tokenize for text prompts and chats no --tokenizer covers (false: route them cold)")
 	tokTimeout := fs.Duration("tokenize-timeout", d.Tokenize.RemoteTimeout, "bound of one remote tokenization (then the request goes cold)")
 	tokCache := fs.Int64("tokenize-cache-mb", d.Tokenize.CacheBytes>>20, "memory bound of the tokenization cache in MiB (0: off)")
-	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	logOpts := logging.BindFlags(fs, logging.DefaultOptions())
+	applyAccess := logging.BindAccessFlags(fs, d.AccessLog)
 	apiKeys := fs.String("api-keys", "", "API key file (tenants, limits, key hashes and scopes; see README): keys required on every endpoint but health")
 	tlsCert := fs.String("tls-cert", "", "globald's certificate (PEM): with --tls-key and --tls-ca, every hop to a cell is mutual TLS")
 	tlsKey := fs.String("tls-key", "", "the certificate's private key (PEM)")
@@ -161,18 +163,17 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	perModel := promptLimits{}
 	fs.Var(perModel, "prompt-limit", "MODEL=MAX_BYTES,MAX_TOKENS: the prompt limits of one model (repeatable; an empty or 0 field takes --max-prompt-bytes or --max-prompt-tokens)")
 	memRatio := fs.Float64("memory-limit-ratio", memlimit.DefaultConfig().Ratio, "set the Go memory limit to this fraction of the container's cgroup memory limit, unless GOMEMLIMIT is set (0: off)")
-	if err := fs.Parse(args); err != nil {
+	if help, err := logging.ParseFlags(fs, args, out); help || err != nil {
 		return err
 	}
 	if *version {
 		fmt.Fprintln(out, buildinfo.Read().String("globald"))
 		return nil
 	}
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(*level)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	log, err := logging.New(logw, logOpts())
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: lv}))
 	if err := memlimit.Setup(*memRatio, log); err != nil {
 		return err
 	}
@@ -186,6 +187,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 		return runDemo(ctx, tel, *demoCells, *demoPods, *httpAddr, *grpcAddr, out, log)
 	}
 	applyLimits(&d.Limits)
+	applyAccess(&d.AccessLog)
 	d.Prompts = openai.PromptLimits{MaxBytes: *maxPromptBytes, MaxTokens: *maxPromptTokens, Models: perModel}
 	d.Security = global.SecurityConfig{KeyFile: *apiKeys, ReloadInterval: *reloadEvery, ServeTLS: *serveTLS,
 		TLS: tlsconf.Config{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA, ServerName: *tlsName}}

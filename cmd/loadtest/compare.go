@@ -40,11 +40,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	kvCap := fs.Int("kv-max-requests", d.KVMaxRequests, "kv mode: per-pod concurrency cap (soft filter); 0 for the plain default profile")
 	specTTL := fs.Duration("speculative-ttl", d.SpeculativeTTL, "kv mode: speculative entries' lifetime (kv-nospec runs without them)")
 	specWeight := fs.Float64("speculative-weight", d.SpeculativeWeight, "kv mode: what a speculative block counts for in the cost, in [0, 1]")
-	if err := fs.Parse(args); err != nil {
+	if help, err := parseFlags("compare", fs, args); help || err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("compare: unexpected argument %q", fs.Arg(0))
 	}
 	cfg := d
 	if *quick {

@@ -32,11 +32,11 @@ func DefaultOptions() Options { return Options{Format: FormatText, Level: "info"
 // Validate checks the format and the level.
 func (o Options) Validate() error {
 	if o.Format != FormatText && o.Format != FormatJSON {
-		return fmt.Errorf("%w: log format %q (want text or json)", ErrFormat, o.Format)
+		return fmt.Errorf("%w: --log-format %q (want text or json)", ErrFormat, o.Format)
 	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(o.Level)); err != nil {
-		return fmt.Errorf("logging: log level %q: %w", o.Level, err)
+		return fmt.Errorf("logging: --log-level %q: %w", o.Level, err)
 	}
 	return nil
 }
