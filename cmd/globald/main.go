@@ -284,8 +284,34 @@ second send is routed by summary to the same pod and reports cached tokens):
 The demo's tenant is isolated: its prompts are cached under its own salt, in the pods, the
 cells' indexes and the summaries. Ctrl-C stops everything.
 `, fleet.DemoTenant, f.KeyFile, f.APIKey, f.Endpoint(), body, f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Global.GRPCAddr())
+	printCellAccess(out, f)
 	<-ctx.Done()
 	return nil
+}
+
+// printCellAccess tells how to reach the demo's cells, which serve over
+// mutual TLS only: with the operator certificate the demo wrote (role
+// admin), curl reads a cell's state, pods and metrics and grpcurl lists
+// its services by reflection.
+func printCellAccess(out io.Writer, f *fleet.Fleet) {
+	if len(f.Cells) == 0 || f.AdminTLS.CertFile == "" {
+		return
+	}
+	a := f.AdminTLS
+	c := f.Cells[0]
+	fmt.Fprintf(out, `
+The cells take mutual TLS only. The demo wrote an operator's client certificate (role admin):
+
+  export CELLROUTER_TLS="--cacert %s --cert %s --key %s"
+
+  curl -s $CELLROUTER_TLS https://%s/v1/cell/state     # cell-0: pods by state, indexed blocks, events
+  curl -s $CELLROUTER_TLS https://%s/v1/cell/pods
+  curl -s $CELLROUTER_TLS https://%s/metrics | grep cellrouter_route
+  grpcurl -cacert %s -cert %s -key %s %s list   # the cell's gRPC services, by reflection
+`, a.CAFile, a.CertFile, a.KeyFile, c.HTTPAddr(), c.HTTPAddr(), c.HTTPAddr(), a.CAFile, a.CertFile, a.KeyFile, c.GRPCAddr())
+	if len(f.Cells) > 1 {
+		fmt.Fprintln(out, "\n  (the other cells likewise, at the addresses listed above)")
+	}
 }
 
 // splitList splits a comma-separated flag value, dropping blanks.
