@@ -24,12 +24,13 @@ func OpenAPI(service string) ([]byte, bool) {
 	return b, err == nil
 }
 
-// OpenAPIHandler serves the OpenAPI document of service as JSON. It panics
-// when service has none, a programming error caught at start.
-func OpenAPIHandler(service string) http.Handler {
-	doc, ok := OpenAPI(service)
-	if !ok {
-		panic("api: no OpenAPI document for " + service)
+// OpenAPIHandler serves the OpenAPI document of service as JSON, as
+// Document completes it for the build's version. It panics when service
+// has none, a programming error caught at start.
+func OpenAPIHandler(service, version string) http.Handler {
+	doc, err := Document(service, version)
+	if err != nil {
+		panic(err)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -10,7 +10,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/cellrouter/cellrouter/api"
+	"github.com/cellrouter/cellrouter/api/apitest"
 	eventsv1 "github.com/cellrouter/cellrouter/api/events/v1"
+	"github.com/cellrouter/cellrouter/internal/buildinfo"
 )
 
 // TestCellStateNamesUnconfiguredPodsAndBlockSizes publishes the events of a
@@ -132,3 +135,17 @@ func TestCellStateNamesUnconfiguredPodsAndBlockSizes(t *testing.T) {
 
 // u64 renders n as protojson renders a uint64: a decimal string.
 func u64(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// TestCellServesItsOpenAPIDocument fetches the document a running cell
+// serves and checks it: title, the build's version, the bearer scheme,
+// OpenAI's error body and the data plane.
+func TestCellServesItsOpenAPIDocument(t *testing.T) {
+	c := startCell(t, testConfig())
+	base := "http://" + c.HTTPAddr()
+	waitFor(t, "healthz", func() bool { code, _ := get(t, base+"/healthz"); return code == 200 })
+	code, body := get(t, base+api.OpenAPIPath("cell"))
+	if code != 200 {
+		t.Fatalf("GET %s = %d %s", api.OpenAPIPath("cell"), code, body)
+	}
+	apitest.CheckDocument(t, "cell", buildinfo.Read().Version, []byte(body))
+}

@@ -29,6 +29,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/snapshot"
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/auth"
+	"github.com/cellrouter/cellrouter/internal/buildinfo"
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/proxy"
@@ -202,7 +203,7 @@ func (c *Cell) buildServers() error {
 	if err := servers.MountGateway(mux, admin(gw), cellv1.File_api_cell_v1_cell_proto.Services().ByName("CellService")); err != nil {
 		return fmt.Errorf("cell: gateway: %w", err)
 	}
-	mux.Handle("GET "+api.OpenAPIPath("cell"), api.OpenAPIHandler("cell"))
+	mux.Handle("GET "+api.OpenAPIPath("cell"), api.OpenAPIHandler("cell", buildinfo.Read().Version))
 	mux.Handle("POST /v1/completions", infer(c.serveInference(openai.KindCompletion)))
 	mux.Handle("POST /v1/chat/completions", infer(c.serveInference(openai.KindChat)))
 	mux.Handle("GET /v1/models", infer(c.serveModels))

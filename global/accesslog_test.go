@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -13,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cellrouter/cellrouter/api"
+	"github.com/cellrouter/cellrouter/api/apitest"
 	"github.com/cellrouter/cellrouter/cell"
+	"github.com/cellrouter/cellrouter/internal/buildinfo"
 )
 
 // lockedBuffer is a log sink safe for the servers' goroutines and the
@@ -164,4 +168,21 @@ func TestAccessLogAtBothTiers(t *testing.T) {
 	if id, _ := lines[1]["request_id"].(string); len(id) != 24 || strings.Trim(id, "0123456789abcdef") != "" {
 		t.Errorf("made-up request id %q, want 24 hex digits", id)
 	}
+}
+
+// TestGlobalServesItsOpenAPIDocument fetches the document a running
+// globald serves and checks it: title, the build's version, the bearer
+// scheme, OpenAI's error body and the data plane.
+func TestGlobalServesItsOpenAPIDocument(t *testing.T) {
+	g := startGlobal(t, &mutableDir{})
+	resp, err := http.Get("http://" + g.HTTPAddr() + api.OpenAPIPath("global"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s = %d %s", api.OpenAPIPath("global"), resp.StatusCode, body)
+	}
+	apitest.CheckDocument(t, "global", buildinfo.Read().Version, body)
 }

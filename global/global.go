@@ -19,6 +19,7 @@ import (
 	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/auth"
+	"github.com/cellrouter/cellrouter/internal/buildinfo"
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/proxy"
@@ -112,7 +113,7 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option)
 	if err := servers.MountGateway(mux, admin(gw), globalv1.File_api_global_v1_global_proto.Services().ByName("GlobalService")); err != nil {
 		return nil, fmt.Errorf("global: gateway: %w", err)
 	}
-	mux.Handle("GET "+api.OpenAPIPath("global"), api.OpenAPIHandler("global"))
+	mux.Handle("GET "+api.OpenAPIPath("global"), api.OpenAPIHandler("global", buildinfo.Read().Version))
 	mux.Handle("POST /v1/completions", infer(g.serveInference(openai.KindCompletion)))
 	mux.Handle("POST /v1/chat/completions", infer(g.serveInference(openai.KindChat)))
 	mux.Handle("GET /v1/models", infer(g.serveModels))

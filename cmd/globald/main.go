@@ -278,7 +278,7 @@ second send is routed by summary to the same pod and reports cached tokens):
   curl -s %s/v1/models              # without the key: 401 in OpenAI's error shape
   curl -s -H "Authorization: Bearer $CELLROUTER_API_KEY" %s/v1/global/cells        # the cells and their summaries
   curl -s -H "Authorization: Bearer $CELLROUTER_API_KEY" %s/metrics | grep cellrouter_global_requests   # path="summary_chat" on the second send
-  curl -s %s/openapi/global.swagger.json   # the REST control plane's OpenAPI document
+  curl -s %s/openapi/global.swagger.json   # the OpenAPI document: the REST control plane and the OpenAI data plane
   grpcurl -plaintext -H "authorization: Bearer $CELLROUTER_API_KEY" %s list        # the gRPC services, by server reflection
 
 The demo's tenant is isolated: its prompts are cached under its own salt, in the pods, the
