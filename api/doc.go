@@ -8,5 +8,9 @@
 // check that every .proto file has its generated siblings.
 //
 // This package embeds the committed OpenAPI documents, which the daemons
-// serve at OpenAPIPath (celld the cell's, globald the global tier's).
+// serve at OpenAPIPath (celld the cell's, globald the global tier's),
+// completed at serve time by Document with what the protos cannot say: a
+// title and the build's version, the bearer API key scheme, OpenAI's error
+// body in place of rpcStatus, and the OpenAI-compatible data plane linked to
+// OpenAI's own specification. Package apitest checks a served document.
 package api

@@ -4,6 +4,7 @@ import (
 	"embed"
 	"net/http"
 	"path"
+	"sync"
 )
 
 // specs are the committed OpenAPI v2 documents api/generate.sh writes
@@ -24,14 +25,21 @@ func OpenAPI(service string) ([]byte, bool) {
 	return b, err == nil
 }
 
-// OpenAPIHandler serves the OpenAPI document of service as JSON. It panics
-// when service has none, a programming error caught at start.
-func OpenAPIHandler(service string) http.Handler {
-	doc, ok := OpenAPI(service)
-	if !ok {
+// OpenAPIHandler serves the OpenAPI document of service as JSON, as
+// Document completes it for the build's version. The document is built at
+// the first request, so that a daemon's start does not wait for it. It
+// panics when service has none, a programming error caught at start.
+func OpenAPIHandler(service, version string) http.Handler {
+	if _, ok := OpenAPI(service); !ok {
 		panic("api: no OpenAPI document for " + service)
 	}
+	build := sync.OnceValues(func() ([]byte, error) { return Document(service, version) })
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		doc, err := build()
+		if err != nil { // the committed document is not JSON: caught by the api tests
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(doc)
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/load"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/proxy"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
 )
@@ -91,6 +92,8 @@ func (c *Cell) serveInference(kind openai.Kind) http.HandlerFunc {
 		ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 		ctx, span := c.tr.Start(ctx, "cell.request", c.requestSpan...)
 		defer span.End()
+		w, access := c.access.Begin(ctx, w, r)
+		defer access.End()
 		c.rm.inflight.Inc()
 		defer c.rm.inflight.Dec()
 
@@ -104,6 +107,7 @@ func (c *Cell) serveInference(kind openai.Kind) http.HandlerFunc {
 			openai.WriteRequestError(w, err)
 			return
 		}
+		access.SetModel(oreq.Model)
 		if !c.modelServed(oreq.Model) {
 			openai.WriteModelNotFound(w, oreq.Model)
 			return
@@ -151,7 +155,7 @@ func (c *Cell) serveInference(kind openai.Kind) http.HandlerFunc {
 			}
 		}
 		c.rm.decisionTime.Observe(d.took.Seconds())
-		c.execute(w, r.WithContext(ctx), body, preq, d, start)
+		c.execute(w, r.WithContext(ctx), body, preq, d, start, access)
 	}
 }
 
@@ -174,7 +178,7 @@ func (c *Cell) refusePrompt(w http.ResponseWriter, err error) {
 
 // execute carries a plan out through the proxy, keeping the load tracker,
 // sessions, metrics and spans up to date.
-func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq *pipeline.Request, d *decision, start time.Time) {
+func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq *pipeline.Request, d *decision, start time.Time, access *logging.Entry) {
 	rc := d.rc
 	hashes, _ := pipeline.BlockHashes.Get(rc)
 	match, _ := pipeline.Match.Get(rc)
@@ -229,7 +233,9 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 		main = d.plan.Decode
 	}
 	c.rm.decisions.WithLabelValues(main.Profile, "routed").Inc()
-	c.rm.matchSource.WithLabelValues(c.matchSource(rc, main, match, hashes)).Inc()
+	source := c.matchSource(rc, main, match, hashes)
+	c.rm.matchSource.WithLabelValues(source).Inc()
+	access.SetDecision(source, d.took, blocks)
 	if main.FailedOpen || d.plan.Prefill.FailedOpen {
 		c.rm.failOpen.Inc()
 	}

@@ -78,12 +78,23 @@ func podRole(r events.Role) cellv1.PodRole {
 	return cellv1.PodRole_POD_ROLE_UNSPECIFIED
 }
 
+// podInfoState is a pod's state as the API reports it: a pod that
+// publishes events but is not configured (no address: never routed to) is
+// UNCONFIGURED whatever its events say, so that pods_by_state's READY
+// counts only pods that can take requests.
+func podInfoState(p events.PodInfo) cellv1.PodState {
+	if !p.Static && p.Address == "" && p.State != events.StateDead {
+		return cellv1.PodState_POD_STATE_UNCONFIGURED
+	}
+	return podState(p.State)
+}
+
 func (s *stateServer) podProto(p events.PodInfo) *cellv1.Pod {
 	out := &cellv1.Pod{
 		Id:      p.ID,
 		Address: p.Address,
 		Role:    podRole(p.Role),
-		State:   podState(p.State),
+		State:   podInfoState(p),
 	}
 	if !p.LastEvent.IsZero() {
 		out.LastEventUnixMs = p.LastEvent.UnixMilli()
@@ -91,8 +102,10 @@ func (s *stateServer) podProto(p events.PodInfo) *cellv1.Pod {
 	for _, h := range p.Holders {
 		out.Slots = append(out.Slots, uint32(h.Slot))
 		out.LastSeq = max(out.LastSeq, h.LastSeq)
-		out.Blocks += uint64(s.applier.TrackedBlocks(h.ID))
+		out.EngineBlocks += uint64(s.applier.TrackedBlocks(h.ID))
+		out.IndexedRouterBlocks += uint64(s.applier.IndexedBlocks(h.ID))
 	}
+	out.Blocks = out.EngineBlocks //nolint:staticcheck // the old name, kept for existing clients
 	s.mu.Lock()
 	out.Draining = s.draining[p.ID]
 	s.mu.Unlock()
@@ -116,11 +129,13 @@ func (s *stateServer) ListPods(_ context.Context, req *cellv1.ListPodsRequest) (
 func (s *stateServer) GetCellState(context.Context, *cellv1.GetCellStateRequest) (*cellv1.CellState, error) {
 	counts := map[cellv1.PodState]uint32{}
 	for _, p := range s.reg.Snapshot() {
-		counts[podState(p.State)]++
+		counts[podInfoState(p)]++
 	}
+	routerBlocks := uint64(s.ix.Stats().Blocks)
 	st := &cellv1.CellState{
 		CellId:                s.cellID,
-		IndexedBlocks:         uint64(s.ix.Stats().Blocks),
+		IndexedRouterBlocks:   routerBlocks,
+		IndexedBlocks:         routerBlocks, // the old name, kept for existing clients
 		EventsDroppedByReason: map[string]uint64{},
 		GeneratedUnixMs:       s.now().UnixMilli(),
 	}

@@ -30,7 +30,9 @@ import (
 	"github.com/cellrouter/cellrouter/cell/snapshot"
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/auth"
+	"github.com/cellrouter/cellrouter/internal/buildinfo"
 	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/proxy"
 	"github.com/cellrouter/cellrouter/internal/servers"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
@@ -50,6 +52,7 @@ type transport interface {
 type Cell struct {
 	cfg     Config
 	log     *slog.Logger
+	access  *logging.AccessLog // nil: no access log
 	ix      *index.Index
 	learner *index.Learner
 	learned *learnedPods
@@ -101,11 +104,12 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (_ *Cell, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	access := logging.NewAccessLog(log, "cell", cfg.CellID, cfg.AccessLog)
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	c := &Cell{cfg: cfg, log: log.With("cell", cfg.CellID), tp: o.tracerProvider}
+	c := &Cell{cfg: cfg, log: log.With("cell", cfg.CellID), access: access, tp: o.tracerProvider}
 	defer func() {
 		if err != nil {
 			c.unlockSnapshots() // a cell that is not built holds no folder
@@ -222,7 +226,7 @@ func (c *Cell) buildServers() error {
 	if err := servers.MountGateway(mux, admin(gw), cellv1.File_api_cell_v1_cell_proto.Services().ByName("CellService")); err != nil {
 		return fmt.Errorf("cell: gateway: %w", err)
 	}
-	mux.Handle("GET "+api.OpenAPIPath("cell"), api.OpenAPIHandler("cell"))
+	mux.Handle("GET "+api.OpenAPIPath("cell"), api.OpenAPIHandler("cell", buildinfo.Read().Version))
 	mux.Handle("POST /v1/completions", infer(c.serveInference(openai.KindCompletion)))
 	mux.Handle("POST /v1/chat/completions", infer(c.serveInference(openai.KindChat)))
 	mux.Handle("GET /v1/models", infer(c.serveModels))

@@ -17,6 +17,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/events/natsjs"
 	"github.com/cellrouter/cellrouter/cell/index"
+	"github.com/cellrouter/cellrouter/internal/logging"
 )
 
 // Config is celld's configuration, read from YAML (see
@@ -70,6 +71,11 @@ type Config struct {
 	Auth   AuthConfig   `yaml:"auth"`
 	TLS    TLSConfig    `yaml:"tls"`
 	Limits LimitsConfig `yaml:"limits"`
+	// AccessLog switches and samples the access log: a line at info per
+	// data-plane request with its match source, pod, matched blocks,
+	// status and durations (keys enabled and sample; package
+	// internal/logging).
+	AccessLog logging.AccessConfig `yaml:"access_log"`
 
 	// TickInterval is how often the cell checks for pods that went silent.
 	TickInterval time.Duration `yaml:"tick_interval"`
@@ -257,6 +263,7 @@ func DefaultConfig() Config {
 		Gossip:          DefaultGossipConfig(),
 		Replica:         DefaultReplicaConfig(),
 		Limits:          defaultLimits(),
+		AccessLog:       logging.DefaultAccessConfig(),
 		TickInterval:    time.Second,
 		HealthInterval:  5 * time.Second,
 		HealthTimeout:   2 * time.Second,
@@ -299,6 +306,9 @@ func (c Config) Validate() error {
 	}
 	if c.CellID == "" {
 		return bad("cell_id", `""`, "must not be empty")
+	}
+	if err := c.AccessLog.Validate(); err != nil {
+		return bad("access_log.sample", c.AccessLog.Sample, "want 0 to 1")
 	}
 	for _, a := range []struct{ field, v string }{{"http_addr", c.HTTPAddr}, {"grpc_addr", c.GRPCAddr}} {
 		if _, _, err := net.SplitHostPort(a.v); err != nil {

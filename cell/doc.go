@@ -17,7 +17,8 @@
 //	transports           vLLM ZMQ (zmqsub), NATS JetStream (natsjs), gRPC Publish (grpcpub)
 //	servers              gRPC (EventPublisher, CellService, server reflection) and HTTP
 //	                     (/metrics, /healthz, /readyz, REST through grpc-gateway,
-//	                     its OpenAPI document at /openapi/cell.swagger.json)
+//	                     its OpenAPI document at /openapi/cell.swagger.json;
+//	                     a sampled access line per request, internal/logging)
 //	loops                registry ticks (kill silent pods), pod health checks,
 //	                     expiry of learned blocks
 //

@@ -149,7 +149,7 @@ func TestCellRejections(t *testing.T) {
 		{"a tenant header is no key", s.anon, "POST", "/v1/completions", testCompletion, map[string]string{"X-Cellrouter-Tenant": "acme"}, 401, "missing_api_key"},
 		{"opted-out tenant naming an isolated partition", s.anon, "POST", "/v1/completions",
 			`{"model":"m","prompt":[1,2,3],"cache_salt":"tenant:acme"}`, bearer("lab-key"), 400, "invalid_cache_salt"},
-		{"model no pod serves", s.anon, "POST", "/v1/completions", `{"model":"nope","prompt":[1,2,3]}`, bearer("lab-key"), 404, "model_not_found"},
+		{"model no pod serves", s.anon, "POST", "/v1/completions", `{"model":"no-such-model","prompt":[1,2,3]}`, bearer("lab-key"), 404, "model_not_found"},
 		{"admin key on the control plane", s.anon, "GET", "/v1/cell/state", "", bearer("ops-key"), 200, ""},
 		{"admin key on metrics", s.anon, "GET", "/metrics", "", bearer("ops-key"), 200, ""},
 		{"health needs nothing", s.anon, "GET", "/healthz", "", nil, 200, ""},

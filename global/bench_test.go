@@ -17,6 +17,7 @@ import (
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
 	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
+	"github.com/cellrouter/cellrouter/cell"
 	"github.com/cellrouter/cellrouter/gossip"
 )
 
@@ -219,4 +220,43 @@ func benchServeInference(b *testing.B, probeLone bool) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+}
+
+// BenchmarkServeInferenceAccessLog is BenchmarkServeInference (the lone
+// candidate's hand-off) with the access log of both tiers off and on (a
+// text line per request at each tier, to a discarding writer): what the
+// line costs a request.
+func BenchmarkServeInferenceAccessLog(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("access_log=%v", on), func(b *testing.B) {
+			hits := &sync.Map{}
+			c := startTestCellWith(b, "cell-a", hits, func(cfg *cell.Config) { cfg.AccessLog.Enabled = on })
+			toks := tokens(51, 64*16)
+			c.hold(b, "cell-a-pod1", toks, 32)
+			g := startGlobalWith(b, StaticDirectory{c.view(b)}, func(cfg *Config) { cfg.AccessLog.Enabled = on })
+			body, _ := json.Marshal(map[string]any{"model": "m", "prompt": toks, "max_tokens": 1})
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+			defer client.CloseIdleConnections()
+			url := "http://" + g.HTTPAddr() + "/v1/completions"
+			send := func() {
+				resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("status %d", resp.StatusCode)
+				}
+			}
+			for i := 0; i < 100; i++ { // connections and pools warm
+				send()
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				send()
+			}
+		})
+	}
 }

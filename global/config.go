@@ -9,6 +9,7 @@ import (
 	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/proxy"
 )
 
@@ -78,6 +79,10 @@ type Config struct {
 	// tokenizes it and its tokens after (400 context_length_exceeded past
 	// either), so that a huge prompt costs no tokenizer time.
 	Prompts openai.PromptLimits
+	// AccessLog switches and samples the access log: a line at info per
+	// data-plane request with its route path, cell, pod, matched blocks,
+	// status and durations (package internal/logging).
+	AccessLog logging.AccessConfig
 }
 
 // DefaultConfig returns the defaults globald starts from.
@@ -102,6 +107,7 @@ func DefaultConfig() Config {
 		Watch:                 defaultWatch(),
 		Prompts:               openai.DefaultPromptLimits(),
 		RelayResponseHeaders:  p.RelayResponseHeaders,
+		AccessLog:             logging.DefaultAccessConfig(),
 	}
 }
 
@@ -124,6 +130,9 @@ func (c Config) Validate() error {
 		if _, _, err := net.SplitHostPort(a.v); err != nil {
 			return bad(a.f, fmt.Sprintf("%q", a.v), "want host:port")
 		}
+	}
+	if err := c.AccessLog.Validate(); err != nil {
+		return bad("access_log.sample", c.AccessLog.Sample, "want 0 to 1")
 	}
 	switch {
 	case c.BlockSize < blockhash.MinBlockSize || c.BlockSize > blockhash.MaxBlockSize:

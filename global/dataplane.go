@@ -31,6 +31,8 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 		ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 		ctx, span := g.tr.Start(ctx, "global.request", serverSpan...)
 		defer span.End()
+		w, access := g.access.Begin(ctx, w, r)
+		defer access.End()
 		body, err := openai.ReadBody(w, r, g.cfg.Limits.MaxBodyBytes)
 		if err != nil {
 			openai.WriteRequestError(w, err)
@@ -41,6 +43,7 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 			openai.WriteRequestError(w, err)
 			return
 		}
+		access.SetModel(oreq.Model)
 		if g.refuseUnservedModel(w, oreq.Model) {
 			return
 		}
@@ -68,6 +71,9 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 		if d != nil {
 			path = routePath(d)
 			g.m.observeTokenize(d)
+			access.SetDecision(path, d.Took, d.Blocks)
+		} else {
+			access.SetDecision(path, 0, 0)
 		}
 		if errors.Is(err, openai.ErrPromptTooLong) {
 			g.refusePrompt(w, err)

@@ -210,7 +210,10 @@
 // global.probe per probed cell, global.handoff, and the cell's spans under
 // it (W3C context crosses the gRPC probe and the HTTP hand-off). The gRPC
 // server answers server reflection, and the HTTP server serves the OpenAPI
-// document of the REST control plane at /openapi/global.swagger.json.
+// document of the REST control plane and the data plane at
+// /openapi/global.swagger.json. Each data-plane request gets a sampled
+// access and decision log line (package internal/logging) with its route
+// path, cell, pod, matched blocks, status and durations.
 //
 // # Security
 //

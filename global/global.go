@@ -19,7 +19,9 @@ import (
 	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/auth"
+	"github.com/cellrouter/cellrouter/internal/buildinfo"
 	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/proxy"
 	"github.com/cellrouter/cellrouter/internal/servers"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
@@ -30,6 +32,7 @@ import (
 type Global struct {
 	cfg    Config
 	log    *slog.Logger
+	access *logging.AccessLog // nil: no access log
 	rt     *Router
 	proxy  *proxy.Proxy
 	m      *metrics
@@ -58,7 +61,8 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option)
 		log = slog.Default()
 	}
 	o := buildOptions(opts)
-	g := &Global{cfg: cfg, log: log, tr: telemetry.NewTracer(tracerName, o.tracerProvider)}
+	g := &Global{cfg: cfg, log: log, tr: telemetry.NewTracer(tracerName, o.tracerProvider),
+		access: logging.NewAccessLog(log, "global", "", cfg.AccessLog)}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -109,7 +113,7 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option)
 	if err := servers.MountGateway(mux, admin(gw), globalv1.File_api_global_v1_global_proto.Services().ByName("GlobalService")); err != nil {
 		return nil, fmt.Errorf("global: gateway: %w", err)
 	}
-	mux.Handle("GET "+api.OpenAPIPath("global"), api.OpenAPIHandler("global"))
+	mux.Handle("GET "+api.OpenAPIPath("global"), api.OpenAPIHandler("global", buildinfo.Read().Version))
 	mux.Handle("POST /v1/completions", infer(g.serveInference(openai.KindCompletion)))
 	mux.Handle("POST /v1/chat/completions", infer(g.serveInference(openai.KindChat)))
 	mux.Handle("GET /v1/models", infer(g.serveModels))

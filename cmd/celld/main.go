@@ -15,6 +15,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell"
 	"github.com/cellrouter/cellrouter/internal/buildinfo"
 	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/memlimit"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
 )
@@ -43,7 +44,8 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	replicaID := fs.String("replica-id", "", "override replica.id: this replica's name within its cell (default $NODE_NAME, $POD_NAME or the host name)")
 	gossipAdv := fs.String("gossip-advertise", "", "override gossip.advertise: the IP:port other members reach this cell at (its API addresses take the same host)")
 	secret := fs.String("gossip-secret-key", "", "override gossip.secret_key: the pool's base64 encryption key")
-	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	logOpts := logging.BindFlags(fs, logging.DefaultOptions())
+	applyAccess := logging.BindAccessFlags(fs, logging.DefaultAccessConfig())
 	d := cell.DefaultRoutingConfig()
 	overlap := fs.Float64("kv-overlap-score-weight", d.KVOverlapScoreWeight, "default profile: weight of a block to prefill against a block of decode load (overrides routing.kv_overlap_score_weight)")
 	temp := fs.Float64("router-temperature", d.RouterTemperature, "default profile: softmax temperature over normalised costs; 0 picks the lowest cost (overrides routing.router_temperature)")
@@ -64,7 +66,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	applyLimits := edge.BindFlags(fs, cell.DefaultConfig().EdgeLimits())
 	memRatio := fs.Float64("memory-limit-ratio", memlimit.DefaultConfig().Ratio, "set the Go memory limit to this fraction of the container's cgroup memory limit, unless GOMEMLIMIT is set (0: off)")
 	applySnapshot := cell.BindSnapshotFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if help, err := logging.ParseFlags(fs, args, out); help || err != nil {
 		return err
 	}
 	if *version {
@@ -77,11 +79,10 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 		}
 		*configPath = *checkPath
 	}
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(*level)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	log, err := logging.New(logw, logOpts())
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: lv}))
 	if err := memlimit.Setup(*memRatio, log); err != nil {
 		return err
 	}
@@ -121,6 +122,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 		}
 	}
 	applySnapshot(&cfg.Snapshot)
+	applyAccess(&cfg.AccessLog)
 	limits := cfg.EdgeLimits()
 	applyLimits(&limits)
 	cfg.SetEdgeLimits(limits)

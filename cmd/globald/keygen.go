@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cellrouter/cellrouter/internal/auth"
+	"github.com/cellrouter/cellrouter/internal/logging"
 )
 
 // keygen makes a new API key and prints it with the entry that grants it in
@@ -19,7 +20,7 @@ func keygen(args []string, out, logw io.Writer) error {
 	tenant := fs.String("tenant", "", "the tenant the key belongs to (declared under tenants: in the key file)")
 	scopes := fs.String("scopes", "inference", "comma-separated scopes: inference, admin, events")
 	name := fs.String("name", "", "a label for people: who holds the key")
-	if err := fs.Parse(args); err != nil {
+	if help, err := logging.ParseFlags(fs, args, out); help || err != nil {
 		return err
 	}
 	if !auth.ValidTenantName(*tenant) {

@@ -21,6 +21,7 @@ import (
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/buildinfo"
 	"github.com/cellrouter/cellrouter/internal/edge"
+	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/memlimit"
 	"github.com/cellrouter/cellrouter/internal/proxy"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
@@ -144,7 +145,8 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	remoteTok := fs.Bool("remote-tokenize", d.Tokenize.Remote, "ask a cell's /tokenize for text prompts and chats no --tokenizer covers (false: route them cold)")
 	tokTimeout := fs.Duration("tokenize-timeout", d.Tokenize.RemoteTimeout, "bound of one remote tokenization (then the request goes cold)")
 	tokCache := fs.Int64("tokenize-cache-mb", d.Tokenize.CacheBytes>>20, "memory bound of the tokenization cache in MiB (0: off)")
-	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	logOpts := logging.BindFlags(fs, logging.DefaultOptions())
+	applyAccess := logging.BindAccessFlags(fs, d.AccessLog)
 	apiKeys := fs.String("api-keys", "", "API key file (tenants, limits, key hashes and scopes; see README): keys required on every endpoint but health")
 	tlsCert := fs.String("tls-cert", "", "globald's certificate (PEM): with --tls-key and --tls-ca, every hop to a cell is mutual TLS")
 	tlsKey := fs.String("tls-key", "", "the certificate's private key (PEM)")
@@ -161,18 +163,17 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	perModel := promptLimits{}
 	fs.Var(perModel, "prompt-limit", "MODEL=MAX_BYTES,MAX_TOKENS: the prompt limits of one model (repeatable; an empty or 0 field takes --max-prompt-bytes or --max-prompt-tokens)")
 	memRatio := fs.Float64("memory-limit-ratio", memlimit.DefaultConfig().Ratio, "set the Go memory limit to this fraction of the container's cgroup memory limit, unless GOMEMLIMIT is set (0: off)")
-	if err := fs.Parse(args); err != nil {
+	if help, err := logging.ParseFlags(fs, args, out); help || err != nil {
 		return err
 	}
 	if *version {
 		fmt.Fprintln(out, buildinfo.Read().String("globald"))
 		return nil
 	}
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(*level)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	log, err := logging.New(logw, logOpts())
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: lv}))
 	if err := memlimit.Setup(*memRatio, log); err != nil {
 		return err
 	}
@@ -186,6 +187,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 		return runDemo(ctx, tel, *demoCells, *demoPods, *httpAddr, *grpcAddr, out, log)
 	}
 	applyLimits(&d.Limits)
+	applyAccess(&d.AccessLog)
 	d.Prompts = openai.PromptLimits{MaxBytes: *maxPromptBytes, MaxTokens: *maxPromptTokens, Models: perModel}
 	d.Security = global.SecurityConfig{KeyFile: *apiKeys, ReloadInterval: *reloadEvery, ServeTLS: *serveTLS,
 		TLS: tlsconf.Config{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA, ServerName: *tlsName}}
@@ -276,14 +278,40 @@ second send is routed by summary to the same pod and reports cached tokens):
   curl -s %s/v1/models              # without the key: 401 in OpenAI's error shape
   curl -s -H "Authorization: Bearer $CELLROUTER_API_KEY" %s/v1/global/cells        # the cells and their summaries
   curl -s -H "Authorization: Bearer $CELLROUTER_API_KEY" %s/metrics | grep cellrouter_global_requests   # path="summary_chat" on the second send
-  curl -s %s/openapi/global.swagger.json   # the REST control plane's OpenAPI document
+  curl -s %s/openapi/global.swagger.json   # the OpenAPI document: the REST control plane and the OpenAI data plane
   grpcurl -plaintext -H "authorization: Bearer $CELLROUTER_API_KEY" %s list        # the gRPC services, by server reflection
 
 The demo's tenant is isolated: its prompts are cached under its own salt, in the pods, the
 cells' indexes and the summaries. Ctrl-C stops everything.
 `, fleet.DemoTenant, f.KeyFile, f.APIKey, f.Endpoint(), body, f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Global.GRPCAddr())
+	printCellAccess(out, f)
 	<-ctx.Done()
 	return nil
+}
+
+// printCellAccess tells how to reach the demo's cells, which serve over
+// mutual TLS only: with the operator certificate the demo wrote (role
+// admin), curl reads a cell's state, pods and metrics and grpcurl lists
+// its services by reflection.
+func printCellAccess(out io.Writer, f *fleet.Fleet) {
+	if len(f.Cells) == 0 || f.AdminTLS.CertFile == "" {
+		return
+	}
+	a := f.AdminTLS
+	c := f.Cells[0]
+	fmt.Fprintf(out, `
+The cells take mutual TLS only. The demo wrote an operator's client certificate (role admin):
+
+  export CELLROUTER_TLS="--cacert %s --cert %s --key %s"
+
+  curl -s $CELLROUTER_TLS https://%s/v1/cell/state     # cell-0: pods by state, indexed blocks, events
+  curl -s $CELLROUTER_TLS https://%s/v1/cell/pods
+  curl -s $CELLROUTER_TLS https://%s/metrics | grep cellrouter_route
+  grpcurl -cacert %s -cert %s -key %s %s list   # the cell's gRPC services, by reflection
+`, a.CAFile, a.CertFile, a.KeyFile, c.HTTPAddr(), c.HTTPAddr(), c.HTTPAddr(), a.CAFile, a.CertFile, a.KeyFile, c.GRPCAddr())
+	if len(f.Cells) > 1 {
+		fmt.Fprintln(out, "\n  (the other cells likewise, at the addresses listed above)")
+	}
 }
 
 // splitList splits a comma-separated flag value, dropping blanks.

@@ -64,7 +64,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		usage(stderr)
 		return fmt.Errorf("unknown command %q", name)
 	}
-	return cmd.run(ctx, args[1:], stdout, stderr)
+	if err := cmd.run(ctx, args[1:], stdout, stderr); !errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return nil // the subcommand printed its usage
 }
 
 // usage lists the subcommands.

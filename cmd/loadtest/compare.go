@@ -42,11 +42,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	specWeight := fs.Float64("speculative-weight", d.SpeculativeWeight, "kv mode: what a speculative block counts for in the cost, in [0, 1]")
 	bypass := fs.Float64("bypass", d.Bypass, "share of requests sent straight to pods around the cell, in [0, 1); with no -modes, runs kv against kv-engine (the engines' load metrics)")
 	bypassPods := fs.Int("bypass-pods", d.BypassPods, "the bypassed requests go to the first N pods")
-	if err := fs.Parse(args); err != nil {
+	if help, err := parseFlags("compare", fs, args); help || err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("compare: unexpected argument %q", fs.Arg(0))
 	}
 	cfg := d
 	if *quick {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
 	"github.com/cellrouter/cellrouter/cell/events/vllmwire"
+	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/loadtest/enginesim"
 )
 
@@ -44,7 +45,8 @@ func runEnginesim(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	noReplay := fs.Bool("no-replay", false, "no replay socket")
 	noEvents := fs.Bool("no-events", false, "publish no KV events")
 	asJSON := fs.Bool("json", false, "print the pods as one JSON array")
-	verbose := fs.Bool("v", false, "log the pods' diagnostics to stderr")
+	verbose := fs.Bool("v", false, "log the pods' diagnostics to stderr (in --log-format, from --log-level)")
+	logOpts := logging.BindFlags(fs, logging.DefaultOptions())
 	if help, err := parseFlags("enginesim", fs, args); help || err != nil {
 		return err
 	}
@@ -87,9 +89,12 @@ func runEnginesim(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		pc.Tokenizer = hf
 	}
-	pc.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	pc.Logger = slog.New(slog.DiscardHandler)
 	if *verbose {
-		pc.Logger = slog.New(slog.NewTextHandler(stderr, nil))
+		var err error
+		if pc.Logger, err = logging.New(stderr, logOpts()); err != nil {
+			return err
+		}
 	}
 	fc := enginesim.FleetConfig{Pods: *pods, Pod: pc, BasePort: *basePort}
 	if *roles != "" {

@@ -29,7 +29,7 @@ func runEventlog(_ context.Context, args []string, stdout, stderr io.Writer) err
 	model := fs.String("model", d.Model, "model name of the events")
 	seed := fs.Uint64("seed", d.Seed, "seed of the assignment of requests to pods")
 	form := fs.String("form", "array", "event form on the wire: array (legacy) or map")
-	if err := fs.Parse(args); err != nil {
+	if help, err := parseFlags("eventlog", fs, args); help || err != nil {
 		return err
 	}
 	if *out == "" {

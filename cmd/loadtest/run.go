@@ -34,11 +34,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	out := fs.String("out", "", "directory for report.json, SVG plots and index.html (none when empty)")
 	asJSON := fs.Bool("json", false, "print the summary as one JSON object instead of a table")
 	quiet := fs.Bool("quiet", false, "no progress bar on stderr")
-	if err := fs.Parse(args); err != nil {
+	if help, err := parseFlags("run", fs, args); help || err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("run: unexpected argument %q", fs.Arg(0))
 	}
 	if *target == "" {
 		return errors.New("run: --target is required, e.g. --target http://127.0.0.1:8080")

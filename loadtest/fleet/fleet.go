@@ -106,6 +106,11 @@ type Fleet struct {
 	KeyFile     string
 	KeyringFile string
 	CA          *tlsconf.EphemeralCA
+	// AdminTLS are the files of an operator's client certificate (role
+	// admin) of a Secure fleet: with them, curl and grpcurl reach a
+	// cell's control plane, /metrics and gRPC reflection, which the
+	// cells serve over mutual TLS only. Empty unless Secure.
+	AdminTLS tlsconf.Config
 
 	fleets []*enginesim.Fleet
 	tmpDir string // holds the demo tokenizer and secrets; removed by Close
@@ -164,7 +169,7 @@ func Start(ctx context.Context, cfg Config) (f *Fleet, err error) {
 		if sec, err = newSecrets(f.tmpDir); err != nil {
 			return f, fmt.Errorf("fleet: secrets: %w", err)
 		}
-		f.APIKey, f.KeyFile, f.KeyringFile, f.CA = sec.apiKey, sec.keyFile, sec.keyring, sec.ca
+		f.APIKey, f.KeyFile, f.KeyringFile, f.CA, f.AdminTLS = sec.apiKey, sec.keyFile, sec.keyring, sec.ca, sec.admin
 		gcfg.Security.KeyFile, gcfg.Security.TLS, gcfg.Security.ReloadInterval = sec.keyFile, sec.global, cfg.ReloadInterval
 		pool.KeyringFile, pool.ReloadInterval = sec.keyring, cfg.ReloadInterval
 	}

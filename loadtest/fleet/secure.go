@@ -23,7 +23,11 @@ type secrets struct {
 	apiKey           string
 	ca               *tlsconf.EphemeralCA
 	global           tlsconf.Config
-	dir              string
+	// admin is an operator's client certificate (role admin): what curl
+	// and grpcurl present to reach a cell's control plane, metrics and
+	// reflection.
+	admin tlsconf.Config
+	dir   string
 }
 
 // newSecrets writes the fleet's secrets into dir.
@@ -56,6 +60,9 @@ func newSecrets(dir string) (*secrets, error) {
 	// needs of the cells: globald the hand-off and the probe, a cell the
 	// snapshot of a replica.
 	if s.global, err = s.ca.WriteFiles(dir, "globald", tlsconf.CertOptions{URIs: []string{auth.RoleURI(auth.RoleGlobal)}}); err != nil {
+		return nil, err
+	}
+	if s.admin, err = s.ca.WriteFiles(dir, "operator", tlsconf.CertOptions{URIs: []string{auth.RoleURI(auth.RoleAdmin)}}); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -39,6 +39,11 @@ const (
 	PodState_POD_STATE_DEGRADED PodState = 2
 	// POD_STATE_DEAD: the pod is gone; it is never routed to.
 	PodState_POD_STATE_DEAD PodState = 3
+	// POD_STATE_UNCONFIGURED: the pod publishes KV events but is not in the
+	// cell's configuration: it has no address and is never routed to, so its
+	// cache is indexed for nothing (usually the engine names itself
+	// differently from the configured pod).
+	PodState_POD_STATE_UNCONFIGURED PodState = 4
 )
 
 // Enum value maps for PodState.
@@ -48,12 +53,14 @@ var (
 		1: "POD_STATE_READY",
 		2: "POD_STATE_DEGRADED",
 		3: "POD_STATE_DEAD",
+		4: "POD_STATE_UNCONFIGURED",
 	}
 	PodState_value = map[string]int32{
-		"POD_STATE_UNKNOWN":  0,
-		"POD_STATE_READY":    1,
-		"POD_STATE_DEGRADED": 2,
-		"POD_STATE_DEAD":     3,
+		"POD_STATE_UNKNOWN":      0,
+		"POD_STATE_READY":        1,
+		"POD_STATE_DEGRADED":     2,
+		"POD_STATE_DEAD":         3,
+		"POD_STATE_UNCONFIGURED": 4,
 	}
 )
 
@@ -161,7 +168,9 @@ type Pod struct {
 	// last_event_unix_ms is when the cell last applied an event of the pod,
 	// in Unix milliseconds; 0 when never.
 	LastEventUnixMs int64 `protobuf:"varint,7,opt,name=last_event_unix_ms,json=lastEventUnixMs,proto3" json:"last_event_unix_ms,omitempty"`
-	// blocks is the number of blocks the index holds for the pod.
+	// blocks is engine_blocks under its old name, kept for existing clients.
+	//
+	// Deprecated: Marked as deprecated in api/cell/v1/cell.proto.
 	Blocks uint64 `protobuf:"varint,8,opt,name=blocks,proto3" json:"blocks,omitempty"`
 	// draining is true while the pod is drained: it receives no new requests.
 	Draining bool `protobuf:"varint,9,opt,name=draining,proto3" json:"draining,omitempty"`
@@ -170,8 +179,17 @@ type Pod struct {
 	ActiveBlocks uint64 `protobuf:"varint,10,opt,name=active_blocks,json=activeBlocks,proto3" json:"active_blocks,omitempty"`
 	// active_requests is the number of requests in flight on the pod.
 	ActiveRequests uint32 `protobuf:"varint,11,opt,name=active_requests,json=activeRequests,proto3" json:"active_requests,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// engine_blocks is the number of the pod's own KV blocks (in the engine's
+	// block size) the cell tracks for it from its events, over all its ranks.
+	// It is not comparable with CellState.indexed_router_blocks, which counts
+	// the index's distinct router-sized blocks over all pods.
+	EngineBlocks uint64 `protobuf:"varint,12,opt,name=engine_blocks,json=engineBlocks,proto3" json:"engine_blocks,omitempty"`
+	// indexed_router_blocks is the number of router-sized blocks the index
+	// lists for the pod (its share of the index, which
+	// pods[].max_index_blocks bounds), over all its ranks.
+	IndexedRouterBlocks uint64 `protobuf:"varint,13,opt,name=indexed_router_blocks,json=indexedRouterBlocks,proto3" json:"indexed_router_blocks,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Pod) Reset() {
@@ -253,6 +271,7 @@ func (x *Pod) GetLastEventUnixMs() int64 {
 	return 0
 }
 
+// Deprecated: Marked as deprecated in api/cell/v1/cell.proto.
 func (x *Pod) GetBlocks() uint64 {
 	if x != nil {
 		return x.Blocks
@@ -277,6 +296,20 @@ func (x *Pod) GetActiveBlocks() uint64 {
 func (x *Pod) GetActiveRequests() uint32 {
 	if x != nil {
 		return x.ActiveRequests
+	}
+	return 0
+}
+
+func (x *Pod) GetEngineBlocks() uint64 {
+	if x != nil {
+		return x.EngineBlocks
+	}
+	return 0
+}
+
+func (x *Pod) GetIndexedRouterBlocks() uint64 {
+	if x != nil {
+		return x.IndexedRouterBlocks
 	}
 	return 0
 }
@@ -473,7 +506,10 @@ type CellState struct {
 	// pods_by_state counts the pods per state; states with no pod are
 	// omitted.
 	PodsByState []*PodStateCount `protobuf:"bytes,2,rep,name=pods_by_state,json=podsByState,proto3" json:"pods_by_state,omitempty"`
-	// indexed_blocks is the number of distinct blocks in the index.
+	// indexed_blocks is indexed_router_blocks under its old name, kept for
+	// existing clients.
+	//
+	// Deprecated: Marked as deprecated in api/cell/v1/cell.proto.
 	IndexedBlocks uint64 `protobuf:"varint,3,opt,name=indexed_blocks,json=indexedBlocks,proto3" json:"indexed_blocks,omitempty"`
 	// events_applied is the number of engine events applied since start.
 	EventsApplied uint64 `protobuf:"varint,4,opt,name=events_applied,json=eventsApplied,proto3" json:"events_applied,omitempty"`
@@ -523,9 +559,13 @@ type CellState struct {
 	// did not take, sorted by source and id: past the index's cap of 256
 	// holders (reason "cap"), or a discovered pod whose id a static pod has
 	// (reason "static").
-	RefusedPods   []*RefusedPod `protobuf:"bytes,22,rep,name=refused_pods,json=refusedPods,proto3" json:"refused_pods,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	RefusedPods []*RefusedPod `protobuf:"bytes,22,rep,name=refused_pods,json=refusedPods,proto3" json:"refused_pods,omitempty"`
+	// indexed_router_blocks is the number of distinct blocks in the index, in
+	// the router's block size (routing.block_size tokens), over all pods. A
+	// pod's engine_blocks counts engine-sized blocks instead.
+	IndexedRouterBlocks uint64 `protobuf:"varint,14,opt,name=indexed_router_blocks,json=indexedRouterBlocks,proto3" json:"indexed_router_blocks,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *CellState) Reset() {
@@ -572,6 +612,7 @@ func (x *CellState) GetPodsByState() []*PodStateCount {
 	return nil
 }
 
+// Deprecated: Marked as deprecated in api/cell/v1/cell.proto.
 func (x *CellState) GetIndexedBlocks() uint64 {
 	if x != nil {
 		return x.IndexedBlocks
@@ -668,6 +709,13 @@ func (x *CellState) GetRefusedPods() []*RefusedPod {
 		return x.RefusedPods
 	}
 	return nil
+}
+
+func (x *CellState) GetIndexedRouterBlocks() uint64 {
+	if x != nil {
+		return x.IndexedRouterBlocks
+	}
+	return 0
 }
 
 // EngineLoad is one pod's load as its engine's own metrics report it.
@@ -1474,7 +1522,7 @@ var File_api_cell_v1_cell_proto protoreflect.FileDescriptor
 
 const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\n" +
-	"\x16api/cell/v1/cell.proto\x12\x12cellrouter.cell.v1\x1a\x1cgoogle/api/annotations.proto\"\xf4\x02\n" +
+	"\x16api/cell/v1/cell.proto\x12\x12cellrouter.cell.v1\x1a\x1cgoogle/api/annotations.proto\"\xd1\x03\n" +
 	"\x03Pod\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12/\n" +
@@ -1482,12 +1530,14 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\x05state\x18\x04 \x01(\x0e2\x1c.cellrouter.cell.v1.PodStateR\x05state\x12\x14\n" +
 	"\x05slots\x18\x05 \x03(\rR\x05slots\x12\x19\n" +
 	"\blast_seq\x18\x06 \x01(\x04R\alastSeq\x12+\n" +
-	"\x12last_event_unix_ms\x18\a \x01(\x03R\x0flastEventUnixMs\x12\x16\n" +
-	"\x06blocks\x18\b \x01(\x04R\x06blocks\x12\x1a\n" +
+	"\x12last_event_unix_ms\x18\a \x01(\x03R\x0flastEventUnixMs\x12\x1a\n" +
+	"\x06blocks\x18\b \x01(\x04B\x02\x18\x01R\x06blocks\x12\x1a\n" +
 	"\bdraining\x18\t \x01(\bR\bdraining\x12#\n" +
 	"\ractive_blocks\x18\n" +
 	" \x01(\x04R\factiveBlocks\x12'\n" +
-	"\x0factive_requests\x18\v \x01(\rR\x0eactiveRequests\"E\n" +
+	"\x0factive_requests\x18\v \x01(\rR\x0eactiveRequests\x12#\n" +
+	"\rengine_blocks\x18\f \x01(\x04R\fengineBlocks\x122\n" +
+	"\x15indexed_router_blocks\x18\r \x01(\x04R\x13indexedRouterBlocks\"E\n" +
 	"\x0fListPodsRequest\x122\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1c.cellrouter.cell.v1.PodStateR\x05state\"?\n" +
 	"\x10ListPodsResponse\x12+\n" +
@@ -1495,12 +1545,12 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\x13GetCellStateRequest\"Y\n" +
 	"\rPodStateCount\x122\n" +
 	"\x05state\x18\x01 \x01(\x0e2\x1c.cellrouter.cell.v1.PodStateR\x05state\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\rR\x05count\"\xb9\n" +
+	"\x05count\x18\x02 \x01(\rR\x05count\"\xf1\n" +
 	"\n" +
 	"\tCellState\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\x12E\n" +
-	"\rpods_by_state\x18\x02 \x03(\v2!.cellrouter.cell.v1.PodStateCountR\vpodsByState\x12%\n" +
-	"\x0eindexed_blocks\x18\x03 \x01(\x04R\rindexedBlocks\x12%\n" +
+	"\rpods_by_state\x18\x02 \x03(\v2!.cellrouter.cell.v1.PodStateCountR\vpodsByState\x12)\n" +
+	"\x0eindexed_blocks\x18\x03 \x01(\x04B\x02\x18\x01R\rindexedBlocks\x12%\n" +
 	"\x0eevents_applied\x18\x04 \x01(\x04R\reventsApplied\x12%\n" +
 	"\x0eevents_dropped\x18\x05 \x01(\x04R\reventsDropped\x12q\n" +
 	"\x18events_dropped_by_reason\x18\x06 \x03(\v28.cellrouter.cell.v1.CellState.EventsDroppedByReasonEntryR\x15eventsDroppedByReason\x12*\n" +
@@ -1515,7 +1565,8 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\x14engine_metrics_stale\x18\x14 \x01(\rR\x12engineMetricsStale\x12?\n" +
 	"\vengine_load\x18\x15 \x03(\v2\x1e.cellrouter.cell.v1.EngineLoadR\n" +
 	"engineLoad\x12A\n" +
-	"\frefused_pods\x18\x16 \x03(\v2\x1e.cellrouter.cell.v1.RefusedPodR\vrefusedPods\x1aH\n" +
+	"\frefused_pods\x18\x16 \x03(\v2\x1e.cellrouter.cell.v1.RefusedPodR\vrefusedPods\x122\n" +
+	"\x15indexed_router_blocks\x18\x0e \x01(\x04R\x13indexedRouterBlocks\x1aH\n" +
 	"\x1aEventsDroppedByReasonEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\x04R\x05value:\x028\x01\x1aK\n" +
@@ -1593,12 +1644,13 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\rSnapshotChunk\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\x12\x1f\n" +
 	"\vtotal_bytes\x18\x02 \x01(\x04R\n" +
-	"totalBytes*b\n" +
+	"totalBytes*~\n" +
 	"\bPodState\x12\x15\n" +
 	"\x11POD_STATE_UNKNOWN\x10\x00\x12\x13\n" +
 	"\x0fPOD_STATE_READY\x10\x01\x12\x16\n" +
 	"\x12POD_STATE_DEGRADED\x10\x02\x12\x12\n" +
-	"\x0ePOD_STATE_DEAD\x10\x03*g\n" +
+	"\x0ePOD_STATE_DEAD\x10\x03\x12\x1a\n" +
+	"\x16POD_STATE_UNCONFIGURED\x10\x04*g\n" +
 	"\aPodRole\x12\x18\n" +
 	"\x14POD_ROLE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13POD_ROLE_AGGREGATED\x10\x01\x12\x14\n" +
