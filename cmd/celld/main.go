@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -203,8 +204,22 @@ func summary(cfg cell.Config) string {
 	if cfg.Gossip.Bind != "" {
 		pool = fmt.Sprintf("gossip %s seeds %v", cfg.Gossip.Bind, cfg.Gossip.Seeds)
 	}
-	return fmt.Sprintf("cell %s, http %s, grpc %s, %d pods, events from %s, profile %q, %s, replica %s",
-		cfg.CellID, cfg.HTTPAddr, cfg.GRPCAddr, len(cfg.Pods), strings.Join(sources, ", "), profileName(cfg.Routing), pool, cfg.Replica.ID)
+	pods := fmt.Sprintf("%d pods", len(cfg.Pods))
+	if k := cfg.Discovery.Kubernetes; k.Enabled {
+		what := "selector " + strconv.Quote(k.Selector)
+		if k.InferencePool != "" {
+			what = "InferencePool " + k.InferencePool
+		}
+		pods += ", pods discovered by " + what
+		if k.Namespace != "" {
+			pods += " in " + k.Namespace
+		}
+		if k.ZMQPort > 0 {
+			sources = append(sources, fmt.Sprintf("zmq dial discovered pods on :%d", k.ZMQPort))
+		}
+	}
+	return fmt.Sprintf("cell %s, http %s, grpc %s, %s, events from %s, profile %q, %s, replica %s",
+		cfg.CellID, cfg.HTTPAddr, cfg.GRPCAddr, pods, strings.Join(sources, ", "), profileName(cfg.Routing), pool, cfg.Replica.ID)
 }
 
 func profileName(r cell.RoutingConfig) string {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cellrouter/cellrouter/cell"
 	"github.com/cellrouter/cellrouter/internal/buildinfo"
 )
 
@@ -110,5 +111,29 @@ func TestVersion(t *testing.T) {
 	want := buildinfo.Read().String("celld") + "\n"
 	if got := out.String(); got != want || !strings.HasPrefix(got, "celld ") {
 		t.Errorf("--version got %q, want %q", got, want)
+	}
+}
+
+// TestSummaryNamesDiscovery checks that --check-config's line says where
+// a cell that discovers its pods finds them, not only its static pods.
+func TestSummaryNamesDiscovery(t *testing.T) {
+	cfg := cell.DefaultConfig()
+	cfg.Discovery.Kubernetes.Enabled = true
+	cfg.Discovery.Kubernetes.Selector = "app=vllm"
+	cfg.Discovery.Kubernetes.Namespace = "llm"
+	cfg.Discovery.Kubernetes.ZMQPort = 5557
+	got := summary(cfg)
+	for _, want := range []string{`0 pods, pods discovered by selector "app=vllm" in llm`, "zmq dial discovered pods on :5557"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary %q lacks %q", got, want)
+		}
+	}
+	cfg.Discovery.Kubernetes.InferencePool = "pool-a"
+	if got := summary(cfg); !strings.Contains(got, "discovered by InferencePool pool-a") {
+		t.Errorf("summary %q does not name the pool", got)
+	}
+	cfg.Discovery.Kubernetes.Enabled = false
+	if got := summary(cfg); strings.Contains(got, "discovered") {
+		t.Errorf("summary %q names discovery that is off", got)
 	}
 }
