@@ -186,23 +186,13 @@ func (a *Applier) applyRemovals(ops []index.Op) {
 // bounds, or before they existed, cannot bring back more than the bounds
 // allow. The restored index must be complete when it is called.
 func (a *Applier) EnforceBounds() {
-	a.mu.RLock()
-	hs := make([]*holder, 0, len(a.holders))
-	for _, h := range a.holders {
-		hs = append(hs, h)
-	}
-	a.mu.RUnlock()
-	for _, h := range hs {
-		h.mu.Lock()
-		if !h.dead {
-			h.ops = h.ops[:0]
-			h.shrink(h.bound, a.cfg.MaxBlocksPerPod, EvictPodBound)
-			a.applyRemovals(h.ops)
-			h.ops = h.ops[:0]
-			a.flushEvictions(h)
-		}
-		h.mu.Unlock()
-	}
+	a.forEachLiveHolder(func(h *holder) {
+		h.ops = h.ops[:0]
+		h.shrink(h.bound, a.cfg.MaxBlocksPerPod, EvictPodBound)
+		a.applyRemovals(h.ops)
+		h.ops = h.ops[:0]
+		a.flushEvictions(h)
+	})
 }
 
 // IndexedBlocks returns the number of router blocks holder indexes: its

@@ -67,12 +67,7 @@ func (a *Applier) ExportHolders() []HolderState {
 // number says, and replaying from the next number, which rewrites the
 // same (idempotent) ops, converges.
 func (a *Applier) EachHolder(fn func(st *HolderState) error) error {
-	a.mu.RLock()
-	hs := make([]*holder, 0, len(a.holders))
-	for _, h := range a.holders {
-		hs = append(hs, h)
-	}
-	a.mu.RUnlock()
+	hs := a.holderList()
 	sort.Slice(hs, func(i, j int) bool { return hs[i].id < hs[j].id })
 	for _, h := range hs {
 		h.mu.Lock()

@@ -45,16 +45,28 @@ func (c *chains) forEachRouter(fn func(h index.BlockHash, depth int)) {
 // holder at a time for the walk over its blocks, so each holder's events
 // wait for that walk (milliseconds for a million blocks).
 func (a *Applier) ForEachBlock(fn func(h index.BlockHash, depth int)) {
+	a.forEachLiveHolder(func(h *holder) { h.chains.forEachRouter(fn) })
+}
+
+// holderList returns the holders at this moment, unlocked: each is locked
+// on its own as it is used, so no walk holds the applier's lock.
+func (a *Applier) holderList() []*holder {
 	a.mu.RLock()
+	defer a.mu.RUnlock()
 	hs := make([]*holder, 0, len(a.holders))
 	for _, h := range a.holders {
 		hs = append(hs, h)
 	}
-	a.mu.RUnlock()
-	for _, h := range hs {
+	return hs
+}
+
+// forEachLiveHolder calls fn for every holder that is not dead, one at a
+// time, with that holder's lock held.
+func (a *Applier) forEachLiveHolder(fn func(h *holder)) {
+	for _, h := range a.holderList() {
 		h.mu.Lock()
 		if !h.dead {
-			h.chains.forEachRouter(fn)
+			fn(h)
 		}
 		h.mu.Unlock()
 	}
