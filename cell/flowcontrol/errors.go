@@ -29,7 +29,9 @@ type Error struct {
 	RetryAfter time.Duration
 }
 
-func (e *Error) Error() string { return e.Err.Error() + " after " + e.Waited.Round(time.Millisecond).String() }
+func (e *Error) Error() string {
+	return e.Err.Error() + " after " + e.Waited.Round(time.Millisecond).String()
+}
 
 // Unwrap returns the sentinel.
 func (e *Error) Unwrap() error { return e.Err }
