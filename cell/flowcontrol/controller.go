@@ -27,6 +27,9 @@ type Request struct {
 	// MaxWait is its tenant's bound on the wait (0: the controller's
 	// default deadline only).
 	MaxWait time.Duration
+	// ClientTimeout is the client's own bound on the wait (TimeoutHeader;
+	// 0: none). A deadline of the Admit context bounds it too.
+	ClientTimeout time.Duration
 	// Tokens is what the request is expected to cost: its prompt tokens
 	// and the output it asks for (or Config.OutputTokensEstimate).
 	Tokens int
@@ -118,6 +121,9 @@ func (c *Controller) Admit(ctx context.Context, r Request) (*Grant, error) {
 	deadline := now.Add(c.cfg.DefaultDeadline)
 	if r.MaxWait > 0 {
 		deadline = minTime(deadline, now.Add(r.MaxWait))
+	}
+	if r.ClientTimeout > 0 {
+		deadline = minTime(deadline, now.Add(r.ClientTimeout))
 	}
 	if d, ok := ctx.Deadline(); ok {
 		deadline = minTime(deadline, d)

@@ -100,8 +100,11 @@ func TestDeadlineAnswers429(t *testing.T) {
 	if _, err := c.Admit(ctx, Request{Tenant: "t", MaxWait: time.Hour, Pods: []string{"p"}}); !errors.Is(err, ErrDeadline) {
 		t.Errorf("client timeout: got %v, want ErrDeadline", err)
 	}
-	if s := c.Stats(); s.Left[auth.PriorityStandard.Index()][OutcomeDeadline] != 2 || s.Queued != [3]int{} {
-		t.Errorf("stats %+v: want two deadlines, nothing queued", s)
+	if _, err := c.Admit(context.Background(), Request{Tenant: "t", ClientTimeout: 10 * time.Millisecond, Pods: []string{"p"}}); !errors.Is(err, ErrDeadline) {
+		t.Errorf("client's timeout header: got %v, want ErrDeadline", err)
+	}
+	if s := c.Stats(); s.Left[auth.PriorityStandard.Index()][OutcomeDeadline] != 3 || s.Queued != [3]int{} {
+		t.Errorf("stats %+v: want three deadlines, nothing queued", s)
 	}
 }
 

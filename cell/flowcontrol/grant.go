@@ -35,9 +35,9 @@ func (g *Grant) Band() auth.Priority { return g.band }
 // Started tells the controller that a request dispatched from the queue
 // has been re-picked and its load recorded where the pods' saturation is
 // judged, so the queue may dispatch the next. Calls after the first do
-// nothing; Done implies it.
+// nothing, as do calls on a nil Grant; Done implies it.
 func (g *Grant) Started() {
-	if g.started {
+	if g == nil || g.started {
 		return
 	}
 	g.started = true
@@ -51,9 +51,9 @@ func (g *Grant) Started() {
 // Done ends the request: tokens is what it was served (prompt and output
 // tokens; negative when unknown, which keeps the estimate it was charged),
 // which corrects its tenant's counter, and the queue dispatches into the
-// room it leaves. Calls after the first do nothing.
+// room it leaves. Calls after the first, or on a nil Grant, do nothing.
 func (g *Grant) Done(tokens int) {
-	if g.done {
+	if g == nil || g.done {
 		return
 	}
 	g.done = true
