@@ -357,9 +357,12 @@ func TestFlowPriorityBands(t *testing.T) {
 	order := make(chan string, 8)
 	send := func(tenant string, hdr map[string]string, label string) {
 		go func() {
-			code, _, body, _, _ := flowRequest(context.Background(), base, tenant, hdr)
+			code, h, body, _, _ := flowRequest(context.Background(), base, tenant, hdr)
 			if code != 200 {
 				t.Errorf("%s: %d %s", label, code, body)
+			}
+			if wait := h.Get(QueueWaitHeader); (wait != "") != (label != "holder") {
+				t.Errorf("%s: %s %q: want it on the requests that waited", label, QueueWaitHeader, wait)
 			}
 			order <- label
 		}()
