@@ -137,12 +137,17 @@ func (c *Cell) serveInference(kind openai.Kind) http.HandlerFunc {
 			openai.WriteRequestError(w, err)
 			return
 		}
-		d, err := c.router.decide(ctx, preq)
+		rec := c.beginRecord(ctx, r, start, preq.Model)
+		d, err := c.router.decideExplained(ctx, preq, rec != nil)
 		if err != nil {
 			c.rm.decisions.WithLabelValues(c.cfg.Routing.Profile, "error").Inc()
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
 			status, body := decideFailure(err)
+			if rec != nil {
+				rec.Path, rec.Status = sourceNone, status
+				c.endRecord(rec, start)
+			}
 			c.logFailure("cell: cannot route request", status, err, "path", r.URL.Path, "model", preq.Model)
 			openai.WriteErrorBody(w, status, body)
 			return
@@ -151,11 +156,18 @@ func (c *Cell) serveInference(kind openai.Kind) http.HandlerFunc {
 		if toks, ok := pipeline.Tokens.Get(d.rc); ok {
 			if err := limit.CheckTokens(preq.Chat, len(toks)); err != nil {
 				c.refusePrompt(w, err)
+				if rec != nil {
+					rec.Path, rec.Status = sourceNone, http.StatusBadRequest
+					c.endRecord(rec, start)
+				}
 				return
 			}
 		}
 		c.rm.decisionTime.Observe(d.took.Seconds())
-		c.execute(w, r.WithContext(ctx), body, preq, d, start, access)
+		if rec != nil {
+			rec.Explanation = explainDecision(d.rc, c.ix, c.decisions.TopK())
+		}
+		c.execute(w, r.WithContext(ctx), body, preq, d, start, access, rec)
 	}
 }
 
@@ -178,7 +190,10 @@ func (c *Cell) refusePrompt(w http.ResponseWriter, err error) {
 
 // execute carries a plan out through the proxy, keeping the load tracker,
 // sessions, metrics and spans up to date.
-func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq *pipeline.Request, d *decision, start time.Time, access *logging.Entry) {
+//
+// rec, when not nil, is the request's decision record: execute fills in
+// the path, pod, matched blocks and status and adds it to the ring.
+func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq *pipeline.Request, d *decision, start time.Time, access *logging.Entry, rec *DecisionRecord) {
 	rc := d.rc
 	hashes, _ := pipeline.BlockHashes.Get(rc)
 	match, _ := pipeline.Match.Get(rc)
@@ -236,6 +251,9 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 	source := c.matchSource(rc, main, match, hashes)
 	c.rm.matchSource.WithLabelValues(source).Inc()
 	access.SetDecision(source, d.took, blocks)
+	if rec != nil {
+		rec.Path, rec.Decision, rec.Blocks = source, d.took, blocks
+	}
 	if main.FailedOpen || d.plan.Prefill.FailedOpen {
 		c.rm.failOpen.Inc()
 	}
@@ -309,6 +327,9 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 			}
 		},
 		OnDone: func(t proxy.Target, res proxy.Result) {
+			if rec != nil {
+				rec.Pod, rec.Status, rec.MatchedBlocks = t.Pod, res.Status, depthOf(t.Pod)
+			}
 			c.rm.upstream.WithLabelValues(leg, proxy.StatusClass(res.Status)).Inc()
 			if !d.plan.Disaggregated {
 				c.observeUsage(res.Usage, depthOf(t.Pod), blocks)
@@ -340,7 +361,11 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 	if err != nil {
 		trace.SpanFromContext(r.Context()).RecordError(err)
 		c.logFailure("cell: upstream call failed", proxy.StatusOf(err), err, "path", r.URL.Path, "model", preq.Model)
+		if rec != nil {
+			rec.Status = proxy.StatusOf(err)
+		}
 	}
+	c.endRecord(rec, start)
 	if errors.Is(err, proxy.ErrMidStream) {
 		// The pod failed after bytes reached the client: abort the
 		// connection so the client sees a broken stream, not a clean end.

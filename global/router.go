@@ -71,6 +71,15 @@ type Decision struct {
 	// gossiped are the directory's views (gossiped loads) the decision
 	// was made from, for noteRouted.
 	gossiped []CellView
+	// chosen is how many cells of Order the search and the probes placed;
+	// the rest are fall-backs appendFallbacks added.
+	chosen int
+	// depths are the summaries' estimates the search was given, kept only
+	// when the decision is explained (see explainDecision).
+	depths []gossip.CellDepth
+	// explained is true when the decision keeps what its explanation
+	// needs.
+	explained bool
 }
 
 // Router decides which cell takes a request. It is safe for concurrent use.
@@ -228,7 +237,13 @@ func coldKey(req *Request) uint64 {
 // Decide tokenizes a text prompt or chat, searches the summaries, probes
 // the candidates and orders the cells. Nothing in any cell changes.
 func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
-	return rt.decide(ctx, req, true)
+	return rt.decide(ctx, req, true, false)
+}
+
+// DecideExplained is Decide, keeping what the decision's explanation needs
+// (Router.Explain).
+func (rt *Router) DecideExplained(ctx context.Context, req *Request) (*Decision, error) {
+	return rt.decide(ctx, req, true, true)
 }
 
 // decideToSend is Decide for a request the data plane sends at once: when
@@ -238,14 +253,16 @@ func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
 // and its cell's picker decides in the hand-off itself, which reports the
 // pick's match in MatchedHeader. That saves a round trip, the cell's
 // second decision and the probe's gRPC framing.
-func (rt *Router) decideToSend(ctx context.Context, req *Request) (*Decision, error) {
-	return rt.decide(ctx, req, rt.cfg.ProbeLone)
+func (rt *Router) decideToSend(ctx context.Context, req *Request, explain bool) (*Decision, error) {
+	return rt.decide(ctx, req, rt.cfg.ProbeLone, explain)
 }
 
-func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool) (*Decision, error) {
+// decide makes the decision; explain keeps the summaries' estimates for
+// its explanation (a copy: nothing more when off).
+func (rt *Router) decide(ctx context.Context, req *Request, probeLone, explain bool) (*Decision, error) {
 	start := time.Now()
 	views, gossiped, depthsOf := rt.viewsAndGossiped()
-	d := &Decision{Views: views, Prompt: req.Kind(), gossiped: gossiped}
+	d := &Decision{Views: views, Prompt: req.Kind(), gossiped: gossiped, explained: explain}
 	toks := rt.tokenize(ctx, req, views, d)
 	if err := rt.cfg.Prompts.For(req.Model).CheckTokens(req.Chat, len(toks)); err != nil {
 		d.Took = time.Since(start)
@@ -257,12 +274,18 @@ func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool) (*De
 	sc.PrefillWeight = rt.cfg.Choose.PrefillWeight // one weight for the bound and the choice
 	var cands []Candidate
 	var cold bool
+	var depths []gossip.CellDepth
 	if depthsOf != nil {
 		// Every cell's summary at once; the same candidates as Search.
 		var buf [16]gossip.CellDepth
-		cands, cold = SearchDepths(sc, views, nil, depthsOf(chain, buf[:0]), chain, coldKey(req))
+		depths = depthsOf(chain, buf[:0])
 	} else {
-		cands, cold = Search(sc, views, chain, coldKey(req))
+		var buf [16]gossip.CellDepth // apart: the one above escapes
+		depths = summaryDepths(views, chain, buf[:0])
+	}
+	cands, cold = SearchDepths(sc, views, nil, depths, chain, coldKey(req))
+	if explain {
+		d.depths = slices.Clone(depths)
 	}
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("cellrouter.candidates", len(cands)), attribute.Bool("cellrouter.cold", cold),
@@ -296,6 +319,7 @@ func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool) (*De
 		}
 		d.Order = Choose(rt.cfg.Choose, d.Answers, len(chain))
 	}
+	d.chosen = len(d.Order)
 	d.Order = appendFallbacks(d.Order, views, rt.cfg.MaxAttempts)
 	d.Took = time.Since(start)
 	return d, nil
