@@ -68,7 +68,11 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 		}
 		req := requestOf(kind, oreq)
 		rec := g.beginRecord(ctx, r, start, oreq.Model)
-		d, err := g.rt.decideToSend(ctx, req, rec != nil)
+		var notes *explainNotes
+		if rec != nil {
+			notes = &explainNotes{}
+		}
+		d, err := g.rt.decideToSend(ctx, req, notes)
 		path := "cold_" + req.Kind().String()
 		if d != nil {
 			path = routePath(d)
@@ -81,7 +85,7 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 			rec.Path = path
 			if d != nil {
 				rec.Decision, rec.Blocks = d.Took, d.Blocks
-				rec.Explanation = g.rt.Explain(d, g.decisions.TopK())
+				rec.Explanation = g.rt.explain(d, notes, g.decisions.TopK())
 			}
 			defer g.endRecord(rec, start)
 		}

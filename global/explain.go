@@ -13,18 +13,19 @@ const (
 	roleFallback  = "fallback"  // a least loaded cell added for retries
 )
 
-// Explain builds the explanation of a decision made by DecideExplained (or
-// the data plane with its decision ring on): every cell with its summary's
-// estimate, its gossiped load and the load this router added since, the
-// search's bound and whether it was a candidate, the probe's exact answer
-// and round trip, the distance and the terms of the choice's cost, and its
-// rank and role in the hand-off order. Every value is the decision's own:
-// the estimates the search was given, the answers Choose ordered, and the
-// cost terms from the function Choose computes them with. topK > 0 keeps
-// only the topK best ranked cells (the decision ring's records); 0 keeps
-// them all. It returns nil for a decision not made to be explained.
-func (rt *Router) Explain(d *Decision, topK int) *globalv1.Explanation {
-	if d == nil || !d.explained {
+// explain builds the explanation of decision d from the notes its
+// decide call filled: every cell with its summary's estimate, its gossiped
+// load and the load this router added since, the search's bound and
+// whether it was a candidate, the probe's exact answer and round trip, the
+// distance and the terms of the choice's cost, and its rank and role in the
+// hand-off order. Every value is the decision's own: the estimates the
+// search was given, the answers Choose ordered, and the cost terms from the
+// function Choose computes them with (chooseTerms; the bound from
+// searchBound). topK > 0 keeps only the topK best ranked cells (the
+// decision ring's records); 0 keeps them all. It returns nil when d or
+// notes is nil.
+func (rt *Router) explain(d *Decision, notes *explainNotes, topK int) *globalv1.Explanation {
+	if d == nil || notes == nil {
 		return nil
 	}
 	x := &globalv1.Explanation{Path: routePath(d), Cold: d.Cold, Unprobed: d.Unprobed, Untokenized: d.Untokenized,
@@ -41,15 +42,15 @@ func (rt *Router) Explain(d *Decision, topK int) *globalv1.Explanation {
 	}
 	sc := rt.cfg.Search
 	sc.PrefillWeight = rt.cfg.Choose.PrefillWeight // as decide searched
-	est := make(map[int]int, len(d.depths))
-	for _, cd := range d.depths {
+	est := make(map[int]int, len(notes.depths))
+	for _, cd := range notes.depths {
 		est[cd.Cell] = cd.Depth
 	}
 	for _, i := range explainOrder(d) {
 		if topK > 0 && len(x.Cells) == topK {
 			break
 		}
-		x.Cells = append(x.Cells, rt.explainCell(d, &sc, i, est))
+		x.Cells = append(x.Cells, rt.explainCell(d, &sc, i, est, notes.chosen))
 	}
 	return x
 }
@@ -68,7 +69,7 @@ func explainOrder(d *Decision) []int {
 }
 
 // explainCell is cell i as decision d saw it.
-func (rt *Router) explainCell(d *Decision, sc *SearchConfig, i int, est map[int]int) *globalv1.ExplainCell {
+func (rt *Router) explainCell(d *Decision, sc *SearchConfig, i int, est map[int]int, chosen int) *globalv1.ExplainCell {
 	v := &d.Views[i]
 	c := &globalv1.ExplainCell{Cell: v.ID, Usable: v.usable(), Alive: v.Alive, Draining: v.Draining,
 		HasSummary: v.Summary != nil, SummaryGeneration: v.SummaryGen, SummaryAgeSeconds: v.SummaryAge.Seconds(),
@@ -100,7 +101,7 @@ func (rt *Router) explainCell(d *Decision, sc *SearchConfig, i int, est map[int]
 	if r := slices.Index(d.Order, i); r >= 0 {
 		c.Rank, c.Picked = uint32(r+1), r == 0
 		switch {
-		case r >= d.chosen:
+		case r >= chosen:
 			c.Role = roleFallback
 		case len(d.Answers) > 0:
 			c.Role = roleChoice

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
+	globalv1 "github.com/cellrouter/cellrouter/api/global/v1"
 	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
@@ -71,15 +72,17 @@ type Decision struct {
 	// gossiped are the directory's views (gossiped loads) the decision
 	// was made from, for noteRouted.
 	gossiped []CellView
+}
+
+// explainNotes is what an explanation needs that a Decision does not keep
+// for itself. A decision that is explained fills the caller's notes; one
+// that is not is given none, so explaining costs it nothing.
+type explainNotes struct {
+	// depths are the summaries' estimates the search was given.
+	depths []gossip.CellDepth
 	// chosen is how many cells of Order the search and the probes placed;
 	// the rest are fall-backs appendFallbacks added.
 	chosen int
-	// depths are the summaries' estimates the search was given, kept only
-	// when the decision is explained (see explainDecision).
-	depths []gossip.CellDepth
-	// explained is true when the decision keeps what its explanation
-	// needs.
-	explained bool
 }
 
 // Router decides which cell takes a request. It is safe for concurrent use.
@@ -237,13 +240,16 @@ func coldKey(req *Request) uint64 {
 // Decide tokenizes a text prompt or chat, searches the summaries, probes
 // the candidates and orders the cells. Nothing in any cell changes.
 func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
-	return rt.decide(ctx, req, true, false)
+	return rt.decide(ctx, req, true, nil)
 }
 
-// DecideExplained is Decide, keeping what the decision's explanation needs
-// (Router.Explain).
-func (rt *Router) DecideExplained(ctx context.Context, req *Request) (*Decision, error) {
-	return rt.decide(ctx, req, true, true)
+// DecideExplained is Decide with the decision's explanation: every cell
+// with what the search, the probes and the choice saw and decided (see
+// explain). The explanation is nil when no decision was made.
+func (rt *Router) DecideExplained(ctx context.Context, req *Request) (*Decision, *globalv1.Explanation, error) {
+	var notes explainNotes
+	d, err := rt.decide(ctx, req, true, &notes)
+	return d, rt.explain(d, &notes, 0), err
 }
 
 // decideToSend is Decide for a request the data plane sends at once: when
@@ -253,16 +259,16 @@ func (rt *Router) DecideExplained(ctx context.Context, req *Request) (*Decision,
 // and its cell's picker decides in the hand-off itself, which reports the
 // pick's match in MatchedHeader. That saves a round trip, the cell's
 // second decision and the probe's gRPC framing.
-func (rt *Router) decideToSend(ctx context.Context, req *Request, explain bool) (*Decision, error) {
-	return rt.decide(ctx, req, rt.cfg.ProbeLone, explain)
+func (rt *Router) decideToSend(ctx context.Context, req *Request, notes *explainNotes) (*Decision, error) {
+	return rt.decide(ctx, req, rt.cfg.ProbeLone, notes)
 }
 
-// decide makes the decision; explain keeps the summaries' estimates for
-// its explanation (a copy: nothing more when off).
-func (rt *Router) decide(ctx context.Context, req *Request, probeLone, explain bool) (*Decision, error) {
+// decide makes the decision. notes, when not nil, receives what its
+// explanation needs (a copy of the summaries' estimates; nothing when nil).
+func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool, notes *explainNotes) (*Decision, error) {
 	start := time.Now()
 	views, gossiped, depthsOf := rt.viewsAndGossiped()
-	d := &Decision{Views: views, Prompt: req.Kind(), gossiped: gossiped, explained: explain}
+	d := &Decision{Views: views, Prompt: req.Kind(), gossiped: gossiped}
 	toks := rt.tokenize(ctx, req, views, d)
 	if err := rt.cfg.Prompts.For(req.Model).CheckTokens(req.Chat, len(toks)); err != nil {
 		d.Took = time.Since(start)
@@ -284,8 +290,8 @@ func (rt *Router) decide(ctx context.Context, req *Request, probeLone, explain b
 		depths = summaryDepths(views, chain, buf[:0])
 	}
 	cands, cold = SearchDepths(sc, views, nil, depths, chain, coldKey(req))
-	if explain {
-		d.depths = slices.Clone(depths)
+	if notes != nil {
+		notes.depths = slices.Clone(depths)
 	}
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("cellrouter.candidates", len(cands)), attribute.Bool("cellrouter.cold", cold),
@@ -319,7 +325,9 @@ func (rt *Router) decide(ctx context.Context, req *Request, probeLone, explain b
 		}
 		d.Order = Choose(rt.cfg.Choose, d.Answers, len(chain))
 	}
-	d.chosen = len(d.Order)
+	if notes != nil {
+		notes.chosen = len(d.Order)
+	}
 	d.Order = appendFallbacks(d.Order, views, rt.cfg.MaxAttempts)
 	d.Took = time.Since(start)
 	return d, nil

@@ -41,7 +41,11 @@ func (s *service) Route(ctx context.Context, req *globalv1.RouteRequest) (*globa
 			r.Messages[i] = tokenizer.Message{Role: m.GetRole(), Content: m.GetContent()}
 		}
 	}
-	d, err := s.rt.decide(ctx, r, true, req.GetExplain())
+	var notes *explainNotes
+	if req.GetExplain() {
+		notes = &explainNotes{}
+	}
+	d, err := s.rt.decide(ctx, r, true, notes)
 	if errors.Is(err, ErrNoCell) {
 		return nil, status.Error(codes.Unavailable, err.Error())
 	}
@@ -52,7 +56,7 @@ func (s *service) Route(ctx context.Context, req *globalv1.RouteRequest) (*globa
 		return nil, status.Error(codes.Internal, err.Error())
 	}
 	resp := routeResponse(d)
-	resp.Explanation = s.rt.Explain(d, 0) // nil unless asked for
+	resp.Explanation = s.rt.explain(d, notes, 0) // nil unless asked for
 	return resp, nil
 }
 
