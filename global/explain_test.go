@@ -1,10 +1,12 @@
 package global
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"slices"
@@ -21,6 +23,7 @@ import (
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
 	globalv1 "github.com/cellrouter/cellrouter/api/global/v1"
 	"github.com/cellrouter/cellrouter/cachekey/blockhash"
+	"github.com/cellrouter/cellrouter/cell"
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/decisions"
 )
@@ -228,7 +231,7 @@ func TestGlobalRouteExplainOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if (cellAnswer.GetPick().GetPod() != pick.GetProbe().GetPod() || cellAnswer.GetPick().GetMatchedBlocks() != pick.GetProbe().GetMatchedBlocks()) {
+	if cellAnswer.GetPick().GetPod() != pick.GetProbe().GetPod() || cellAnswer.GetPick().GetMatchedBlocks() != pick.GetProbe().GetMatchedBlocks() {
 		t.Errorf("probe explained %v, the cell answers %v", pick.GetProbe(), cellAnswer.GetPick())
 	}
 	// Besides the explanation and the timings, the answers are the same.
@@ -302,5 +305,76 @@ func TestGlobalDecisionRing(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 404 {
 		t.Errorf("GET decisions/g-0: %d, want 404 (dropped from the ring)", resp.StatusCode)
+	}
+}
+
+// TestGlobalDecisionsAuth checks that the global tier's decisions are
+// control plane: an admin key reads them, an inference key and no key do
+// not, and no key appears in them.
+func TestGlobalDecisionsAuth(t *testing.T) {
+	s := startSecureTier(t, nil)
+	bearer := func(k string) map[string]string { return map[string]string{"Authorization": "Bearer " + k} }
+	hdr := bearer("lab-key")
+	hdr["X-Request-Id"] = "auth-g"
+	if code, _, body := s.call(t, "POST", "/v1/completions", tierCompletion, hdr); code != 200 {
+		t.Fatalf("completion: %d %s", code, body)
+	}
+	for _, tt := range []struct {
+		name string
+		hdr  map[string]string
+		want int
+	}{
+		{"no key", nil, 401},
+		{"inference key", bearer("lab-key"), 403},
+		{"admin key", bearer("ops-key"), 200},
+	} {
+		for _, path := range []string{DecisionsPath, DecisionsPath + "/auth-g"} {
+			code, _, body := s.call(t, "GET", path, "", tt.hdr)
+			if code != tt.want {
+				t.Errorf("%s %s: got %d %s, want %d", tt.name, path, code, body, tt.want)
+			}
+			if code == 200 && (!strings.Contains(body, `"tenant": "lab"`) || strings.Contains(body, "lab-key") || strings.Contains(body, "ops-key")) {
+				t.Errorf("%s %s: got %s, want tenant lab and no key", tt.name, path, body)
+			}
+		}
+	}
+}
+
+// BenchmarkServeInferenceDecisions is the lone candidate's hand-off
+// through both tiers with the decision rings off and on (default size and
+// top K at both tiers): what capturing a decision and its explanation
+// costs a request. With them off the path is the one before the rings.
+func BenchmarkServeInferenceDecisions(b *testing.B) {
+	for _, size := range []int{0, decisions.DefaultConfig().Size} {
+		b.Run(fmt.Sprintf("decisions=%d", size), func(b *testing.B) {
+			hits := &sync.Map{}
+			c := startTestCellWith(b, "cell-a", hits, func(cfg *cell.Config) { cfg.Decisions.Size = size })
+			toks := tokens(51, 64*16)
+			c.hold(b, "cell-a-pod1", toks, 32)
+			g := startGlobalWith(b, StaticDirectory{c.view(b)}, func(cfg *Config) { cfg.Decisions.Size = size })
+			body, _ := json.Marshal(map[string]any{"model": "m", "prompt": toks, "max_tokens": 1})
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+			defer client.CloseIdleConnections()
+			url := "http://" + g.HTTPAddr() + "/v1/completions"
+			send := func() {
+				resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("status %d", resp.StatusCode)
+				}
+			}
+			for i := 0; i < 100; i++ { // connections and pools warm
+				send()
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				send()
+			}
+		})
 	}
 }
