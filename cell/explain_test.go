@@ -288,3 +288,24 @@ func TestCellDecisionsAuth(t *testing.T) {
 		}
 	}
 }
+
+// TestDecisionsConfig checks the decisions section of celld's
+// configuration: the defaults, and errors naming the field and value.
+func TestDecisionsConfig(t *testing.T) {
+	cfg, err := ParseConfig([]byte("cell_id: c\n"))
+	if err != nil || cfg.Decisions != decisions.DefaultConfig() {
+		t.Fatalf("defaults: got %+v %v, want %+v", cfg.Decisions, err, decisions.DefaultConfig())
+	}
+	for _, tt := range []struct{ yaml, want string }{
+		{"cell_id: c\ndecisions: {size: -1}\n", "decisions.size -1"},
+		{"cell_id: c\ndecisions: {size: 10, top_k: 0}\n", "decisions.top_k 0"},
+	} {
+		if _, err := ParseConfig([]byte(tt.yaml)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: got %v, want an error naming %s", tt.yaml, err, tt.want)
+		}
+	}
+	cfg, err = ParseConfig([]byte("cell_id: c\ndecisions: {size: 0}\n"))
+	if err != nil || cfg.Decisions.Size != 0 {
+		t.Errorf("size 0: got %+v %v, want the ring off", cfg.Decisions, err)
+	}
+}
