@@ -240,3 +240,32 @@ func BenchmarkRingAdd(b *testing.B) {
 		r.Add(rec)
 	}
 }
+
+// FuzzServeOne feeds request ids (outside input, from the path) to
+// GET .../decisions/{id}: the answer is always JSON, the record when the
+// id is held and OpenAI's 404 otherwise, and never another record.
+func FuzzServeOne(f *testing.F) {
+	for _, s := range []string{"abc", "", "a/b", "%00", "req-1", strings.Repeat("x", 300), "\"><script>"} {
+		f.Add(s)
+	}
+	r := New(DefaultConfig())
+	r.Add(Record{ID: "abc", Model: "m"})
+	r.Add(Record{ID: "req-1", Model: "n"})
+	f.Fuzz(func(t *testing.T, id string) {
+		req := httptest.NewRequest("GET", "/d/x", nil)
+		req.SetPathValue("id", id)
+		w := httptest.NewRecorder()
+		r.ServeOne(w, req)
+		var body map[string]any
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
+			t.Fatalf("id %q: body %q is not JSON: %v", id, w.Body, err)
+		}
+		_, held := r.Get(id)
+		switch {
+		case held && (w.Code != 200 || body["id"] != id):
+			t.Fatalf("id %q: got %d %v, want its record", id, w.Code, body)
+		case !held && (w.Code != 404 || body["error"] == nil):
+			t.Fatalf("id %q: got %d %v, want a 404 error body", id, w.Code, body)
+		}
+	})
+}
