@@ -185,3 +185,47 @@ func BenchmarkDecisionExplained(b *testing.B) {
 		}
 	}
 }
+
+// TestExplainDisaggregated checks a prefill-then-decode plan: one pass per
+// selector, each with its phase and the order its decision took, and the
+// role filter naming the pods of the other phase.
+func TestExplainDisaggregated(t *testing.T) {
+	f := newFleet(t, 4)
+	f.cands[0].Role, f.cands[1].Role = pipeline.RolePrefill, pipeline.RolePrefill
+	f.cands[2].Role, f.cands[3].Role = pipeline.RoleDecode, pipeline.RoleDecode
+	pre, dec := DefaultProfile("pre", 1, 0, 0.9), DefaultProfile("dec", 1, 0, 0.9)
+	pre.Role, dec.Role = "prefill", "decode"
+	w, err := pipeline.NewDisaggregatedWorkflow(f.selector(t, pre, nil), f.selector(t, dec, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := pipeline.NewContext(&pipeline.Request{Model: "m", TokenIDs: tokens(64, 4)}, f.cands, rand.New(rand.NewPCG(3, 4)))
+	rc.SetExplain(true)
+	plan, err := w.Plan(context.Background(), rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := rc.Explained()
+	if len(x.Passes) != 2 {
+		t.Fatalf("passes: got %d, want 2", len(x.Passes))
+	}
+	for i, want := range []struct {
+		phase pipeline.Role
+		dec   pipeline.Decision
+		other []int
+	}{{pipeline.RolePrefill, plan.Prefill, []int{2, 3}}, {pipeline.RoleDecode, plan.Decode, []int{0, 1}}} {
+		ps := x.Passes[i]
+		if ps.Phase != want.phase || !slices.Equal(ps.Order, want.dec.Order) {
+			t.Errorf("pass %d: phase %s order %v, want %s %v", i, ps.Phase, ps.Order, want.phase, want.dec.Order)
+		}
+		var dropped []int
+		for _, rj := range ps.Rejected {
+			if rj.Filter == "role" {
+				dropped = append(dropped, rj.Candidate)
+			}
+		}
+		if !slices.Equal(dropped, want.other) {
+			t.Errorf("pass %d: role filter dropped %v, want %v", i, dropped, want.other)
+		}
+	}
+}
