@@ -22,6 +22,10 @@ import (
 // CellHeader tells the client which cell served its request.
 const CellHeader = "X-Cellrouter-Cell"
 
+// cellPodHeader is the header in which a cell names the pod that served
+// (cell.PodHeader, which this package may not import).
+const cellPodHeader = "X-Cellrouter-Pod"
+
 // serverSpan are the global.request span's options, built once.
 var serverSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 
@@ -218,10 +222,16 @@ func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d 
 				}
 			}
 			h.Set(CellHeader, t.Pod)
+			if rec != nil {
+				rec.Pod = h.Get(cellPodHeader) // the pod that served, as its cell says
+			}
 		},
 		OnDone: func(t proxy.Target, res proxy.Result) {
 			if rec != nil {
-				rec.Cell, rec.Status, rec.MatchedBlocks, rec.Pod = t.Pod, res.Status, predicted[t.Pod], probedPod(d, t.Pod)
+				rec.Cell, rec.Status, rec.MatchedBlocks = t.Pod, res.Status, predicted[t.Pod]
+				if rec.Pod == "" {
+					rec.Pod = probedPod(d, t.Pod)
+				}
 			}
 			g.m.handoffs.WithLabelValues(proxy.StatusClass(res.Status)).Inc()
 			if res.Usage != nil {

@@ -17,8 +17,9 @@ const DecisionsPath = "/v1/global/decisions"
 
 // DecisionRecord is one of the global tier's recent routing decisions: the
 // request id, trace id, time, tenant, model, route path (summary_chat,
-// cold_tokens...), the cell that served it and the pod its probe named,
-// the matched blocks the probe predicted, status, durations and the
+// cold_tokens...), the cell that served it and the pod the cell says
+// served (else the one its probe named), the matched blocks the probe (or,
+// unprobed, the cell) reported, status, durations and the
 // explanation captured when the decision was made (a
 // *globalv1.Explanation cut to the top K cells).
 type DecisionRecord = decisions.Record

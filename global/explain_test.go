@@ -378,3 +378,32 @@ func BenchmarkServeInferenceDecisions(b *testing.B) {
 		})
 	}
 }
+
+// TestGlobalDecisionRingUnprobed checks the record of a lone candidate
+// handed the request without a probe: the pod and matched blocks are the
+// ones the cell reports, the explanation says unprobed and the role
+// candidate.
+func TestGlobalDecisionRingUnprobed(t *testing.T) {
+	hits := &sync.Map{}
+	a := startTestCell(t, "cell-a", hits)
+	toks := tokens(43, 64*16)
+	a.hold(t, "cell-a-pod1", toks, 24)
+	g := startGlobal(t, StaticDirectory{a.view(t)})
+	body, _ := json.Marshal(map[string]any{"model": "m", "prompt": toks, "max_tokens": 1})
+	req, _ := http.NewRequest("POST", "http://"+g.HTTPAddr()+"/v1/completions", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Request-Id", "lone")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	rec, ok := g.Decision("lone")
+	if !ok || resp.StatusCode != 200 || rec.Pod != "cell-a-pod1" || rec.Pod != resp.Header.Get(cellPodHeader) || rec.MatchedBlocks != 24 {
+		t.Fatalf("Decision(lone): %v %+v (status %d)", ok, rec, resp.StatusCode)
+	}
+	x := rec.Explanation.(*globalv1.Explanation)
+	if !x.GetUnprobed() || x.GetCells()[0].GetRole() != roleCandidate || x.GetCells()[0].GetProbed() {
+		t.Errorf("explanation: got %v, want unprobed, cell-a a candidate", x)
+	}
+}
