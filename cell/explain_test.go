@@ -164,6 +164,9 @@ func TestCellDecisionRing(t *testing.T) {
 		if resp.StatusCode != 200 || resp.Header.Get(PodHeader) != "b" {
 			t.Fatalf("request %d: %d from %q: %s", i, resp.StatusCode, resp.Header.Get(PodHeader), body)
 		}
+		// The next request must find b idle again (its load ends as the
+		// handler returns, which may be after the client read the answer).
+		waitFor(t, "pod b idle", func() bool { return c.router.tracker.Usage("b").Requests == 0 })
 	}
 	recent := c.RecentDecisions()
 	if len(recent) != 3 || recent[0].ID != "req-4" || recent[2].ID != "req-2" {

@@ -271,6 +271,10 @@ func TestGlobalDecisionRing(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("request %d: %d", i, resp.StatusCode)
 		}
+		// The next request must find cell-a's pod idle again (its load
+		// ends as the cell's handler returns, which may be after the
+		// client read the answer), or the choice may rightly go elsewhere.
+		waitFor(t, "cell-a idle", func() bool { return cellIdle(t, a) })
 	}
 	recent := g.RecentDecisions()
 	if len(recent) != 4 || recent[0].ID != "g-5" || recent[3].ID != "g-2" {
@@ -406,4 +410,28 @@ func TestGlobalDecisionRingUnprobed(t *testing.T) {
 	if !x.GetUnprobed() || x.GetCells()[0].GetRole() != roleCandidate || x.GetCells()[0].GetProbed() {
 		t.Errorf("explanation: got %v, want unprobed, cell-a a candidate", x)
 	}
+}
+
+// cellIdle reports whether no pod of tc has a request in flight, from its
+// GET /v1/cell/pods.
+func cellIdle(t *testing.T, tc *testCell) bool {
+	resp, err := http.Get("http://" + tc.c.HTTPAddr() + "/v1/cell/pods")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var pods struct {
+		Pods []struct {
+			ActiveRequests int `json:"activeRequests"`
+		} `json:"pods"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&pods); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Pods {
+		if p.ActiveRequests > 0 {
+			return false
+		}
+	}
+	return true
 }
