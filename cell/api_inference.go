@@ -141,12 +141,17 @@ func (c *Cell) serveInference(kind openai.Kind) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		d, err := c.router.decide(ctx, preq)
+		rec := c.beginRecord(ctx, r, start, preq.Model)
+		d, err := c.router.decideExplained(ctx, preq, rec != nil)
 		if err != nil {
 			c.rm.decisions.WithLabelValues(c.cfg.Routing.Profile, "error").Inc()
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
 			status, body := decideFailure(err)
+			if rec != nil {
+				rec.Path, rec.Status = sourceNone, status
+				c.endRecord(rec, start)
+			}
 			c.logFailure("cell: cannot route request", status, err, "path", r.URL.Path, "model", preq.Model)
 			openai.WriteErrorBody(w, status, body)
 			return
@@ -155,20 +160,28 @@ func (c *Cell) serveInference(kind openai.Kind) http.HandlerFunc {
 			if err := limit.CheckTokens(preq.Chat, len(toks)); err != nil {
 				c.router.release(d)
 				c.refusePrompt(w, err)
+				if rec != nil {
+					rec.Path, rec.Status = sourceNone, http.StatusBadRequest
+					c.endRecord(rec, start)
+				}
 				return
 			}
 		}
 		c.rm.decisionTime.Observe(d.took.Seconds())
 		// Flow control between Pick and Execute: a request whose pods are
-		// saturated waits, and is re-picked when it leaves the queue.
-		d, grant, ok := c.admitFlow(ctx, w, r, preq, d, band)
+		// saturated waits, and is re-picked (explained again when it is
+		// recorded) when it leaves the queue.
+		d, grant, ok := c.admitFlow(ctx, w, r, preq, d, band, rec != nil)
 		if !ok {
 			return
 		}
 		defer c.router.release(d)
 		d.grant = grant
 		defer func() { grant.Done(d.served) }()
-		c.execute(w, r.WithContext(ctx), body, preq, d, start, access)
+		if rec != nil {
+			rec.Explanation = explainDecision(d.rc, c.ix, c.decisions.TopK())
+		}
+		c.execute(w, r.WithContext(ctx), body, preq, d, start, access, rec)
 	}
 }
 
@@ -191,7 +204,10 @@ func (c *Cell) refusePrompt(w http.ResponseWriter, err error) {
 
 // execute carries a plan out through the proxy, keeping the load tracker,
 // sessions, metrics and spans up to date.
-func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq *pipeline.Request, d *decision, start time.Time, access *logging.Entry) {
+//
+// rec, when not nil, is the request's decision record: execute fills in
+// the path, pod, matched blocks and status and adds it to the ring.
+func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq *pipeline.Request, d *decision, start time.Time, access *logging.Entry, rec *DecisionRecord) {
 	rc := d.rc
 	hashes, _ := pipeline.BlockHashes.Get(rc)
 	match, _ := pipeline.Match.Get(rc)
@@ -249,6 +265,9 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 	source := c.matchSource(rc, main, match, hashes)
 	c.rm.matchSource.WithLabelValues(source).Inc()
 	access.SetDecision(source, d.took, blocks)
+	if rec != nil {
+		rec.Path, rec.Decision, rec.Blocks = source, d.took, blocks
+	}
 	if main.FailedOpen || d.plan.Prefill.FailedOpen {
 		c.rm.failOpen.Inc()
 	}
@@ -323,6 +342,9 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 			}
 		},
 		OnDone: func(t proxy.Target, res proxy.Result) {
+			if rec != nil {
+				rec.Pod, rec.Status, rec.MatchedBlocks = t.Pod, res.Status, depthOf(t.Pod)
+			}
 			c.rm.upstream.WithLabelValues(leg, proxy.StatusClass(res.Status)).Inc()
 			if res.Usage != nil {
 				d.served = res.Usage.PromptTokens + res.Usage.CompletionTokens
@@ -357,7 +379,11 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 	if err != nil {
 		trace.SpanFromContext(r.Context()).RecordError(err)
 		c.logFailure("cell: upstream call failed", proxy.StatusOf(err), err, "path", r.URL.Path, "model", preq.Model)
+		if rec != nil {
+			rec.Status = proxy.StatusOf(err)
+		}
 	}
+	c.endRecord(rec, start)
 	if errors.Is(err, proxy.ErrMidStream) {
 		// The pod failed after bytes reached the client: abort the
 		// connection so the client sees a broken stream, not a clean end.

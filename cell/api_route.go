@@ -36,13 +36,17 @@ func (s *stateServer) Route(ctx context.Context, req *cellv1.RouteRequest) (*cel
 		}
 		preq.CacheSalt = salt
 	}
-	d, err := s.router.decide(ctx, preq)
+	d, err := s.router.decideExplained(ctx, preq, req.GetExplain())
 	if err != nil {
 		st, body := decideFailure(err)
 		return nil, status.Error(grpcCode(st), "cell: "+body.Error.Message)
 	}
 	defer s.router.release(d)
-	return s.routeResponse(d, int(req.GetMaxCandidates())), nil
+	resp := s.routeResponse(d, int(req.GetMaxCandidates()))
+	if req.GetExplain() {
+		resp.Explanation = explainDecision(d.rc, s.ix, 0)
+	}
+	return resp, nil
 }
 
 func (s *stateServer) routeResponse(d *decision, max int) *cellv1.RouteResponse {

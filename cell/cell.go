@@ -32,6 +32,7 @@ import (
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/auth"
 	"github.com/cellrouter/cellrouter/internal/buildinfo"
+	"github.com/cellrouter/cellrouter/internal/decisions"
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/proxy"
@@ -51,18 +52,20 @@ type transport interface {
 // Cell is a running cell daemon's parts. New builds them and opens the
 // listeners; Run serves until its context ends.
 type Cell struct {
-	cfg     Config
-	log     *slog.Logger
-	access  *logging.AccessLog // nil: no access log
-	ix      *index.Index
-	learner *index.Learner
-	learned *learnedPods
-	pods    *podset.Set // the live pod set: static pods and discovered ones
-	disc    *discoverySync
-	reg     *events.Registry
-	applier *events.Applier
-	state   *stateServer
-	warn    *unindexedWarner
+	cfg    Config
+	log    *slog.Logger
+	access *logging.AccessLog // nil: no access log
+	// decisions is the ring of recent decisions (nil: off).
+	decisions *decisions.Ring
+	ix        *index.Index
+	learner   *index.Learner
+	learned   *learnedPods
+	pods      *podset.Set // the live pod set: static pods and discovered ones
+	disc      *discoverySync
+	reg       *events.Registry
+	applier   *events.Applier
+	state     *stateServer
+	warn      *unindexedWarner
 
 	grpcLis, httpLis net.Listener
 	grpcSrv          *grpc.Server
@@ -113,7 +116,7 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (_ *Cell, err error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	c := &Cell{cfg: cfg, log: log.With("cell", cfg.CellID), access: access, tp: o.tracerProvider}
+	c := &Cell{cfg: cfg, log: log.With("cell", cfg.CellID), access: access, decisions: decisions.New(cfg.Decisions), tp: o.tracerProvider}
 	defer func() {
 		if err != nil {
 			c.unlockSnapshots() // a cell that is not built holds no folder
@@ -233,6 +236,9 @@ func (c *Cell) buildServers() error {
 	if err := servers.MountGateway(mux, admin(gw), cellv1.File_api_cell_v1_cell_proto.Services().ByName("CellService")); err != nil {
 		return fmt.Errorf("cell: gateway: %w", err)
 	}
+	// The recent decisions are control plane: admin, as the state APIs.
+	mux.Handle("GET "+DecisionsPath, admin(http.HandlerFunc(c.decisions.ServeList)))
+	mux.Handle("GET "+DecisionsPath+"/{id}", admin(http.HandlerFunc(c.decisions.ServeOne)))
 	mux.Handle("GET "+api.OpenAPIPath("cell"), api.OpenAPIHandler("cell", buildinfo.Read().Version))
 	mux.Handle("POST /v1/completions", infer(c.serveInference(openai.KindCompletion)))
 	mux.Handle("POST /v1/chat/completions", infer(c.serveInference(openai.KindChat)))

@@ -18,6 +18,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/events/natsjs"
 	"github.com/cellrouter/cellrouter/cell/flowcontrol"
 	"github.com/cellrouter/cellrouter/cell/index"
+	"github.com/cellrouter/cellrouter/internal/decisions"
 	"github.com/cellrouter/cellrouter/internal/logging"
 )
 
@@ -81,6 +82,11 @@ type Config struct {
 	// status and durations (keys enabled and sample; package
 	// internal/logging).
 	AccessLog logging.AccessConfig `yaml:"access_log"`
+	// Decisions sizes the ring of recent routing decisions served at
+	// GET /v1/cell/decisions with their explanations (keys size, 0 off,
+	// and top_k, the pods kept per explanation; package
+	// internal/decisions).
+	Decisions decisions.Config `yaml:"decisions"`
 
 	// TickInterval is how often the cell checks for pods that went silent.
 	TickInterval time.Duration `yaml:"tick_interval"`
@@ -270,6 +276,7 @@ func DefaultConfig() Config {
 		Replica:         DefaultReplicaConfig(),
 		Limits:          defaultLimits(),
 		AccessLog:       logging.DefaultAccessConfig(),
+		Decisions:       decisions.DefaultConfig(),
 		TickInterval:    time.Second,
 		HealthInterval:  5 * time.Second,
 		HealthTimeout:   2 * time.Second,
@@ -315,6 +322,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.AccessLog.Validate(); err != nil {
 		return bad("access_log.sample", c.AccessLog.Sample, "want 0 to 1")
+	}
+	if err := c.Decisions.Validate("decisions"); err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	for _, a := range []struct{ field, v string }{{"http_addr", c.HTTPAddr}, {"grpc_addr", c.GRPCAddr}} {
 		if _, _, err := net.SplitHostPort(a.v); err != nil {

@@ -123,4 +123,15 @@
 // observer, applied at the peers with the replica as origin, bounded by
 // replica.load_ttl and dropped when the replica dies) and their pod drains.
 // The global tier sees one cell with one endpoint per live replica.
+//
+// Decisions are explained (explain.go, decisions.go): the dry run
+// (POST /v1/cell/route with explain) turns on the pipeline's recording
+// (pipeline.Context.SetExplain) and explainDecision turns what Filter,
+// Score and Pick recorded, with the candidates and the prefix match the
+// scorers read, into a cellv1.Explanation. The data plane does the same for
+// every request while the decision ring is on (decisions.size, default 100;
+// package internal/decisions), keeping decisions.top_k pods of each
+// explanation, and files the request under its X-Request-Id with the path,
+// pod, matched blocks, status and durations: GET /v1/cell/decisions[/{id}]
+// (admin), Cell.RecentDecisions and Cell.Decision.
 package cell

@@ -102,8 +102,9 @@ func acceptablePods(d *decision) []string {
 // since the cache and the load moved meanwhile) and the grant to end, or
 // ok false when it answered the client itself (429 past the deadline or
 // from a full queue, 503 when the cell stops) or the client left. d is
-// released when it is replaced or refused.
-func (c *Cell) admitFlow(ctx context.Context, w http.ResponseWriter, r *http.Request, preq *pipeline.Request, d *decision, band auth.Priority) (*decision, *flowcontrol.Grant, bool) {
+// released when it is replaced or refused. explain records the re-pick's
+// stages for the decision ring, as the first pick's were.
+func (c *Cell) admitFlow(ctx context.Context, w http.ResponseWriter, r *http.Request, preq *pipeline.Request, d *decision, band auth.Priority, explain bool) (*decision, *flowcontrol.Grant, bool) {
 	p, _ := edge.PrincipalFrom(r.Context())
 	timeout, _ := flowcontrol.ParseTimeout(r.Header.Get(flowcontrol.TimeoutHeader)) // checked by the caller
 	tokens := preq.MaxTokens
@@ -131,7 +132,7 @@ func (c *Cell) admitFlow(ctx context.Context, w http.ResponseWriter, r *http.Req
 	}
 	w.Header().Set(QueueWaitHeader, strconv.FormatFloat(g.Waited().Seconds(), 'f', 3, 64))
 	c.router.release(d)
-	d, err = c.router.decide(ctx, preq)
+	d, err = c.router.decideExplained(ctx, preq, explain)
 	if err != nil {
 		g.Done(0)
 		c.rm.decisions.WithLabelValues(c.cfg.Routing.Profile, "error").Inc()

@@ -231,6 +231,13 @@ func (rt *router) release(d *decision) {
 // decide plans req. It changes no state: the executor records the load of
 // what it actually sends.
 func (rt *router) decide(ctx context.Context, req *pipeline.Request) (*decision, error) {
+	return rt.decideExplained(ctx, req, false)
+}
+
+// decideExplained is decide, recording what each stage saw and decided in
+// the context when explain is set (pipeline.Context.SetExplain; read it
+// with explainDecision before release).
+func (rt *router) decideExplained(ctx context.Context, req *pipeline.Request, explain bool) (*decision, error) {
 	start := time.Now()
 	sc, _ := rt.ctxPool.Get().(*scratch)
 	if sc == nil {
@@ -239,6 +246,9 @@ func (rt *router) decide(ctx context.Context, req *pipeline.Request) (*decision,
 	sc.cands = rt.candidates(sc.cands)
 	rc := sc.rc
 	rc.Reset(req, sc.cands)
+	if explain {
+		rc.SetExplain(true)
+	}
 	rc.Rand = rand.New(rand.NewPCG(rt.seed, uint64(start.UnixNano())))
 	plan, err := rt.workflow.Plan(ctx, rc)
 	d := &decision{plan: plan, rc: rc, took: time.Since(start), sc: sc, served: -1}

@@ -58,7 +58,8 @@ func Choose(cfg ChooseConfig, answers []ProbeAnswer, total int) []int {
 	for i, a := range answers {
 		s[i] = scored{cell: a.Cell, ok: a.Err == nil, busy: a.Busy, blocks: a.CellBlocks}
 		if a.Err == nil {
-			s[i].cost = cfg.PrefillWeight*float64(total-a.Matched) + a.Load + cfg.RTTWeight*float64(a.Distance)/float64(time.Millisecond)
+			prefill, load, dist := chooseTerms(&cfg, &a, total)
+			s[i].cost = prefill + load + dist
 		}
 	}
 	// Stable insertion sort: answers are few.
@@ -72,6 +73,13 @@ func Choose(cfg ChooseConfig, answers []ProbeAnswer, total int) []int {
 		out[i] = s[i].cell
 	}
 	return out
+}
+
+// chooseTerms are the three terms of an answered cell's cost in Choose:
+// PrefillWeight*(total-matched), the pick's load, and RTTWeight times the
+// cell's distance in milliseconds.
+func chooseTerms(cfg *ChooseConfig, a *ProbeAnswer, total int) (prefill, load, dist float64) {
+	return cfg.PrefillWeight * float64(total-a.Matched), a.Load, cfg.RTTWeight * float64(a.Distance) / float64(time.Millisecond)
 }
 
 // scored is one answer as Choose orders it.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/cachekey/blockhash"
+	"github.com/cellrouter/cellrouter/internal/decisions"
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/proxy"
@@ -83,6 +84,10 @@ type Config struct {
 	// data-plane request with its route path, cell, pod, matched blocks,
 	// status and durations (package internal/logging).
 	AccessLog logging.AccessConfig
+	// Decisions sizes the ring of recent routing decisions served at
+	// GET /v1/global/decisions with their explanations (Size 0: off;
+	// TopK: the cells kept per explanation; package internal/decisions).
+	Decisions decisions.Config
 }
 
 // DefaultConfig returns the defaults globald starts from.
@@ -108,6 +113,7 @@ func DefaultConfig() Config {
 		Prompts:               openai.DefaultPromptLimits(),
 		RelayResponseHeaders:  p.RelayResponseHeaders,
 		AccessLog:             logging.DefaultAccessConfig(),
+		Decisions:             decisions.DefaultConfig(),
 	}
 }
 
@@ -133,6 +139,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.AccessLog.Validate(); err != nil {
 		return bad("access_log.sample", c.AccessLog.Sample, "want 0 to 1")
+	}
+	if err := c.Decisions.Validate("decisions"); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
 	}
 	switch {
 	case c.BlockSize < blockhash.MinBlockSize || c.BlockSize > blockhash.MaxBlockSize:

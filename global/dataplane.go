@@ -22,12 +22,17 @@ import (
 // CellHeader tells the client which cell served its request.
 const CellHeader = "X-Cellrouter-Cell"
 
+// cellPodHeader is the header in which a cell names the pod that served
+// (cell.PodHeader, which this package may not import).
+const cellPodHeader = "X-Cellrouter-Pod"
+
 // serverSpan are the global.request span's options, built once.
 var serverSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 
 // serveInference is the global data plane: parse, decide, hand off.
 func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 		ctx, span := g.tr.Start(ctx, "global.request", serverSpan...)
 		defer span.End()
@@ -66,7 +71,12 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 			r.Header.Set(edge.TenantHeader, p.Tenant.Name)
 		}
 		req := requestOf(kind, oreq)
-		d, err := g.rt.decideToSend(ctx, req)
+		rec := g.beginRecord(ctx, r, start, oreq.Model)
+		var notes *explainNotes
+		if rec != nil {
+			notes = &explainNotes{}
+		}
+		d, err := g.rt.decideToSend(ctx, req, notes)
 		path := "cold_" + req.Kind().String()
 		if d != nil {
 			path = routePath(d)
@@ -75,11 +85,25 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 		} else {
 			access.SetDecision(path, 0, 0)
 		}
+		if rec != nil {
+			rec.Path = path
+			if d != nil {
+				rec.Decision, rec.Blocks = d.Took, d.Blocks
+				rec.Explanation = g.rt.explain(d, notes, g.decisions.TopK())
+			}
+			defer g.endRecord(rec, start)
+		}
 		if errors.Is(err, openai.ErrPromptTooLong) {
+			if rec != nil {
+				rec.Status = http.StatusBadRequest
+			}
 			g.refusePrompt(w, err)
 			return
 		}
 		if err != nil {
+			if rec != nil {
+				rec.Status = http.StatusServiceUnavailable
+			}
 			g.m.requests.WithLabelValues(path, "no_cell").Inc()
 			span.SetStatus(codes.Error, err.Error())
 			g.logFailure("global: cannot route request", http.StatusServiceUnavailable, err, "path", r.URL.Path, "model", oreq.Model)
@@ -103,7 +127,7 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 				attribute.Int("cellrouter.blocks", d.Blocks))
 		}
 		g.rt.noteRouted(d)
-		g.handoff(w, r.WithContext(ctx), body, d, path)
+		g.handoff(w, r.WithContext(ctx), body, d, path, rec)
 	}
 }
 
@@ -162,7 +186,9 @@ func routePath(d *Decision) string {
 
 // handoff sends the request to the chosen cell, whose picker makes the
 // final choice, and to the next cells while no byte reached the client.
-func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d *Decision, path string) {
+// rec, when not nil, is the request's decision record: handoff fills in
+// the cell, the pod and matched blocks its probe predicted, and the status.
+func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d *Decision, path string, rec *DecisionRecord) {
 	predicted := map[string]int{}
 	for _, a := range d.Answers {
 		if a.Err == nil {
@@ -196,8 +222,17 @@ func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d 
 				}
 			}
 			h.Set(CellHeader, t.Pod)
+			if rec != nil {
+				rec.Pod = h.Get(cellPodHeader) // the pod that served, as its cell says
+			}
 		},
 		OnDone: func(t proxy.Target, res proxy.Result) {
+			if rec != nil {
+				rec.Cell, rec.Status, rec.MatchedBlocks = t.Pod, res.Status, predicted[t.Pod]
+				if rec.Pod == "" {
+					rec.Pod = probedPod(d, t.Pod)
+				}
+			}
 			g.m.handoffs.WithLabelValues(proxy.StatusClass(res.Status)).Inc()
 			if res.Usage != nil {
 				g.m.promptTok.Add(float64(res.Usage.PromptTokens))
@@ -217,11 +252,25 @@ func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d 
 	if err != nil {
 		outcome = "error"
 		g.logFailure("global: hand-off failed", proxy.StatusOf(err), err, "path", r.URL.Path)
+		if rec != nil {
+			rec.Status = proxy.StatusOf(err)
+		}
 	}
 	g.m.requests.WithLabelValues(path, outcome).Inc()
 	if errors.Is(err, proxy.ErrMidStream) {
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// probedPod is the pod cell's probe answer named ("" when it was not
+// probed or the probe failed).
+func probedPod(d *Decision, cell string) string {
+	for _, a := range d.Answers {
+		if a.Err == nil && d.Views[a.Cell].ID == cell {
+			return a.Pod
+		}
+	}
+	return ""
 }
 
 // ReplicaAttempts is how many replicas of one cell a hand-off tries before

@@ -120,6 +120,24 @@
 // prompt, of its model and first text), the less loaded, so repeated cold
 // prompts meet their cache; no probe is spent on it.
 //
+// # Explaining a decision
+//
+// A dry run with explain (POST /v1/global/route) and every data-plane
+// request while the decision ring is on (Config.Decisions, default 100;
+// package internal/decisions) hand decide an explainNotes to fill: the
+// summaries' estimates the search was given and how many cells of the
+// order the search and the probes placed. explain then builds a
+// globalv1.Explanation from the Decision and the notes: every cell's
+// estimate, gossiped and routed load, the search's bound (searchBound, the
+// function the search uses), the probe's answer and round trip, the
+// distance and the choice's cost terms (chooseTerms, the function Choose
+// uses), rank and role (choice, candidate, fallback). A decision that is
+// not explained gets no notes and pays nothing. The ring files each
+// request under its X-Request-Id (sent on to the cell, which files it
+// under the same id) with the path, cell, probed pod, status and
+// durations: GET /v1/global/decisions[/{id}] (admin),
+// Global.RecentDecisions and Global.Decision.
+//
 // # Tokens
 //
 // Nearly every OpenAI client sends text (/v1/completions "prompt") or

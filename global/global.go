@@ -20,6 +20,7 @@ import (
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/auth"
 	"github.com/cellrouter/cellrouter/internal/buildinfo"
+	"github.com/cellrouter/cellrouter/internal/decisions"
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/proxy"
@@ -33,12 +34,14 @@ type Global struct {
 	cfg    Config
 	log    *slog.Logger
 	access *logging.AccessLog // nil: no access log
-	rt     *Router
-	proxy  *proxy.Proxy
-	m      *metrics
-	prober *grpcProber
-	tr     *telemetry.Tracer
-	turn   atomic.Uint64 // round robin over each cell's replicas
+	// decisions is the ring of recent decisions (nil: off).
+	decisions *decisions.Ring
+	rt        *Router
+	proxy     *proxy.Proxy
+	m         *metrics
+	prober    *grpcProber
+	tr        *telemetry.Tracer
+	turn      atomic.Uint64 // round robin over each cell's replicas
 	// shareDrain sends a cell drain to the peer replicas (nil without a
 	// pool).
 	shareDrain func(cell string, cancel bool)
@@ -62,7 +65,7 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option)
 	}
 	o := buildOptions(opts)
 	g := &Global{cfg: cfg, log: log, tr: telemetry.NewTracer(tracerName, o.tracerProvider),
-		access: logging.NewAccessLog(log, "global", "", cfg.AccessLog)}
+		access: logging.NewAccessLog(log, "global", "", cfg.AccessLog), decisions: decisions.New(cfg.Decisions)}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -113,6 +116,9 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option)
 	if err := servers.MountGateway(mux, admin(gw), globalv1.File_api_global_v1_global_proto.Services().ByName("GlobalService")); err != nil {
 		return nil, fmt.Errorf("global: gateway: %w", err)
 	}
+	// The recent decisions are control plane: admin, as the state APIs.
+	mux.Handle("GET "+DecisionsPath, admin(http.HandlerFunc(g.decisions.ServeList)))
+	mux.Handle("GET "+DecisionsPath+"/{id}", admin(http.HandlerFunc(g.decisions.ServeOne)))
 	mux.Handle("GET "+api.OpenAPIPath("global"), api.OpenAPIHandler("global", buildinfo.Read().Version))
 	mux.Handle("POST /v1/completions", infer(g.serveInference(openai.KindCompletion)))
 	mux.Handle("POST /v1/chat/completions", infer(g.serveInference(openai.KindChat)))

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
+	globalv1 "github.com/cellrouter/cellrouter/api/global/v1"
 	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
@@ -71,6 +72,17 @@ type Decision struct {
 	// gossiped are the directory's views (gossiped loads) the decision
 	// was made from, for noteRouted.
 	gossiped []CellView
+}
+
+// explainNotes is what an explanation needs that a Decision does not keep
+// for itself. A decision that is explained fills the caller's notes; one
+// that is not is given none, so explaining costs it nothing.
+type explainNotes struct {
+	// depths are the summaries' estimates the search was given.
+	depths []gossip.CellDepth
+	// chosen is how many cells of Order the search and the probes placed;
+	// the rest are fall-backs appendFallbacks added.
+	chosen int
 }
 
 // Router decides which cell takes a request. It is safe for concurrent use.
@@ -228,7 +240,16 @@ func coldKey(req *Request) uint64 {
 // Decide tokenizes a text prompt or chat, searches the summaries, probes
 // the candidates and orders the cells. Nothing in any cell changes.
 func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
-	return rt.decide(ctx, req, true)
+	return rt.decide(ctx, req, true, nil)
+}
+
+// DecideExplained is Decide with the decision's explanation: every cell
+// with what the search, the probes and the choice saw and decided (see
+// explain). The explanation is nil when no decision was made.
+func (rt *Router) DecideExplained(ctx context.Context, req *Request) (*Decision, *globalv1.Explanation, error) {
+	var notes explainNotes
+	d, err := rt.decide(ctx, req, true, &notes)
+	return d, rt.explain(d, &notes, 0), err
 }
 
 // decideToSend is Decide for a request the data plane sends at once: when
@@ -238,11 +259,13 @@ func (rt *Router) Decide(ctx context.Context, req *Request) (*Decision, error) {
 // and its cell's picker decides in the hand-off itself, which reports the
 // pick's match in MatchedHeader. That saves a round trip, the cell's
 // second decision and the probe's gRPC framing.
-func (rt *Router) decideToSend(ctx context.Context, req *Request) (*Decision, error) {
-	return rt.decide(ctx, req, rt.cfg.ProbeLone)
+func (rt *Router) decideToSend(ctx context.Context, req *Request, notes *explainNotes) (*Decision, error) {
+	return rt.decide(ctx, req, rt.cfg.ProbeLone, notes)
 }
 
-func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool) (*Decision, error) {
+// decide makes the decision. notes, when not nil, receives what its
+// explanation needs (a copy of the summaries' estimates; nothing when nil).
+func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool, notes *explainNotes) (*Decision, error) {
 	start := time.Now()
 	views, gossiped, depthsOf := rt.viewsAndGossiped()
 	d := &Decision{Views: views, Prompt: req.Kind(), gossiped: gossiped}
@@ -257,12 +280,18 @@ func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool) (*De
 	sc.PrefillWeight = rt.cfg.Choose.PrefillWeight // one weight for the bound and the choice
 	var cands []Candidate
 	var cold bool
+	var depths []gossip.CellDepth
 	if depthsOf != nil {
 		// Every cell's summary at once; the same candidates as Search.
 		var buf [16]gossip.CellDepth
-		cands, cold = SearchDepths(sc, views, nil, depthsOf(chain, buf[:0]), chain, coldKey(req))
+		depths = depthsOf(chain, buf[:0])
 	} else {
-		cands, cold = Search(sc, views, chain, coldKey(req))
+		var buf [16]gossip.CellDepth // apart: the one above escapes
+		depths = summaryDepths(views, chain, buf[:0])
+	}
+	cands, cold = SearchDepths(sc, views, nil, depths, chain, coldKey(req))
+	if notes != nil {
+		notes.depths = slices.Clone(depths)
 	}
 	if span.IsRecording() {
 		span.SetAttributes(attribute.Int("cellrouter.candidates", len(cands)), attribute.Bool("cellrouter.cold", cold),
@@ -295,6 +324,9 @@ func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool) (*De
 			a.Distance = rt.dist.of(id)
 		}
 		d.Order = Choose(rt.cfg.Choose, d.Answers, len(chain))
+	}
+	if notes != nil {
+		notes.chosen = len(d.Order)
 	}
 	d.Order = appendFallbacks(d.Order, views, rt.cfg.MaxAttempts)
 	d.Took = time.Since(start)

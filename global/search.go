@@ -45,19 +45,36 @@ func DefaultSearchConfig() SearchConfig {
 // time that grows with the cells that hold the prefix, not with all cells.
 func Search(cfg SearchConfig, views []CellView, chain []blockhash.Hash, coldKey uint64) (cands []Candidate, cold bool) {
 	var buf [16]gossip.CellDepth
-	depths := buf[:0]
-	if len(chain) > 0 {
-		for i := range views {
-			v := &views[i]
-			if !v.usable() || v.Summary == nil {
-				continue
-			}
-			if d := v.Summary.Depth(chain); d > 0 {
-				depths = append(depths, gossip.CellDepth{Cell: i, Depth: d})
-			}
+	return SearchDepths(cfg, views, nil, summaryDepths(views, chain, buf[:0]), chain, coldKey)
+}
+
+// summaryDepths appends to dst every usable cell whose summary estimates a
+// prefix depth of chain above zero, asking the summaries one by one.
+func summaryDepths(views []CellView, chain []blockhash.Hash, dst []gossip.CellDepth) []gossip.CellDepth {
+	if len(chain) == 0 {
+		return dst
+	}
+	for i := range views {
+		v := &views[i]
+		if !v.usable() || v.Summary == nil {
+			continue
+		}
+		if d := v.Summary.Depth(chain); d > 0 {
+			dst = append(dst, gossip.CellDepth{Cell: i, Depth: d})
 		}
 	}
-	return SearchDepths(cfg, views, nil, depths, chain, coldKey)
+	return dst
+}
+
+// searchBound is the search's lower bound on the cost of the best pod
+// cell v could offer a request of total blocks whose prefix its summary
+// estimates at est blocks (see SearchDepths).
+func searchBound(cfg *SearchConfig, v *CellView, est, total int) float64 {
+	cached := 0
+	if est > 0 {
+		cached = min(total, est+cfg.Slack)
+	}
+	return cfg.PrefillWeight*float64(total-cached) + float64(v.Load.LeastPodBlocks)
 }
 
 // LoadOrder returns the usable cells of views, least loaded pod first
@@ -144,13 +161,7 @@ func SearchDepths(cfg SearchConfig, views []CellView, order []int, depths []goss
 			top[j], top[j-1] = top[j-1], top[j]
 		}
 	}
-	bound := func(v *CellView, est int) float64 {
-		cached := 0
-		if est > 0 {
-			cached = min(total, est+cfg.Slack)
-		}
-		return cfg.PrefillWeight*float64(total-cached) + float64(v.Load.LeastPodBlocks)
-	}
+	bound := func(v *CellView, est int) float64 { return searchBound(&cfg, v, est, total) }
 	taken := make([]uint64, (len(views)+63)/64)
 	known := 0
 	for _, d := range depths {

@@ -41,7 +41,11 @@ func (s *service) Route(ctx context.Context, req *globalv1.RouteRequest) (*globa
 			r.Messages[i] = tokenizer.Message{Role: m.GetRole(), Content: m.GetContent()}
 		}
 	}
-	d, err := s.rt.Decide(ctx, r)
+	var notes *explainNotes
+	if req.GetExplain() {
+		notes = &explainNotes{}
+	}
+	d, err := s.rt.decide(ctx, r, true, notes)
 	if errors.Is(err, ErrNoCell) {
 		return nil, status.Error(codes.Unavailable, err.Error())
 	}
@@ -51,7 +55,9 @@ func (s *service) Route(ctx context.Context, req *globalv1.RouteRequest) (*globa
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	return routeResponse(d), nil
+	resp := routeResponse(d)
+	resp.Explanation = s.rt.explain(d, notes, 0) // nil unless asked for
+	return resp, nil
 }
 
 // tenantSalt is the cache salt a dry run hashes with: the caller's

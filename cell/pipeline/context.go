@@ -37,6 +37,9 @@ type Context struct {
 	scores   []float64 // per active candidate, weighted sum of scorers
 	order    []int
 	failOpen bool
+
+	explain    *Explain // nil: not explaining this decision (SetExplain)
+	explainBuf *Explain // kept across decisions for its buffers
 }
 
 // Rejection says which filter removed a candidate, and why.
@@ -62,6 +65,7 @@ func (rc *Context) Reset(req *Request, cands []Candidate) {
 	rc.Req, rc.Candidates, rc.Ctx = req, cands, nil
 	rc.active, rc.rejected, rc.scores = rc.active[:0], rc.rejected[:0], rc.scores[:0]
 	rc.failOpen = false
+	rc.explain = nil
 }
 
 // everyone returns the indices of all candidates, built once per size.

@@ -54,6 +54,16 @@
 //  4. Name it in a profile: score: [{type: my-scorer, weight: 0.5}].
 //  5. Add a table test of its decisions next to the others.
 //
+// # Explaining a decision
+//
+// Context.SetExplain asks the next decision to record what it saw
+// (Explain): per selector pass, the filter verdicts (with the soft
+// filters' kept apart when the pass failed open), each scorer's raw scores
+// and weight, the weighted totals and the picker's order. Choose copies
+// them from the slices it decides with, as each stage ends, so the record
+// is the decision, not a recomputation. Off (the default, and after
+// Reset), recording costs Choose a nil test per stage and per scorer.
+//
 // Metrics and tracing wrap the core through the Observer interface; this
 // package imports neither.
 package pipeline

@@ -93,15 +93,29 @@ func (s *Selector) Choose(rc *Context) (Decision, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	var x *PassExplain
+	if rc.explain != nil {
+		x = rc.explain.pass(s.p)
+	}
 	_, end := s.stage(ctx, StageFilter)
 	s.filter(rc, false)
 	if len(rc.active) == 0 {
+		if x != nil {
+			x.SoftRejected = append(x.SoftRejected, rc.rejected...)
+		}
 		s.filter(rc, true) // fail open: hard filters only
 		rc.failOpen = true
 		if len(rc.active) == 0 {
+			if x != nil {
+				x.Rejected, x.FailedOpen = append(x.Rejected, rc.rejected...), true
+			}
 			end(ErrNoCandidate)
 			return Decision{Profile: s.p.Name, FailedOpen: true}, ErrNoCandidate
 		}
+	}
+	if x != nil {
+		x.Rejected, x.FailedOpen = append(x.Rejected, rc.rejected...), rc.failOpen
+		x.Active = append(x.Active, rc.active...)
 	}
 	end(nil)
 	_, end = s.stage(ctx, StageScore)
@@ -117,6 +131,9 @@ func (s *Selector) Choose(rc *Context) (Decision, error) {
 			// The first scorer writes the total itself: with one scorer
 			// (the default profile) that saves two passes over the pods.
 			sc.Score(rc, total)
+			if x != nil {
+				x.scored(i, total)
+			}
 			if w != 1 {
 				for k := range total {
 					total[k] *= w
@@ -126,6 +143,9 @@ func (s *Selector) Choose(rc *Context) (Decision, error) {
 		}
 		clear(tmp)
 		sc.Score(rc, tmp)
+		if x != nil {
+			x.scored(i, tmp)
+		}
 		for k := range total {
 			total[k] += w * tmp[k]
 		}
@@ -135,6 +155,12 @@ func (s *Selector) Choose(rc *Context) (Decision, error) {
 	order := s.p.picker.Pick(rc, total, rc.order[:0])
 	rc.order = order
 	end(nil)
+	if x != nil {
+		x.Total = append(x.Total, total...)
+		for _, pos := range order {
+			x.Order = append(x.Order, rc.active[pos])
+		}
+	}
 	if len(order) == 0 {
 		return Decision{Profile: s.p.Name}, ErrNoCandidate
 	}

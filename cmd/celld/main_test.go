@@ -21,6 +21,8 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"--log-level", "loud"}, "--log-level"},
 		{[]string{"--log-format", "xml"}, "--log-format"},
 		{[]string{"--access-log-sample", "2", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "access_log.sample"},
+		{[]string{"--decisions", "-1", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "decisions.size -1"},
+		{[]string{"--decisions-top-k", "0", "--http-addr", "127.0.0.1:0", "--grpc-addr", "127.0.0.1:0"}, "decisions.top_k 0"},
 		{[]string{"--config", "does-not-exist.yaml"}, "does-not-exist.yaml"},
 		{[]string{"--http-addr", "nonsense"}, "http_addr"},
 		{[]string{"--no-such-flag"}, "no-such-flag"},

@@ -20,6 +20,7 @@ import (
 	"github.com/cellrouter/cellrouter/global"
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/buildinfo"
+	"github.com/cellrouter/cellrouter/internal/decisions"
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/memlimit"
@@ -147,6 +148,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	tokCache := fs.Int64("tokenize-cache-mb", d.Tokenize.CacheBytes>>20, "memory bound of the tokenization cache in MiB (0: off)")
 	logOpts := logging.BindFlags(fs, logging.DefaultOptions())
 	applyAccess := logging.BindAccessFlags(fs, d.AccessLog)
+	applyDecisions := decisions.BindFlags(fs, d.Decisions)
 	apiKeys := fs.String("api-keys", "", "API key file (tenants, limits, key hashes and scopes; see README): keys required on every endpoint but health")
 	tlsCert := fs.String("tls-cert", "", "globald's certificate (PEM): with --tls-key and --tls-ca, every hop to a cell is mutual TLS")
 	tlsKey := fs.String("tls-key", "", "the certificate's private key (PEM)")
@@ -188,6 +190,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	}
 	applyLimits(&d.Limits)
 	applyAccess(&d.AccessLog)
+	applyDecisions(&d.Decisions)
 	d.Prompts = openai.PromptLimits{MaxBytes: *maxPromptBytes, MaxTokens: *maxPromptTokens, Models: perModel}
 	d.Security = global.SecurityConfig{KeyFile: *apiKeys, ReloadInterval: *reloadEvery, ServeTLS: *serveTLS,
 		TLS: tlsconf.Config{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA, ServerName: *tlsName}}

@@ -1042,6 +1042,9 @@ type RouteRequest struct {
 	// max_candidates bounds the candidates returned; 0 means the cell's
 	// default.
 	MaxCandidates uint32 `protobuf:"varint,7,opt,name=max_candidates,json=maxCandidates,proto3" json:"max_candidates,omitempty"`
+	// explain asks for the decision's explanation in
+	// RouteResponse.explanation: every pod, what each stage saw and decided.
+	Explain       bool `protobuf:"varint,30,opt,name=explain,proto3" json:"explain,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1123,6 +1126,13 @@ func (x *RouteRequest) GetMaxCandidates() uint32 {
 		return x.MaxCandidates
 	}
 	return 0
+}
+
+func (x *RouteRequest) GetExplain() bool {
+	if x != nil {
+		return x.Explain
+	}
+	return false
 }
 
 // Candidate is one pod the routing pipeline scored.
@@ -1325,7 +1335,10 @@ type RouteResponse struct {
 	// failed_open is true when every pod was filtered and the decision
 	// ignored the soft filters (load thresholds): the pick is busy, and the
 	// global tier prefers any other cell whose pick is not.
-	FailedOpen    bool `protobuf:"varint,8,opt,name=failed_open,json=failedOpen,proto3" json:"failed_open,omitempty"`
+	FailedOpen bool `protobuf:"varint,8,opt,name=failed_open,json=failedOpen,proto3" json:"failed_open,omitempty"`
+	// explanation says what each stage of the decision saw and decided for
+	// every pod; set only when the request asked for it (explain).
+	Explanation   *Explanation `protobuf:"bytes,30,opt,name=explanation,proto3" json:"explanation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1416,6 +1429,527 @@ func (x *RouteResponse) GetFailedOpen() bool {
 	return false
 }
 
+func (x *RouteResponse) GetExplanation() *Explanation {
+	if x != nil {
+		return x.Explanation
+	}
+	return nil
+}
+
+// Explanation is what the cell's routing pipeline saw and decided for one
+// request, recorded from the values the decision was made of.
+type Explanation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// total_blocks is the number of full blocks in the request.
+	TotalBlocks uint32 `protobuf:"varint,1,opt,name=total_blocks,json=totalBlocks,proto3" json:"total_blocks,omitempty"`
+	// pick is the pod the request goes to ("" when none could take it).
+	Pick string `protobuf:"bytes,2,opt,name=pick,proto3" json:"pick,omitempty"`
+	// passes are the selector passes: one for an aggregated request, the
+	// prefill pass then the decode pass for disaggregated serving.
+	Passes        []*ExplainPass `protobuf:"bytes,3,rep,name=passes,proto3" json:"passes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Explanation) Reset() {
+	*x = Explanation{}
+	mi := &file_api_cell_v1_cell_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Explanation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Explanation) ProtoMessage() {}
+
+func (x *Explanation) ProtoReflect() protoreflect.Message {
+	mi := &file_api_cell_v1_cell_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Explanation.ProtoReflect.Descriptor instead.
+func (*Explanation) Descriptor() ([]byte, []int) {
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Explanation) GetTotalBlocks() uint32 {
+	if x != nil {
+		return x.TotalBlocks
+	}
+	return 0
+}
+
+func (x *Explanation) GetPick() string {
+	if x != nil {
+		return x.Pick
+	}
+	return ""
+}
+
+func (x *Explanation) GetPasses() []*ExplainPass {
+	if x != nil {
+		return x.Passes
+	}
+	return nil
+}
+
+// ExplainPass is one selector pass (Filter, Score, Pick under a profile).
+type ExplainPass struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// profile names the routing profile of the pass.
+	Profile string `protobuf:"bytes,1,opt,name=profile,proto3" json:"profile,omitempty"`
+	// phase is the role the pass picks for: both, prefill or decode.
+	Phase string `protobuf:"bytes,2,opt,name=phase,proto3" json:"phase,omitempty"`
+	// picker is the picker's type.
+	Picker string `protobuf:"bytes,3,opt,name=picker,proto3" json:"picker,omitempty"`
+	// scorers are the profile's scorers with their weights, in order.
+	Scorers []*ExplainScorer `protobuf:"bytes,4,rep,name=scorers,proto3" json:"scorers,omitempty"`
+	// failed_open is true when every pod was filtered and the pass ignored
+	// the soft filters (load thresholds).
+	FailedOpen bool `protobuf:"varint,5,opt,name=failed_open,json=failedOpen,proto3" json:"failed_open,omitempty"`
+	// pods are the candidates, ranked ones first (by rank), then the other
+	// scored ones (by score), then the filtered ones.
+	Pods []*ExplainPod `protobuf:"bytes,6,rep,name=pods,proto3" json:"pods,omitempty"`
+	// pods_total is the number of candidates before pods was cut to the
+	// decision ring's top K (equal to len(pods) in a dry run).
+	PodsTotal     uint32 `protobuf:"varint,7,opt,name=pods_total,json=podsTotal,proto3" json:"pods_total,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainPass) Reset() {
+	*x = ExplainPass{}
+	mi := &file_api_cell_v1_cell_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainPass) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainPass) ProtoMessage() {}
+
+func (x *ExplainPass) ProtoReflect() protoreflect.Message {
+	mi := &file_api_cell_v1_cell_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainPass.ProtoReflect.Descriptor instead.
+func (*ExplainPass) Descriptor() ([]byte, []int) {
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ExplainPass) GetProfile() string {
+	if x != nil {
+		return x.Profile
+	}
+	return ""
+}
+
+func (x *ExplainPass) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *ExplainPass) GetPicker() string {
+	if x != nil {
+		return x.Picker
+	}
+	return ""
+}
+
+func (x *ExplainPass) GetScorers() []*ExplainScorer {
+	if x != nil {
+		return x.Scorers
+	}
+	return nil
+}
+
+func (x *ExplainPass) GetFailedOpen() bool {
+	if x != nil {
+		return x.FailedOpen
+	}
+	return false
+}
+
+func (x *ExplainPass) GetPods() []*ExplainPod {
+	if x != nil {
+		return x.Pods
+	}
+	return nil
+}
+
+func (x *ExplainPass) GetPodsTotal() uint32 {
+	if x != nil {
+		return x.PodsTotal
+	}
+	return 0
+}
+
+// ExplainScorer is a scorer of a profile and its weight.
+type ExplainScorer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// type is the scorer's type, such as kv-cost.
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// weight multiplies its score in the weighted sum.
+	Weight        float64 `protobuf:"fixed64,2,opt,name=weight,proto3" json:"weight,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainScorer) Reset() {
+	*x = ExplainScorer{}
+	mi := &file_api_cell_v1_cell_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainScorer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainScorer) ProtoMessage() {}
+
+func (x *ExplainScorer) ProtoReflect() protoreflect.Message {
+	mi := &file_api_cell_v1_cell_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainScorer.ProtoReflect.Descriptor instead.
+func (*ExplainScorer) Descriptor() ([]byte, []int) {
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ExplainScorer) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ExplainScorer) GetWeight() float64 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+// ExplainPod is one candidate pod (or data-parallel rank) in one pass.
+type ExplainPod struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// pod is the pod id; holder its index holder (pod or pod#rank).
+	Pod    string `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	Holder string `protobuf:"bytes,2,opt,name=holder,proto3" json:"holder,omitempty"`
+	// address is where the request would be sent.
+	Address string `protobuf:"bytes,3,opt,name=address,proto3" json:"address,omitempty"`
+	// verdict is the filter stage's: "kept", "filtered", or
+	// "kept_failed_open" (a soft filter dropped it, then the pass failed
+	// open).
+	Verdict string `protobuf:"bytes,4,opt,name=verdict,proto3" json:"verdict,omitempty"`
+	// filter names the filter that dropped the pod (or, kept_failed_open,
+	// the soft filter that had); reason says why, for people.
+	Filter string `protobuf:"bytes,5,opt,name=filter,proto3" json:"filter,omitempty"`
+	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	// scores are each scorer's raw score of the pod, in profile order.
+	Scores []*ExplainScore `protobuf:"bytes,7,rep,name=scores,proto3" json:"scores,omitempty"`
+	// score is the weighted sum the picker saw (higher is better).
+	Score float64 `protobuf:"fixed64,8,opt,name=score,proto3" json:"score,omitempty"`
+	// rank is the pod's place in the picker's order, 1 for the pick; 0 for
+	// a pod the picker did not rank (it keeps only the fall-backs).
+	Rank uint32 `protobuf:"varint,9,opt,name=rank,proto3" json:"rank,omitempty"`
+	// picked is true for the pod the request goes to.
+	Picked bool `protobuf:"varint,10,opt,name=picked,proto3" json:"picked,omitempty"`
+	// matched_blocks is the request's leading blocks the pod holds;
+	// prefill_blocks those it would have to compute.
+	MatchedBlocks uint32 `protobuf:"varint,11,opt,name=matched_blocks,json=matchedBlocks,proto3" json:"matched_blocks,omitempty"`
+	PrefillBlocks uint32 `protobuf:"varint,12,opt,name=prefill_blocks,json=prefillBlocks,proto3" json:"prefill_blocks,omitempty"`
+	// speculative_blocks are matched blocks, at the end, not yet confirmed
+	// by the pod's events; approximate is true when the match comes from the
+	// approximate index (a pod without events).
+	SpeculativeBlocks uint32 `protobuf:"varint,13,opt,name=speculative_blocks,json=speculativeBlocks,proto3" json:"speculative_blocks,omitempty"`
+	Approximate       bool   `protobuf:"varint,14,opt,name=approximate,proto3" json:"approximate,omitempty"`
+	// active_requests and active_blocks are the router's view of the pod's
+	// load (the kv-cost scorer's decode blocks); prefilling_blocks the part
+	// still being prefilled; kv_blocks the pod's cache size (0: unknown).
+	ActiveRequests   uint32 `protobuf:"varint,15,opt,name=active_requests,json=activeRequests,proto3" json:"active_requests,omitempty"`
+	ActiveBlocks     uint32 `protobuf:"varint,16,opt,name=active_blocks,json=activeBlocks,proto3" json:"active_blocks,omitempty"`
+	PrefillingBlocks uint32 `protobuf:"varint,17,opt,name=prefilling_blocks,json=prefillingBlocks,proto3" json:"prefilling_blocks,omitempty"`
+	KvBlocks         uint32 `protobuf:"varint,18,opt,name=kv_blocks,json=kvBlocks,proto3" json:"kv_blocks,omitempty"`
+	// healthy, draining and role are the pod's state as the filters saw it.
+	Healthy  bool   `protobuf:"varint,19,opt,name=healthy,proto3" json:"healthy,omitempty"`
+	Draining bool   `protobuf:"varint,20,opt,name=draining,proto3" json:"draining,omitempty"`
+	Role     string `protobuf:"bytes,21,opt,name=role,proto3" json:"role,omitempty"`
+	// busy is true when a load threshold (busy, concurrency) dropped the pod.
+	Busy          bool `protobuf:"varint,22,opt,name=busy,proto3" json:"busy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainPod) Reset() {
+	*x = ExplainPod{}
+	mi := &file_api_cell_v1_cell_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainPod) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainPod) ProtoMessage() {}
+
+func (x *ExplainPod) ProtoReflect() protoreflect.Message {
+	mi := &file_api_cell_v1_cell_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainPod.ProtoReflect.Descriptor instead.
+func (*ExplainPod) Descriptor() ([]byte, []int) {
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ExplainPod) GetPod() string {
+	if x != nil {
+		return x.Pod
+	}
+	return ""
+}
+
+func (x *ExplainPod) GetHolder() string {
+	if x != nil {
+		return x.Holder
+	}
+	return ""
+}
+
+func (x *ExplainPod) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *ExplainPod) GetVerdict() string {
+	if x != nil {
+		return x.Verdict
+	}
+	return ""
+}
+
+func (x *ExplainPod) GetFilter() string {
+	if x != nil {
+		return x.Filter
+	}
+	return ""
+}
+
+func (x *ExplainPod) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ExplainPod) GetScores() []*ExplainScore {
+	if x != nil {
+		return x.Scores
+	}
+	return nil
+}
+
+func (x *ExplainPod) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *ExplainPod) GetRank() uint32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *ExplainPod) GetPicked() bool {
+	if x != nil {
+		return x.Picked
+	}
+	return false
+}
+
+func (x *ExplainPod) GetMatchedBlocks() uint32 {
+	if x != nil {
+		return x.MatchedBlocks
+	}
+	return 0
+}
+
+func (x *ExplainPod) GetPrefillBlocks() uint32 {
+	if x != nil {
+		return x.PrefillBlocks
+	}
+	return 0
+}
+
+func (x *ExplainPod) GetSpeculativeBlocks() uint32 {
+	if x != nil {
+		return x.SpeculativeBlocks
+	}
+	return 0
+}
+
+func (x *ExplainPod) GetApproximate() bool {
+	if x != nil {
+		return x.Approximate
+	}
+	return false
+}
+
+func (x *ExplainPod) GetActiveRequests() uint32 {
+	if x != nil {
+		return x.ActiveRequests
+	}
+	return 0
+}
+
+func (x *ExplainPod) GetActiveBlocks() uint32 {
+	if x != nil {
+		return x.ActiveBlocks
+	}
+	return 0
+}
+
+func (x *ExplainPod) GetPrefillingBlocks() uint32 {
+	if x != nil {
+		return x.PrefillingBlocks
+	}
+	return 0
+}
+
+func (x *ExplainPod) GetKvBlocks() uint32 {
+	if x != nil {
+		return x.KvBlocks
+	}
+	return 0
+}
+
+func (x *ExplainPod) GetHealthy() bool {
+	if x != nil {
+		return x.Healthy
+	}
+	return false
+}
+
+func (x *ExplainPod) GetDraining() bool {
+	if x != nil {
+		return x.Draining
+	}
+	return false
+}
+
+func (x *ExplainPod) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *ExplainPod) GetBusy() bool {
+	if x != nil {
+		return x.Busy
+	}
+	return false
+}
+
+// ExplainScore is one scorer's raw score of a pod.
+type ExplainScore struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// type is the scorer's type.
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// raw is the scorer's own score, before its weight.
+	Raw           float64 `protobuf:"fixed64,2,opt,name=raw,proto3" json:"raw,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainScore) Reset() {
+	*x = ExplainScore{}
+	mi := &file_api_cell_v1_cell_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainScore) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainScore) ProtoMessage() {}
+
+func (x *ExplainScore) ProtoReflect() protoreflect.Message {
+	mi := &file_api_cell_v1_cell_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainScore.ProtoReflect.Descriptor instead.
+func (*ExplainScore) Descriptor() ([]byte, []int) {
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ExplainScore) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ExplainScore) GetRaw() float64 {
+	if x != nil {
+		return x.Raw
+	}
+	return 0
+}
+
 // StreamSnapshotRequest asks for a snapshot of the cell's index state.
 type StreamSnapshotRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1428,7 +1962,7 @@ type StreamSnapshotRequest struct {
 
 func (x *StreamSnapshotRequest) Reset() {
 	*x = StreamSnapshotRequest{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[14]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1440,7 +1974,7 @@ func (x *StreamSnapshotRequest) String() string {
 func (*StreamSnapshotRequest) ProtoMessage() {}
 
 func (x *StreamSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[14]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1453,7 +1987,7 @@ func (x *StreamSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*StreamSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{14}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StreamSnapshotRequest) GetCellId() string {
@@ -1476,7 +2010,7 @@ type SnapshotChunk struct {
 
 func (x *SnapshotChunk) Reset() {
 	*x = SnapshotChunk{}
-	mi := &file_api_cell_v1_cell_proto_msgTypes[15]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1488,7 +2022,7 @@ func (x *SnapshotChunk) String() string {
 func (*SnapshotChunk) ProtoMessage() {}
 
 func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_api_cell_v1_cell_proto_msgTypes[15]
+	mi := &file_api_cell_v1_cell_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1501,7 +2035,7 @@ func (x *SnapshotChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotChunk.ProtoReflect.Descriptor instead.
 func (*SnapshotChunk) Descriptor() ([]byte, []int) {
-	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{15}
+	return file_api_cell_v1_cell_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SnapshotChunk) GetData() []byte {
@@ -1602,7 +2136,7 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\x06cancel\x18\x02 \x01(\bR\x06cancel\"W\n" +
 	"\x10DrainPodResponse\x12)\n" +
 	"\x03pod\x18\x01 \x01(\v2\x17.cellrouter.cell.v1.PodR\x03pod\x12\x18\n" +
-	"\achanged\x18\x02 \x01(\bR\achanged\"\xed\x01\n" +
+	"\achanged\x18\x02 \x01(\bR\achanged\"\x87\x02\n" +
 	"\fRouteRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x1b\n" +
 	"\ttoken_ids\x18\x02 \x03(\rR\btokenIds\x12\x16\n" +
@@ -1611,7 +2145,8 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"extra_keys\x18\x04 \x03(\tR\textraKeys\x12\x1b\n" +
 	"\tlora_name\x18\x05 \x01(\tR\bloraName\x12/\n" +
 	"\x04role\x18\x06 \x01(\x0e2\x1b.cellrouter.cell.v1.PodRoleR\x04role\x12%\n" +
-	"\x0emax_candidates\x18\a \x01(\rR\rmaxCandidates\"\x8b\x02\n" +
+	"\x0emax_candidates\x18\a \x01(\rR\rmaxCandidates\x12\x18\n" +
+	"\aexplain\x18\x1e \x01(\bR\aexplain\"\x8b\x02\n" +
 	"\tCandidate\x12\x10\n" +
 	"\x03pod\x18\x01 \x01(\tR\x03pod\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12%\n" +
@@ -1624,7 +2159,7 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\vFilteredPod\x12\x10\n" +
 	"\x03pod\x18\x01 \x01(\tR\x03pod\x12\x16\n" +
 	"\x06filter\x18\x02 \x01(\tR\x06filter\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xdc\x02\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x9f\x03\n" +
 	"\rRouteResponse\x121\n" +
 	"\x04pick\x18\x01 \x01(\v2\x1d.cellrouter.cell.v1.CandidateR\x04pick\x12=\n" +
 	"\n" +
@@ -1638,7 +2173,53 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\vdecision_ns\x18\a \x01(\x04R\n" +
 	"decisionNs\x12\x1f\n" +
 	"\vfailed_open\x18\b \x01(\bR\n" +
-	"failedOpen\"0\n" +
+	"failedOpen\x12A\n" +
+	"\vexplanation\x18\x1e \x01(\v2\x1f.cellrouter.cell.v1.ExplanationR\vexplanation\"}\n" +
+	"\vExplanation\x12!\n" +
+	"\ftotal_blocks\x18\x01 \x01(\rR\vtotalBlocks\x12\x12\n" +
+	"\x04pick\x18\x02 \x01(\tR\x04pick\x127\n" +
+	"\x06passes\x18\x03 \x03(\v2\x1f.cellrouter.cell.v1.ExplainPassR\x06passes\"\x86\x02\n" +
+	"\vExplainPass\x12\x18\n" +
+	"\aprofile\x18\x01 \x01(\tR\aprofile\x12\x14\n" +
+	"\x05phase\x18\x02 \x01(\tR\x05phase\x12\x16\n" +
+	"\x06picker\x18\x03 \x01(\tR\x06picker\x12;\n" +
+	"\ascorers\x18\x04 \x03(\v2!.cellrouter.cell.v1.ExplainScorerR\ascorers\x12\x1f\n" +
+	"\vfailed_open\x18\x05 \x01(\bR\n" +
+	"failedOpen\x122\n" +
+	"\x04pods\x18\x06 \x03(\v2\x1e.cellrouter.cell.v1.ExplainPodR\x04pods\x12\x1d\n" +
+	"\n" +
+	"pods_total\x18\a \x01(\rR\tpodsTotal\";\n" +
+	"\rExplainScorer\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
+	"\x06weight\x18\x02 \x01(\x01R\x06weight\"\xab\x05\n" +
+	"\n" +
+	"ExplainPod\x12\x10\n" +
+	"\x03pod\x18\x01 \x01(\tR\x03pod\x12\x16\n" +
+	"\x06holder\x18\x02 \x01(\tR\x06holder\x12\x18\n" +
+	"\aaddress\x18\x03 \x01(\tR\aaddress\x12\x18\n" +
+	"\averdict\x18\x04 \x01(\tR\averdict\x12\x16\n" +
+	"\x06filter\x18\x05 \x01(\tR\x06filter\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\x128\n" +
+	"\x06scores\x18\a \x03(\v2 .cellrouter.cell.v1.ExplainScoreR\x06scores\x12\x14\n" +
+	"\x05score\x18\b \x01(\x01R\x05score\x12\x12\n" +
+	"\x04rank\x18\t \x01(\rR\x04rank\x12\x16\n" +
+	"\x06picked\x18\n" +
+	" \x01(\bR\x06picked\x12%\n" +
+	"\x0ematched_blocks\x18\v \x01(\rR\rmatchedBlocks\x12%\n" +
+	"\x0eprefill_blocks\x18\f \x01(\rR\rprefillBlocks\x12-\n" +
+	"\x12speculative_blocks\x18\r \x01(\rR\x11speculativeBlocks\x12 \n" +
+	"\vapproximate\x18\x0e \x01(\bR\vapproximate\x12'\n" +
+	"\x0factive_requests\x18\x0f \x01(\rR\x0eactiveRequests\x12#\n" +
+	"\ractive_blocks\x18\x10 \x01(\rR\factiveBlocks\x12+\n" +
+	"\x11prefilling_blocks\x18\x11 \x01(\rR\x10prefillingBlocks\x12\x1b\n" +
+	"\tkv_blocks\x18\x12 \x01(\rR\bkvBlocks\x12\x18\n" +
+	"\ahealthy\x18\x13 \x01(\bR\ahealthy\x12\x1a\n" +
+	"\bdraining\x18\x14 \x01(\bR\bdraining\x12\x12\n" +
+	"\x04role\x18\x15 \x01(\tR\x04role\x12\x12\n" +
+	"\x04busy\x18\x16 \x01(\bR\x04busy\"4\n" +
+	"\fExplainScore\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x10\n" +
+	"\x03raw\x18\x02 \x01(\x01R\x03raw\"0\n" +
 	"\x15StreamSnapshotRequest\x12\x17\n" +
 	"\acell_id\x18\x01 \x01(\tR\x06cellId\"D\n" +
 	"\rSnapshotChunk\x12\x12\n" +
@@ -1676,7 +2257,7 @@ func file_api_cell_v1_cell_proto_rawDescGZIP() []byte {
 }
 
 var file_api_cell_v1_cell_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_api_cell_v1_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_api_cell_v1_cell_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_api_cell_v1_cell_proto_goTypes = []any{
 	(PodState)(0),                 // 0: cellrouter.cell.v1.PodState
 	(PodRole)(0),                  // 1: cellrouter.cell.v1.PodRole
@@ -1694,12 +2275,17 @@ var file_api_cell_v1_cell_proto_goTypes = []any{
 	(*Candidate)(nil),             // 13: cellrouter.cell.v1.Candidate
 	(*FilteredPod)(nil),           // 14: cellrouter.cell.v1.FilteredPod
 	(*RouteResponse)(nil),         // 15: cellrouter.cell.v1.RouteResponse
-	(*StreamSnapshotRequest)(nil), // 16: cellrouter.cell.v1.StreamSnapshotRequest
-	(*SnapshotChunk)(nil),         // 17: cellrouter.cell.v1.SnapshotChunk
-	nil,                           // 18: cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
-	nil,                           // 19: cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
-	nil,                           // 20: cellrouter.cell.v1.CellState.BlocksEvictedByReasonEntry
-	nil,                           // 21: cellrouter.cell.v1.CellState.BlocksEvictedByPodEntry
+	(*Explanation)(nil),           // 16: cellrouter.cell.v1.Explanation
+	(*ExplainPass)(nil),           // 17: cellrouter.cell.v1.ExplainPass
+	(*ExplainScorer)(nil),         // 18: cellrouter.cell.v1.ExplainScorer
+	(*ExplainPod)(nil),            // 19: cellrouter.cell.v1.ExplainPod
+	(*ExplainScore)(nil),          // 20: cellrouter.cell.v1.ExplainScore
+	(*StreamSnapshotRequest)(nil), // 21: cellrouter.cell.v1.StreamSnapshotRequest
+	(*SnapshotChunk)(nil),         // 22: cellrouter.cell.v1.SnapshotChunk
+	nil,                           // 23: cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
+	nil,                           // 24: cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
+	nil,                           // 25: cellrouter.cell.v1.CellState.BlocksEvictedByReasonEntry
+	nil,                           // 26: cellrouter.cell.v1.CellState.BlocksEvictedByPodEntry
 }
 var file_api_cell_v1_cell_proto_depIdxs = []int32{
 	1,  // 0: cellrouter.cell.v1.Pod.role:type_name -> cellrouter.cell.v1.PodRole
@@ -1708,10 +2294,10 @@ var file_api_cell_v1_cell_proto_depIdxs = []int32{
 	2,  // 3: cellrouter.cell.v1.ListPodsResponse.pods:type_name -> cellrouter.cell.v1.Pod
 	0,  // 4: cellrouter.cell.v1.PodStateCount.state:type_name -> cellrouter.cell.v1.PodState
 	6,  // 5: cellrouter.cell.v1.CellState.pods_by_state:type_name -> cellrouter.cell.v1.PodStateCount
-	18, // 6: cellrouter.cell.v1.CellState.events_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
-	19, // 7: cellrouter.cell.v1.CellState.transport_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
-	20, // 8: cellrouter.cell.v1.CellState.blocks_evicted_by_reason:type_name -> cellrouter.cell.v1.CellState.BlocksEvictedByReasonEntry
-	21, // 9: cellrouter.cell.v1.CellState.blocks_evicted_by_pod:type_name -> cellrouter.cell.v1.CellState.BlocksEvictedByPodEntry
+	23, // 6: cellrouter.cell.v1.CellState.events_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.EventsDroppedByReasonEntry
+	24, // 7: cellrouter.cell.v1.CellState.transport_dropped_by_reason:type_name -> cellrouter.cell.v1.CellState.TransportDroppedByReasonEntry
+	25, // 8: cellrouter.cell.v1.CellState.blocks_evicted_by_reason:type_name -> cellrouter.cell.v1.CellState.BlocksEvictedByReasonEntry
+	26, // 9: cellrouter.cell.v1.CellState.blocks_evicted_by_pod:type_name -> cellrouter.cell.v1.CellState.BlocksEvictedByPodEntry
 	8,  // 10: cellrouter.cell.v1.CellState.engine_load:type_name -> cellrouter.cell.v1.EngineLoad
 	9,  // 11: cellrouter.cell.v1.CellState.refused_pods:type_name -> cellrouter.cell.v1.RefusedPod
 	2,  // 12: cellrouter.cell.v1.DrainPodResponse.pod:type_name -> cellrouter.cell.v1.Pod
@@ -1720,21 +2306,26 @@ var file_api_cell_v1_cell_proto_depIdxs = []int32{
 	13, // 15: cellrouter.cell.v1.RouteResponse.pick:type_name -> cellrouter.cell.v1.Candidate
 	13, // 16: cellrouter.cell.v1.RouteResponse.candidates:type_name -> cellrouter.cell.v1.Candidate
 	14, // 17: cellrouter.cell.v1.RouteResponse.filtered:type_name -> cellrouter.cell.v1.FilteredPod
-	3,  // 18: cellrouter.cell.v1.CellService.ListPods:input_type -> cellrouter.cell.v1.ListPodsRequest
-	5,  // 19: cellrouter.cell.v1.CellService.GetCellState:input_type -> cellrouter.cell.v1.GetCellStateRequest
-	10, // 20: cellrouter.cell.v1.CellService.DrainPod:input_type -> cellrouter.cell.v1.DrainPodRequest
-	12, // 21: cellrouter.cell.v1.CellService.Route:input_type -> cellrouter.cell.v1.RouteRequest
-	16, // 22: cellrouter.cell.v1.CellService.StreamSnapshot:input_type -> cellrouter.cell.v1.StreamSnapshotRequest
-	4,  // 23: cellrouter.cell.v1.CellService.ListPods:output_type -> cellrouter.cell.v1.ListPodsResponse
-	7,  // 24: cellrouter.cell.v1.CellService.GetCellState:output_type -> cellrouter.cell.v1.CellState
-	11, // 25: cellrouter.cell.v1.CellService.DrainPod:output_type -> cellrouter.cell.v1.DrainPodResponse
-	15, // 26: cellrouter.cell.v1.CellService.Route:output_type -> cellrouter.cell.v1.RouteResponse
-	17, // 27: cellrouter.cell.v1.CellService.StreamSnapshot:output_type -> cellrouter.cell.v1.SnapshotChunk
-	23, // [23:28] is the sub-list for method output_type
-	18, // [18:23] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	16, // 18: cellrouter.cell.v1.RouteResponse.explanation:type_name -> cellrouter.cell.v1.Explanation
+	17, // 19: cellrouter.cell.v1.Explanation.passes:type_name -> cellrouter.cell.v1.ExplainPass
+	18, // 20: cellrouter.cell.v1.ExplainPass.scorers:type_name -> cellrouter.cell.v1.ExplainScorer
+	19, // 21: cellrouter.cell.v1.ExplainPass.pods:type_name -> cellrouter.cell.v1.ExplainPod
+	20, // 22: cellrouter.cell.v1.ExplainPod.scores:type_name -> cellrouter.cell.v1.ExplainScore
+	3,  // 23: cellrouter.cell.v1.CellService.ListPods:input_type -> cellrouter.cell.v1.ListPodsRequest
+	5,  // 24: cellrouter.cell.v1.CellService.GetCellState:input_type -> cellrouter.cell.v1.GetCellStateRequest
+	10, // 25: cellrouter.cell.v1.CellService.DrainPod:input_type -> cellrouter.cell.v1.DrainPodRequest
+	12, // 26: cellrouter.cell.v1.CellService.Route:input_type -> cellrouter.cell.v1.RouteRequest
+	21, // 27: cellrouter.cell.v1.CellService.StreamSnapshot:input_type -> cellrouter.cell.v1.StreamSnapshotRequest
+	4,  // 28: cellrouter.cell.v1.CellService.ListPods:output_type -> cellrouter.cell.v1.ListPodsResponse
+	7,  // 29: cellrouter.cell.v1.CellService.GetCellState:output_type -> cellrouter.cell.v1.CellState
+	11, // 30: cellrouter.cell.v1.CellService.DrainPod:output_type -> cellrouter.cell.v1.DrainPodResponse
+	15, // 31: cellrouter.cell.v1.CellService.Route:output_type -> cellrouter.cell.v1.RouteResponse
+	22, // 32: cellrouter.cell.v1.CellService.StreamSnapshot:output_type -> cellrouter.cell.v1.SnapshotChunk
+	28, // [28:33] is the sub-list for method output_type
+	23, // [23:28] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_api_cell_v1_cell_proto_init() }
@@ -1748,7 +2339,7 @@ func file_api_cell_v1_cell_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_cell_v1_cell_proto_rawDesc), len(file_api_cell_v1_cell_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   20,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -39,7 +39,10 @@ type RouteRequest struct {
 	// other prompt fields.
 	Messages []*ChatMessage `protobuf:"bytes,4,rep,name=messages,proto3" json:"messages,omitempty"`
 	// CacheSalt is vLLM's cache_salt (part of the cache identity).
-	CacheSalt     string `protobuf:"bytes,5,opt,name=cache_salt,json=cacheSalt,proto3" json:"cache_salt,omitempty"`
+	CacheSalt string `protobuf:"bytes,5,opt,name=cache_salt,json=cacheSalt,proto3" json:"cache_salt,omitempty"`
+	// Explain asks for the decision's explanation in
+	// RouteResponse.explanation: every cell, what each step saw and decided.
+	Explain       bool `protobuf:"varint,30,opt,name=explain,proto3" json:"explain,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -107,6 +110,13 @@ func (x *RouteRequest) GetCacheSalt() string {
 		return x.CacheSalt
 	}
 	return ""
+}
+
+func (x *RouteRequest) GetExplain() bool {
+	if x != nil {
+		return x.Explain
+	}
+	return false
 }
 
 // ChatMessage is one message of a chat.
@@ -282,9 +292,12 @@ type RouteResponse struct {
 	TotalBlocks uint32           `protobuf:"varint,3,opt,name=total_blocks,json=totalBlocks,proto3" json:"total_blocks,omitempty"`
 	// ColdPath is true when no summary knew the prefix and the cell came
 	// from the stable hash of the first blocks (two choices).
-	ColdPath      bool   `protobuf:"varint,4,opt,name=cold_path,json=coldPath,proto3" json:"cold_path,omitempty"`
-	DecisionNs    uint64 `protobuf:"varint,5,opt,name=decision_ns,json=decisionNs,proto3" json:"decision_ns,omitempty"`
-	Probes        uint32 `protobuf:"varint,6,opt,name=probes,proto3" json:"probes,omitempty"`
+	ColdPath   bool   `protobuf:"varint,4,opt,name=cold_path,json=coldPath,proto3" json:"cold_path,omitempty"`
+	DecisionNs uint64 `protobuf:"varint,5,opt,name=decision_ns,json=decisionNs,proto3" json:"decision_ns,omitempty"`
+	Probes     uint32 `protobuf:"varint,6,opt,name=probes,proto3" json:"probes,omitempty"`
+	// Explanation says what the decision saw and decided for every cell; set
+	// only when the request asked for it (explain).
+	Explanation   *Explanation `protobuf:"bytes,30,opt,name=explanation,proto3" json:"explanation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -361,6 +374,565 @@ func (x *RouteResponse) GetProbes() uint32 {
 	return 0
 }
 
+func (x *RouteResponse) GetExplanation() *Explanation {
+	if x != nil {
+		return x.Explanation
+	}
+	return nil
+}
+
+// Explanation is what the global tier saw and decided for one request,
+// recorded from the values the decision was made of.
+type Explanation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Path is how the request was routed: summary_<kind> (candidates from
+	// the summaries, probed), cold_<kind> (no summary knew the prefix: two
+	// choices by a stable hash), untokenized_<kind> (a prompt the global tier
+	// could not tokenize, hence cold); kind is tokens, text or chat.
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// Cold, Unprobed and Untokenized detail the path: Unprobed is a lone
+	// candidate handed the request without a probe.
+	Cold        bool `protobuf:"varint,2,opt,name=cold,proto3" json:"cold,omitempty"`
+	Unprobed    bool `protobuf:"varint,3,opt,name=unprobed,proto3" json:"unprobed,omitempty"`
+	Untokenized bool `protobuf:"varint,4,opt,name=untokenized,proto3" json:"untokenized,omitempty"`
+	// TokenizeSource says how a text prompt or chat was tokenized (local,
+	// cache, remote), "" for token ids; TokenizeError why it failed.
+	TokenizeSource string `protobuf:"bytes,5,opt,name=tokenize_source,json=tokenizeSource,proto3" json:"tokenize_source,omitempty"`
+	TokenizeError  string `protobuf:"bytes,6,opt,name=tokenize_error,json=tokenizeError,proto3" json:"tokenize_error,omitempty"`
+	// TotalBlocks is the request's chain length.
+	TotalBlocks uint32 `protobuf:"varint,7,opt,name=total_blocks,json=totalBlocks,proto3" json:"total_blocks,omitempty"`
+	// Cell is the chosen cell ("" when none).
+	Cell string `protobuf:"bytes,8,opt,name=cell,proto3" json:"cell,omitempty"`
+	// The weights and bounds of the search and the choice.
+	PrefillWeight float64 `protobuf:"fixed64,9,opt,name=prefill_weight,json=prefillWeight,proto3" json:"prefill_weight,omitempty"`
+	RttWeight     float64 `protobuf:"fixed64,10,opt,name=rtt_weight,json=rttWeight,proto3" json:"rtt_weight,omitempty"`
+	Slack         uint32  `protobuf:"varint,11,opt,name=slack,proto3" json:"slack,omitempty"`
+	MaxProbes     uint32  `protobuf:"varint,12,opt,name=max_probes,json=maxProbes,proto3" json:"max_probes,omitempty"`
+	// Cells are the cells, ranked ones first (by rank), then the others.
+	Cells []*ExplainCell `protobuf:"bytes,13,rep,name=cells,proto3" json:"cells,omitempty"`
+	// CellsTotal is the number of cells before Cells was cut to the
+	// decision ring's top K (equal to len(cells) in a dry run).
+	CellsTotal    uint32 `protobuf:"varint,14,opt,name=cells_total,json=cellsTotal,proto3" json:"cells_total,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Explanation) Reset() {
+	*x = Explanation{}
+	mi := &file_api_global_v1_global_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Explanation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Explanation) ProtoMessage() {}
+
+func (x *Explanation) ProtoReflect() protoreflect.Message {
+	mi := &file_api_global_v1_global_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Explanation.ProtoReflect.Descriptor instead.
+func (*Explanation) Descriptor() ([]byte, []int) {
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Explanation) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *Explanation) GetCold() bool {
+	if x != nil {
+		return x.Cold
+	}
+	return false
+}
+
+func (x *Explanation) GetUnprobed() bool {
+	if x != nil {
+		return x.Unprobed
+	}
+	return false
+}
+
+func (x *Explanation) GetUntokenized() bool {
+	if x != nil {
+		return x.Untokenized
+	}
+	return false
+}
+
+func (x *Explanation) GetTokenizeSource() string {
+	if x != nil {
+		return x.TokenizeSource
+	}
+	return ""
+}
+
+func (x *Explanation) GetTokenizeError() string {
+	if x != nil {
+		return x.TokenizeError
+	}
+	return ""
+}
+
+func (x *Explanation) GetTotalBlocks() uint32 {
+	if x != nil {
+		return x.TotalBlocks
+	}
+	return 0
+}
+
+func (x *Explanation) GetCell() string {
+	if x != nil {
+		return x.Cell
+	}
+	return ""
+}
+
+func (x *Explanation) GetPrefillWeight() float64 {
+	if x != nil {
+		return x.PrefillWeight
+	}
+	return 0
+}
+
+func (x *Explanation) GetRttWeight() float64 {
+	if x != nil {
+		return x.RttWeight
+	}
+	return 0
+}
+
+func (x *Explanation) GetSlack() uint32 {
+	if x != nil {
+		return x.Slack
+	}
+	return 0
+}
+
+func (x *Explanation) GetMaxProbes() uint32 {
+	if x != nil {
+		return x.MaxProbes
+	}
+	return 0
+}
+
+func (x *Explanation) GetCells() []*ExplainCell {
+	if x != nil {
+		return x.Cells
+	}
+	return nil
+}
+
+func (x *Explanation) GetCellsTotal() uint32 {
+	if x != nil {
+		return x.CellsTotal
+	}
+	return 0
+}
+
+// ExplainCell is one cell as the decision saw it.
+type ExplainCell struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Cell  string                 `protobuf:"bytes,1,opt,name=cell,proto3" json:"cell,omitempty"`
+	// Usable is false for a cell that is dead, draining or has no address;
+	// Alive and Draining say which.
+	Usable   bool `protobuf:"varint,2,opt,name=usable,proto3" json:"usable,omitempty"`
+	Alive    bool `protobuf:"varint,3,opt,name=alive,proto3" json:"alive,omitempty"`
+	Draining bool `protobuf:"varint,4,opt,name=draining,proto3" json:"draining,omitempty"`
+	// HasSummary is false until the cell's first summary arrived;
+	// SummaryGeneration and SummaryAgeSeconds say how fresh it is.
+	HasSummary        bool    `protobuf:"varint,5,opt,name=has_summary,json=hasSummary,proto3" json:"has_summary,omitempty"`
+	SummaryGeneration uint64  `protobuf:"varint,6,opt,name=summary_generation,json=summaryGeneration,proto3" json:"summary_generation,omitempty"`
+	SummaryAgeSeconds float64 `protobuf:"fixed64,7,opt,name=summary_age_seconds,json=summaryAgeSeconds,proto3" json:"summary_age_seconds,omitempty"`
+	// EstimatedBlocks is the prefix depth the cell's Bloom summary suggests.
+	EstimatedBlocks uint32 `protobuf:"varint,8,opt,name=estimated_blocks,json=estimatedBlocks,proto3" json:"estimated_blocks,omitempty"`
+	// The cell's load as gossiped: requests, active and free KV blocks, live
+	// pods, the active blocks of its least loaded pod.
+	GossipedActiveRequests uint64 `protobuf:"varint,9,opt,name=gossiped_active_requests,json=gossipedActiveRequests,proto3" json:"gossiped_active_requests,omitempty"`
+	GossipedActiveBlocks   uint64 `protobuf:"varint,10,opt,name=gossiped_active_blocks,json=gossipedActiveBlocks,proto3" json:"gossiped_active_blocks,omitempty"`
+	GossipedFreeBlocks     uint64 `protobuf:"varint,11,opt,name=gossiped_free_blocks,json=gossipedFreeBlocks,proto3" json:"gossiped_free_blocks,omitempty"`
+	Pods                   uint32 `protobuf:"varint,12,opt,name=pods,proto3" json:"pods,omitempty"`
+	GossipedLeastPodBlocks uint64 `protobuf:"varint,13,opt,name=gossiped_least_pod_blocks,json=gossipedLeastPodBlocks,proto3" json:"gossiped_least_pod_blocks,omitempty"`
+	// ActiveBlocks and LeastPodBlocks are the same after the load this
+	// router sent the cell since it last gossiped (what the search used).
+	ActiveBlocks   uint64 `protobuf:"varint,14,opt,name=active_blocks,json=activeBlocks,proto3" json:"active_blocks,omitempty"`
+	LeastPodBlocks uint64 `protobuf:"varint,15,opt,name=least_pod_blocks,json=leastPodBlocks,proto3" json:"least_pod_blocks,omitempty"`
+	// Candidate is true when the search chose the cell to probe (or, cold,
+	// to try); SearchBound is the search's lower bound on its cost.
+	Candidate   bool    `protobuf:"varint,16,opt,name=candidate,proto3" json:"candidate,omitempty"`
+	SearchBound float64 `protobuf:"fixed64,17,opt,name=search_bound,json=searchBound,proto3" json:"search_bound,omitempty"`
+	// Probed is true when the cell was asked; Probe is its exact answer.
+	Probed bool          `protobuf:"varint,18,opt,name=probed,proto3" json:"probed,omitempty"`
+	Probe  *ExplainProbe `protobuf:"bytes,19,opt,name=probe,proto3" json:"probe,omitempty"`
+	// DistanceMs is the cell's network distance the choice charges.
+	DistanceMs float64 `protobuf:"fixed64,20,opt,name=distance_ms,json=distanceMs,proto3" json:"distance_ms,omitempty"`
+	// The choice's cost of the cell: PrefillWeight*(total-matched) +
+	// the pick's load + RTTWeight*distance_ms, and its terms.
+	PrefillCost  float64 `protobuf:"fixed64,21,opt,name=prefill_cost,json=prefillCost,proto3" json:"prefill_cost,omitempty"`
+	LoadCost     float64 `protobuf:"fixed64,22,opt,name=load_cost,json=loadCost,proto3" json:"load_cost,omitempty"`
+	DistanceCost float64 `protobuf:"fixed64,23,opt,name=distance_cost,json=distanceCost,proto3" json:"distance_cost,omitempty"`
+	Cost         float64 `protobuf:"fixed64,24,opt,name=cost,proto3" json:"cost,omitempty"`
+	// Rank is the cell's place in the hand-off order, 1 for the chosen cell,
+	// 0 when it is not in the order; Role says why it is there: "choice"
+	// (ordered by the probes), "candidate" (unprobed or cold), "fallback"
+	// (a least loaded cell added for retries).
+	Rank          uint32 `protobuf:"varint,25,opt,name=rank,proto3" json:"rank,omitempty"`
+	Role          string `protobuf:"bytes,26,opt,name=role,proto3" json:"role,omitempty"`
+	Picked        bool   `protobuf:"varint,27,opt,name=picked,proto3" json:"picked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainCell) Reset() {
+	*x = ExplainCell{}
+	mi := &file_api_global_v1_global_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainCell) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainCell) ProtoMessage() {}
+
+func (x *ExplainCell) ProtoReflect() protoreflect.Message {
+	mi := &file_api_global_v1_global_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainCell.ProtoReflect.Descriptor instead.
+func (*ExplainCell) Descriptor() ([]byte, []int) {
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ExplainCell) GetCell() string {
+	if x != nil {
+		return x.Cell
+	}
+	return ""
+}
+
+func (x *ExplainCell) GetUsable() bool {
+	if x != nil {
+		return x.Usable
+	}
+	return false
+}
+
+func (x *ExplainCell) GetAlive() bool {
+	if x != nil {
+		return x.Alive
+	}
+	return false
+}
+
+func (x *ExplainCell) GetDraining() bool {
+	if x != nil {
+		return x.Draining
+	}
+	return false
+}
+
+func (x *ExplainCell) GetHasSummary() bool {
+	if x != nil {
+		return x.HasSummary
+	}
+	return false
+}
+
+func (x *ExplainCell) GetSummaryGeneration() uint64 {
+	if x != nil {
+		return x.SummaryGeneration
+	}
+	return 0
+}
+
+func (x *ExplainCell) GetSummaryAgeSeconds() float64 {
+	if x != nil {
+		return x.SummaryAgeSeconds
+	}
+	return 0
+}
+
+func (x *ExplainCell) GetEstimatedBlocks() uint32 {
+	if x != nil {
+		return x.EstimatedBlocks
+	}
+	return 0
+}
+
+func (x *ExplainCell) GetGossipedActiveRequests() uint64 {
+	if x != nil {
+		return x.GossipedActiveRequests
+	}
+	return 0
+}
+
+func (x *ExplainCell) GetGossipedActiveBlocks() uint64 {
+	if x != nil {
+		return x.GossipedActiveBlocks
+	}
+	return 0
+}
+
+func (x *ExplainCell) GetGossipedFreeBlocks() uint64 {
+	if x != nil {
+		return x.GossipedFreeBlocks
+	}
+	return 0
+}
+
+func (x *ExplainCell) GetPods() uint32 {
+	if x != nil {
+		return x.Pods
+	}
+	return 0
+}
+
+func (x *ExplainCell) GetGossipedLeastPodBlocks() uint64 {
+	if x != nil {
+		return x.GossipedLeastPodBlocks
+	}
+	return 0
+}
+
+func (x *ExplainCell) GetActiveBlocks() uint64 {
+	if x != nil {
+		return x.ActiveBlocks
+	}
+	return 0
+}
+
+func (x *ExplainCell) GetLeastPodBlocks() uint64 {
+	if x != nil {
+		return x.LeastPodBlocks
+	}
+	return 0
+}
+
+func (x *ExplainCell) GetCandidate() bool {
+	if x != nil {
+		return x.Candidate
+	}
+	return false
+}
+
+func (x *ExplainCell) GetSearchBound() float64 {
+	if x != nil {
+		return x.SearchBound
+	}
+	return 0
+}
+
+func (x *ExplainCell) GetProbed() bool {
+	if x != nil {
+		return x.Probed
+	}
+	return false
+}
+
+func (x *ExplainCell) GetProbe() *ExplainProbe {
+	if x != nil {
+		return x.Probe
+	}
+	return nil
+}
+
+func (x *ExplainCell) GetDistanceMs() float64 {
+	if x != nil {
+		return x.DistanceMs
+	}
+	return 0
+}
+
+func (x *ExplainCell) GetPrefillCost() float64 {
+	if x != nil {
+		return x.PrefillCost
+	}
+	return 0
+}
+
+func (x *ExplainCell) GetLoadCost() float64 {
+	if x != nil {
+		return x.LoadCost
+	}
+	return 0
+}
+
+func (x *ExplainCell) GetDistanceCost() float64 {
+	if x != nil {
+		return x.DistanceCost
+	}
+	return 0
+}
+
+func (x *ExplainCell) GetCost() float64 {
+	if x != nil {
+		return x.Cost
+	}
+	return 0
+}
+
+func (x *ExplainCell) GetRank() uint32 {
+	if x != nil {
+		return x.Rank
+	}
+	return 0
+}
+
+func (x *ExplainCell) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *ExplainCell) GetPicked() bool {
+	if x != nil {
+		return x.Picked
+	}
+	return false
+}
+
+// ExplainProbe is a cell's answer to the probe, as received.
+type ExplainProbe struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Pod is the pod the cell would pick; MatchedBlocks its prefix depth;
+	// Load its active blocks; Cost the cell's own cost; Busy is true when
+	// the pick was over the cell's busy threshold.
+	Pod           string  `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
+	MatchedBlocks uint32  `protobuf:"varint,2,opt,name=matched_blocks,json=matchedBlocks,proto3" json:"matched_blocks,omitempty"`
+	Load          float64 `protobuf:"fixed64,3,opt,name=load,proto3" json:"load,omitempty"`
+	Cost          float64 `protobuf:"fixed64,4,opt,name=cost,proto3" json:"cost,omitempty"`
+	Busy          bool    `protobuf:"varint,5,opt,name=busy,proto3" json:"busy,omitempty"`
+	// RttMs is the probe's round trip; Opened says it included opening the
+	// connection.
+	RttMs  float64 `protobuf:"fixed64,6,opt,name=rtt_ms,json=rttMs,proto3" json:"rtt_ms,omitempty"`
+	Opened bool    `protobuf:"varint,7,opt,name=opened,proto3" json:"opened,omitempty"`
+	// CellBlocks is the cell's active blocks the choice breaks ties with.
+	CellBlocks uint64 `protobuf:"varint,8,opt,name=cell_blocks,json=cellBlocks,proto3" json:"cell_blocks,omitempty"`
+	// Error is why the probe failed ("" when it answered).
+	Error         string `protobuf:"bytes,9,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainProbe) Reset() {
+	*x = ExplainProbe{}
+	mi := &file_api_global_v1_global_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainProbe) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainProbe) ProtoMessage() {}
+
+func (x *ExplainProbe) ProtoReflect() protoreflect.Message {
+	mi := &file_api_global_v1_global_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainProbe.ProtoReflect.Descriptor instead.
+func (*ExplainProbe) Descriptor() ([]byte, []int) {
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ExplainProbe) GetPod() string {
+	if x != nil {
+		return x.Pod
+	}
+	return ""
+}
+
+func (x *ExplainProbe) GetMatchedBlocks() uint32 {
+	if x != nil {
+		return x.MatchedBlocks
+	}
+	return 0
+}
+
+func (x *ExplainProbe) GetLoad() float64 {
+	if x != nil {
+		return x.Load
+	}
+	return 0
+}
+
+func (x *ExplainProbe) GetCost() float64 {
+	if x != nil {
+		return x.Cost
+	}
+	return 0
+}
+
+func (x *ExplainProbe) GetBusy() bool {
+	if x != nil {
+		return x.Busy
+	}
+	return false
+}
+
+func (x *ExplainProbe) GetRttMs() float64 {
+	if x != nil {
+		return x.RttMs
+	}
+	return 0
+}
+
+func (x *ExplainProbe) GetOpened() bool {
+	if x != nil {
+		return x.Opened
+	}
+	return false
+}
+
+func (x *ExplainProbe) GetCellBlocks() uint64 {
+	if x != nil {
+		return x.CellBlocks
+	}
+	return 0
+}
+
+func (x *ExplainProbe) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 type ListCellsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -369,7 +941,7 @@ type ListCellsRequest struct {
 
 func (x *ListCellsRequest) Reset() {
 	*x = ListCellsRequest{}
-	mi := &file_api_global_v1_global_proto_msgTypes[4]
+	mi := &file_api_global_v1_global_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -381,7 +953,7 @@ func (x *ListCellsRequest) String() string {
 func (*ListCellsRequest) ProtoMessage() {}
 
 func (x *ListCellsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[4]
+	mi := &file_api_global_v1_global_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -394,7 +966,7 @@ func (x *ListCellsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCellsRequest.ProtoReflect.Descriptor instead.
 func (*ListCellsRequest) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{4}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{7}
 }
 
 type CellInfo struct {
@@ -422,7 +994,7 @@ type CellInfo struct {
 
 func (x *CellInfo) Reset() {
 	*x = CellInfo{}
-	mi := &file_api_global_v1_global_proto_msgTypes[5]
+	mi := &file_api_global_v1_global_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -434,7 +1006,7 @@ func (x *CellInfo) String() string {
 func (*CellInfo) ProtoMessage() {}
 
 func (x *CellInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[5]
+	mi := &file_api_global_v1_global_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -447,7 +1019,7 @@ func (x *CellInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CellInfo.ProtoReflect.Descriptor instead.
 func (*CellInfo) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{5}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CellInfo) GetId() string {
@@ -552,7 +1124,7 @@ type CellEndpoint struct {
 
 func (x *CellEndpoint) Reset() {
 	*x = CellEndpoint{}
-	mi := &file_api_global_v1_global_proto_msgTypes[6]
+	mi := &file_api_global_v1_global_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -564,7 +1136,7 @@ func (x *CellEndpoint) String() string {
 func (*CellEndpoint) ProtoMessage() {}
 
 func (x *CellEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[6]
+	mi := &file_api_global_v1_global_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -577,7 +1149,7 @@ func (x *CellEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CellEndpoint.ProtoReflect.Descriptor instead.
 func (*CellEndpoint) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{6}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CellEndpoint) GetName() string {
@@ -610,7 +1182,7 @@ type ListCellsResponse struct {
 
 func (x *ListCellsResponse) Reset() {
 	*x = ListCellsResponse{}
-	mi := &file_api_global_v1_global_proto_msgTypes[7]
+	mi := &file_api_global_v1_global_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -622,7 +1194,7 @@ func (x *ListCellsResponse) String() string {
 func (*ListCellsResponse) ProtoMessage() {}
 
 func (x *ListCellsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[7]
+	mi := &file_api_global_v1_global_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -635,7 +1207,7 @@ func (x *ListCellsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCellsResponse.ProtoReflect.Descriptor instead.
 func (*ListCellsResponse) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{7}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListCellsResponse) GetCells() []*CellInfo {
@@ -655,7 +1227,7 @@ type DrainCellRequest struct {
 
 func (x *DrainCellRequest) Reset() {
 	*x = DrainCellRequest{}
-	mi := &file_api_global_v1_global_proto_msgTypes[8]
+	mi := &file_api_global_v1_global_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -667,7 +1239,7 @@ func (x *DrainCellRequest) String() string {
 func (*DrainCellRequest) ProtoMessage() {}
 
 func (x *DrainCellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[8]
+	mi := &file_api_global_v1_global_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -680,7 +1252,7 @@ func (x *DrainCellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainCellRequest.ProtoReflect.Descriptor instead.
 func (*DrainCellRequest) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{8}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *DrainCellRequest) GetId() string {
@@ -707,7 +1279,7 @@ type DrainCellResponse struct {
 
 func (x *DrainCellResponse) Reset() {
 	*x = DrainCellResponse{}
-	mi := &file_api_global_v1_global_proto_msgTypes[9]
+	mi := &file_api_global_v1_global_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -719,7 +1291,7 @@ func (x *DrainCellResponse) String() string {
 func (*DrainCellResponse) ProtoMessage() {}
 
 func (x *DrainCellResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[9]
+	mi := &file_api_global_v1_global_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -732,7 +1304,7 @@ func (x *DrainCellResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainCellResponse.ProtoReflect.Descriptor instead.
 func (*DrainCellResponse) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{9}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DrainCellResponse) GetCell() *CellInfo {
@@ -761,7 +1333,7 @@ type CompleteRequest struct {
 
 func (x *CompleteRequest) Reset() {
 	*x = CompleteRequest{}
-	mi := &file_api_global_v1_global_proto_msgTypes[10]
+	mi := &file_api_global_v1_global_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -773,7 +1345,7 @@ func (x *CompleteRequest) String() string {
 func (*CompleteRequest) ProtoMessage() {}
 
 func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[10]
+	mi := &file_api_global_v1_global_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -786,7 +1358,7 @@ func (x *CompleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteRequest.ProtoReflect.Descriptor instead.
 func (*CompleteRequest) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{10}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CompleteRequest) GetChat() bool {
@@ -817,7 +1389,7 @@ type CompleteResponse struct {
 
 func (x *CompleteResponse) Reset() {
 	*x = CompleteResponse{}
-	mi := &file_api_global_v1_global_proto_msgTypes[11]
+	mi := &file_api_global_v1_global_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -829,7 +1401,7 @@ func (x *CompleteResponse) String() string {
 func (*CompleteResponse) ProtoMessage() {}
 
 func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_api_global_v1_global_proto_msgTypes[11]
+	mi := &file_api_global_v1_global_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -842,7 +1414,7 @@ func (x *CompleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompleteResponse.ProtoReflect.Descriptor instead.
 func (*CompleteResponse) Descriptor() ([]byte, []int) {
-	return file_api_global_v1_global_proto_rawDescGZIP(), []int{11}
+	return file_api_global_v1_global_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CompleteResponse) GetStatus() int32 {
@@ -870,14 +1442,15 @@ var File_api_global_v1_global_proto protoreflect.FileDescriptor
 
 const file_api_global_v1_global_proto_rawDesc = "" +
 	"\n" +
-	"\x1aapi/global/v1/global.proto\x12\x14cellrouter.global.v1\x1a\x1cgoogle/api/annotations.proto\"\xb7\x01\n" +
+	"\x1aapi/global/v1/global.proto\x12\x14cellrouter.global.v1\x1a\x1cgoogle/api/annotations.proto\"\xd1\x01\n" +
 	"\fRouteRequest\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x1b\n" +
 	"\ttoken_ids\x18\x02 \x03(\rR\btokenIds\x12\x16\n" +
 	"\x06prompt\x18\x03 \x01(\tR\x06prompt\x12=\n" +
 	"\bmessages\x18\x04 \x03(\v2!.cellrouter.global.v1.ChatMessageR\bmessages\x12\x1d\n" +
 	"\n" +
-	"cache_salt\x18\x05 \x01(\tR\tcacheSalt\";\n" +
+	"cache_salt\x18\x05 \x01(\tR\tcacheSalt\x12\x18\n" +
+	"\aexplain\x18\x1e \x01(\bR\aexplain\";\n" +
 	"\vChatMessage\x12\x12\n" +
 	"\x04role\x18\x01 \x01(\tR\x04role\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\"\xf4\x01\n" +
@@ -890,7 +1463,7 @@ const file_api_global_v1_global_proto_rawDesc = "" +
 	"\x04load\x18\x06 \x01(\x01R\x04load\x12\x12\n" +
 	"\x04cost\x18\a \x01(\x01R\x04cost\x12\x15\n" +
 	"\x06rtt_ms\x18\b \x01(\x01R\x05rttMs\x12\x14\n" +
-	"\x05error\x18\t \x01(\tR\x05error\"\xe1\x01\n" +
+	"\x05error\x18\t \x01(\tR\x05error\"\xa6\x02\n" +
 	"\rRouteResponse\x12\x12\n" +
 	"\x04cell\x18\x01 \x01(\tR\x04cell\x12C\n" +
 	"\n" +
@@ -900,7 +1473,69 @@ const file_api_global_v1_global_proto_rawDesc = "" +
 	"\tcold_path\x18\x04 \x01(\bR\bcoldPath\x12\x1f\n" +
 	"\vdecision_ns\x18\x05 \x01(\x04R\n" +
 	"decisionNs\x12\x16\n" +
-	"\x06probes\x18\x06 \x01(\rR\x06probes\"\x12\n" +
+	"\x06probes\x18\x06 \x01(\rR\x06probes\x12C\n" +
+	"\vexplanation\x18\x1e \x01(\v2!.cellrouter.global.v1.ExplanationR\vexplanation\"\xcf\x03\n" +
+	"\vExplanation\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04cold\x18\x02 \x01(\bR\x04cold\x12\x1a\n" +
+	"\bunprobed\x18\x03 \x01(\bR\bunprobed\x12 \n" +
+	"\vuntokenized\x18\x04 \x01(\bR\vuntokenized\x12'\n" +
+	"\x0ftokenize_source\x18\x05 \x01(\tR\x0etokenizeSource\x12%\n" +
+	"\x0etokenize_error\x18\x06 \x01(\tR\rtokenizeError\x12!\n" +
+	"\ftotal_blocks\x18\a \x01(\rR\vtotalBlocks\x12\x12\n" +
+	"\x04cell\x18\b \x01(\tR\x04cell\x12%\n" +
+	"\x0eprefill_weight\x18\t \x01(\x01R\rprefillWeight\x12\x1d\n" +
+	"\n" +
+	"rtt_weight\x18\n" +
+	" \x01(\x01R\trttWeight\x12\x14\n" +
+	"\x05slack\x18\v \x01(\rR\x05slack\x12\x1d\n" +
+	"\n" +
+	"max_probes\x18\f \x01(\rR\tmaxProbes\x127\n" +
+	"\x05cells\x18\r \x03(\v2!.cellrouter.global.v1.ExplainCellR\x05cells\x12\x1f\n" +
+	"\vcells_total\x18\x0e \x01(\rR\n" +
+	"cellsTotal\"\xc3\a\n" +
+	"\vExplainCell\x12\x12\n" +
+	"\x04cell\x18\x01 \x01(\tR\x04cell\x12\x16\n" +
+	"\x06usable\x18\x02 \x01(\bR\x06usable\x12\x14\n" +
+	"\x05alive\x18\x03 \x01(\bR\x05alive\x12\x1a\n" +
+	"\bdraining\x18\x04 \x01(\bR\bdraining\x12\x1f\n" +
+	"\vhas_summary\x18\x05 \x01(\bR\n" +
+	"hasSummary\x12-\n" +
+	"\x12summary_generation\x18\x06 \x01(\x04R\x11summaryGeneration\x12.\n" +
+	"\x13summary_age_seconds\x18\a \x01(\x01R\x11summaryAgeSeconds\x12)\n" +
+	"\x10estimated_blocks\x18\b \x01(\rR\x0festimatedBlocks\x128\n" +
+	"\x18gossiped_active_requests\x18\t \x01(\x04R\x16gossipedActiveRequests\x124\n" +
+	"\x16gossiped_active_blocks\x18\n" +
+	" \x01(\x04R\x14gossipedActiveBlocks\x120\n" +
+	"\x14gossiped_free_blocks\x18\v \x01(\x04R\x12gossipedFreeBlocks\x12\x12\n" +
+	"\x04pods\x18\f \x01(\rR\x04pods\x129\n" +
+	"\x19gossiped_least_pod_blocks\x18\r \x01(\x04R\x16gossipedLeastPodBlocks\x12#\n" +
+	"\ractive_blocks\x18\x0e \x01(\x04R\factiveBlocks\x12(\n" +
+	"\x10least_pod_blocks\x18\x0f \x01(\x04R\x0eleastPodBlocks\x12\x1c\n" +
+	"\tcandidate\x18\x10 \x01(\bR\tcandidate\x12!\n" +
+	"\fsearch_bound\x18\x11 \x01(\x01R\vsearchBound\x12\x16\n" +
+	"\x06probed\x18\x12 \x01(\bR\x06probed\x128\n" +
+	"\x05probe\x18\x13 \x01(\v2\".cellrouter.global.v1.ExplainProbeR\x05probe\x12\x1f\n" +
+	"\vdistance_ms\x18\x14 \x01(\x01R\n" +
+	"distanceMs\x12!\n" +
+	"\fprefill_cost\x18\x15 \x01(\x01R\vprefillCost\x12\x1b\n" +
+	"\tload_cost\x18\x16 \x01(\x01R\bloadCost\x12#\n" +
+	"\rdistance_cost\x18\x17 \x01(\x01R\fdistanceCost\x12\x12\n" +
+	"\x04cost\x18\x18 \x01(\x01R\x04cost\x12\x12\n" +
+	"\x04rank\x18\x19 \x01(\rR\x04rank\x12\x12\n" +
+	"\x04role\x18\x1a \x01(\tR\x04role\x12\x16\n" +
+	"\x06picked\x18\x1b \x01(\bR\x06picked\"\xe9\x01\n" +
+	"\fExplainProbe\x12\x10\n" +
+	"\x03pod\x18\x01 \x01(\tR\x03pod\x12%\n" +
+	"\x0ematched_blocks\x18\x02 \x01(\rR\rmatchedBlocks\x12\x12\n" +
+	"\x04load\x18\x03 \x01(\x01R\x04load\x12\x12\n" +
+	"\x04cost\x18\x04 \x01(\x01R\x04cost\x12\x12\n" +
+	"\x04busy\x18\x05 \x01(\bR\x04busy\x12\x15\n" +
+	"\x06rtt_ms\x18\x06 \x01(\x01R\x05rttMs\x12\x16\n" +
+	"\x06opened\x18\a \x01(\bR\x06opened\x12\x1f\n" +
+	"\vcell_blocks\x18\b \x01(\x04R\n" +
+	"cellBlocks\x12\x14\n" +
+	"\x05error\x18\t \x01(\tR\x05error\"\x12\n" +
 	"\x10ListCellsRequest\"\xcf\x03\n" +
 	"\bCellInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
@@ -958,42 +1593,48 @@ func file_api_global_v1_global_proto_rawDescGZIP() []byte {
 	return file_api_global_v1_global_proto_rawDescData
 }
 
-var file_api_global_v1_global_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_api_global_v1_global_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_api_global_v1_global_proto_goTypes = []any{
 	(*RouteRequest)(nil),      // 0: cellrouter.global.v1.RouteRequest
 	(*ChatMessage)(nil),       // 1: cellrouter.global.v1.ChatMessage
 	(*CellCandidate)(nil),     // 2: cellrouter.global.v1.CellCandidate
 	(*RouteResponse)(nil),     // 3: cellrouter.global.v1.RouteResponse
-	(*ListCellsRequest)(nil),  // 4: cellrouter.global.v1.ListCellsRequest
-	(*CellInfo)(nil),          // 5: cellrouter.global.v1.CellInfo
-	(*CellEndpoint)(nil),      // 6: cellrouter.global.v1.CellEndpoint
-	(*ListCellsResponse)(nil), // 7: cellrouter.global.v1.ListCellsResponse
-	(*DrainCellRequest)(nil),  // 8: cellrouter.global.v1.DrainCellRequest
-	(*DrainCellResponse)(nil), // 9: cellrouter.global.v1.DrainCellResponse
-	(*CompleteRequest)(nil),   // 10: cellrouter.global.v1.CompleteRequest
-	(*CompleteResponse)(nil),  // 11: cellrouter.global.v1.CompleteResponse
-	nil,                       // 12: cellrouter.global.v1.CompleteResponse.HeadersEntry
+	(*Explanation)(nil),       // 4: cellrouter.global.v1.Explanation
+	(*ExplainCell)(nil),       // 5: cellrouter.global.v1.ExplainCell
+	(*ExplainProbe)(nil),      // 6: cellrouter.global.v1.ExplainProbe
+	(*ListCellsRequest)(nil),  // 7: cellrouter.global.v1.ListCellsRequest
+	(*CellInfo)(nil),          // 8: cellrouter.global.v1.CellInfo
+	(*CellEndpoint)(nil),      // 9: cellrouter.global.v1.CellEndpoint
+	(*ListCellsResponse)(nil), // 10: cellrouter.global.v1.ListCellsResponse
+	(*DrainCellRequest)(nil),  // 11: cellrouter.global.v1.DrainCellRequest
+	(*DrainCellResponse)(nil), // 12: cellrouter.global.v1.DrainCellResponse
+	(*CompleteRequest)(nil),   // 13: cellrouter.global.v1.CompleteRequest
+	(*CompleteResponse)(nil),  // 14: cellrouter.global.v1.CompleteResponse
+	nil,                       // 15: cellrouter.global.v1.CompleteResponse.HeadersEntry
 }
 var file_api_global_v1_global_proto_depIdxs = []int32{
 	1,  // 0: cellrouter.global.v1.RouteRequest.messages:type_name -> cellrouter.global.v1.ChatMessage
 	2,  // 1: cellrouter.global.v1.RouteResponse.candidates:type_name -> cellrouter.global.v1.CellCandidate
-	6,  // 2: cellrouter.global.v1.CellInfo.endpoints:type_name -> cellrouter.global.v1.CellEndpoint
-	5,  // 3: cellrouter.global.v1.ListCellsResponse.cells:type_name -> cellrouter.global.v1.CellInfo
-	5,  // 4: cellrouter.global.v1.DrainCellResponse.cell:type_name -> cellrouter.global.v1.CellInfo
-	12, // 5: cellrouter.global.v1.CompleteResponse.headers:type_name -> cellrouter.global.v1.CompleteResponse.HeadersEntry
-	10, // 6: cellrouter.global.v1.GlobalService.Complete:input_type -> cellrouter.global.v1.CompleteRequest
-	0,  // 7: cellrouter.global.v1.GlobalService.Route:input_type -> cellrouter.global.v1.RouteRequest
-	4,  // 8: cellrouter.global.v1.GlobalService.ListCells:input_type -> cellrouter.global.v1.ListCellsRequest
-	8,  // 9: cellrouter.global.v1.GlobalService.DrainCell:input_type -> cellrouter.global.v1.DrainCellRequest
-	11, // 10: cellrouter.global.v1.GlobalService.Complete:output_type -> cellrouter.global.v1.CompleteResponse
-	3,  // 11: cellrouter.global.v1.GlobalService.Route:output_type -> cellrouter.global.v1.RouteResponse
-	7,  // 12: cellrouter.global.v1.GlobalService.ListCells:output_type -> cellrouter.global.v1.ListCellsResponse
-	9,  // 13: cellrouter.global.v1.GlobalService.DrainCell:output_type -> cellrouter.global.v1.DrainCellResponse
-	10, // [10:14] is the sub-list for method output_type
-	6,  // [6:10] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	4,  // 2: cellrouter.global.v1.RouteResponse.explanation:type_name -> cellrouter.global.v1.Explanation
+	5,  // 3: cellrouter.global.v1.Explanation.cells:type_name -> cellrouter.global.v1.ExplainCell
+	6,  // 4: cellrouter.global.v1.ExplainCell.probe:type_name -> cellrouter.global.v1.ExplainProbe
+	9,  // 5: cellrouter.global.v1.CellInfo.endpoints:type_name -> cellrouter.global.v1.CellEndpoint
+	8,  // 6: cellrouter.global.v1.ListCellsResponse.cells:type_name -> cellrouter.global.v1.CellInfo
+	8,  // 7: cellrouter.global.v1.DrainCellResponse.cell:type_name -> cellrouter.global.v1.CellInfo
+	15, // 8: cellrouter.global.v1.CompleteResponse.headers:type_name -> cellrouter.global.v1.CompleteResponse.HeadersEntry
+	13, // 9: cellrouter.global.v1.GlobalService.Complete:input_type -> cellrouter.global.v1.CompleteRequest
+	0,  // 10: cellrouter.global.v1.GlobalService.Route:input_type -> cellrouter.global.v1.RouteRequest
+	7,  // 11: cellrouter.global.v1.GlobalService.ListCells:input_type -> cellrouter.global.v1.ListCellsRequest
+	11, // 12: cellrouter.global.v1.GlobalService.DrainCell:input_type -> cellrouter.global.v1.DrainCellRequest
+	14, // 13: cellrouter.global.v1.GlobalService.Complete:output_type -> cellrouter.global.v1.CompleteResponse
+	3,  // 14: cellrouter.global.v1.GlobalService.Route:output_type -> cellrouter.global.v1.RouteResponse
+	10, // 15: cellrouter.global.v1.GlobalService.ListCells:output_type -> cellrouter.global.v1.ListCellsResponse
+	12, // 16: cellrouter.global.v1.GlobalService.DrainCell:output_type -> cellrouter.global.v1.DrainCellResponse
+	13, // [13:17] is the sub-list for method output_type
+	9,  // [9:13] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_api_global_v1_global_proto_init() }
@@ -1007,7 +1648,7 @@ func file_api_global_v1_global_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_api_global_v1_global_proto_rawDesc), len(file_api_global_v1_global_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
