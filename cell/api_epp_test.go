@@ -421,3 +421,20 @@ func benchCell(b *testing.B) (*Cell, extprocv3.ExternalProcessorClient, []byte) 
 	body, _ := json.Marshal(map[string]any{"model": "m", "prompt": toks, "max_tokens": 16})
 	return c, extprocv3.NewExternalProcessorClient(cc), body
 }
+
+// TestEPPAddrValidate checks that a bad epp_addr is refused by name and
+// value, and that the picker is off by default.
+func TestEPPAddrValidate(t *testing.T) {
+	cfg := testConfig()
+	if cfg.EPPAddr != "" {
+		t.Fatalf("epp_addr defaults to %q, want off", cfg.EPPAddr)
+	}
+	cfg.EPPAddr = "nope"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `epp_addr = "nope"`) {
+		t.Fatalf("Validate: %v, want an error naming epp_addr and its value", err)
+	}
+	cfg.EPPAddr = "127.0.0.1:0"
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
