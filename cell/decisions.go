@@ -56,3 +56,16 @@ func (c *Cell) endRecord(rec *DecisionRecord, start time.Time) {
 	rec.Duration = time.Since(start)
 	c.decisions.Add(*rec)
 }
+
+// statusRecorder remembers the status a refusal writes, for its record.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(status int) {
+	if s.status == 0 {
+		s.status = status
+	}
+	s.ResponseWriter.WriteHeader(status)
+}

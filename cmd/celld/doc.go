@@ -3,7 +3,7 @@
 // metrics. See package cell for what it runs, and
 // cell/testdata/celld.example.yaml for a documented configuration.
 //
-//	celld --config celld.yaml [--http-addr HOST:PORT] [--grpc-addr HOST:PORT] [--cell-id ID] [--replica-id ID] [--log-level info]
+//	celld --config celld.yaml [--http-addr HOST:PORT] [--grpc-addr HOST:PORT] [--epp-addr HOST:PORT] [--cell-id ID] [--replica-id ID] [--log-level info]
 //	      [--gossip-advertise IP:PORT] [--gossip-secret-key KEY]
 //	      [--kv-overlap-score-weight 1] [--router-temperature 0] [--busy-threshold 0.95]
 //	      [--api-keys keys.yaml] [--tls-cert C --tls-key K --tls-ca CA] [--max-body-bytes N ...]
