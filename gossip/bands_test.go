@@ -45,7 +45,7 @@ func TestBandLoadOnTheWire(t *testing.T) {
 		{"more bands than known", wire(5, 1, 2, 3, 4, 5), BandWaits{time.Microsecond, 2 * time.Microsecond, 3 * time.Microsecond}, false},
 		{"fewer bands", wire(1, 10), BandWaits{10 * time.Microsecond}, false},
 		{"no bands", wire(0), BandWaits{}, false},
-		{"too many bands", wire(MaxWireBands+1), BandWaits{}, true},
+		{"too many bands", wire(MaxWireBands + 1), BandWaits{}, true},
 		{"wait too long", wire(1, uint64(MaxBandWait/time.Microsecond)+1), BandWaits{}, true},
 		{"truncated", wire(3, 1, 2), BandWaits{}, true},
 		{"trailing", append(wire(1, 1), 0), BandWaits{}, true},
