@@ -16,6 +16,9 @@
 //	    burst: 40                 # default: requests_per_second rounded up
 //	    max_concurrent: 8         # 0: unlimited; absent: the daemon's default
 //	    # isolated: false         # opt out of cache isolation (default true)
+//	    priority: standard        # flow-control band: sheddable, standard, critical
+//	    weight: 1                 # fair-share weight within the band
+//	    max_queue_wait: 2s        # longest wait in a cell's queue (default: the cell's)
 //	keys:
 //	  - sha256: 4f0c...e1         # HashKey of the key, hex
 //	    tenant: acme
@@ -61,6 +64,17 @@
 // of requests in flight per tenant. It is driven by the caller's clock, so
 // its tests step time by hand, and it answers how long a refused client
 // should wait (Retry-After).
+//
+// # Priority and fair share
+//
+// Each tenant has a priority band (Priority: sheddable, standard or
+// critical; standard by default), a fair-share weight within its band and
+// a bound on how long its requests may wait in a cell's flow-control queue
+// (package cell/flowcontrol uses all three). A request may lower its own
+// band with the PriorityHeader ("X-Cellrouter-Priority: sheddable"), never
+// raise it above its tenant's (Principal.RequestPriority); a value that
+// names no band is refused (ErrPriority, HTTP 400). A peer of the tier is
+// trusted for the header: globald sets it to the band it decided.
 //
 // # Cache isolation
 //

@@ -9,7 +9,8 @@ import (
 // FuzzParseKeyFile checks that no input makes the parser panic, that every
 // refusal wraps ErrKeyFile, and that an accepted file keeps its
 // invariants: every key has a declared tenant and a scope, every tenant a
-// valid name and limits it can enforce.
+// valid name, limits it can enforce, a priority band, a positive bounded
+// weight and a queue wait that is not negative.
 func FuzzParseKeyFile(f *testing.F) {
 	f.Add([]byte(testKeyFile(map[string]string{"k": "tenant: acme, scopes: [inference]"})))
 	f.Add([]byte("tenants:\n  - name: a\n    isolated: false\n    requests_per_second: 1e300\nkeys: []\n"))
@@ -18,6 +19,8 @@ func FuzzParseKeyFile(f *testing.F) {
 	f.Add([]byte("a: &a [*a, *a]\n"))
 	f.Add([]byte(testKeyFile(map[string]string{"p": "tenant: acme, scopes: [events], pods: [pod-a, 'vllm-*']"})))
 	f.Add([]byte(testKeyFile(map[string]string{"p": "tenant: acme, scopes: [admin], pods: ['*']"})))
+	f.Add([]byte("tenants:\n  - {name: a, priority: critical, weight: 2.5, max_queue_wait: 3s}\n  - {name: b, priority: Sheddable, weight: 1e-9}\n"))
+	f.Add([]byte("tenants:\n  - {name: a, priority: urgent, weight: 0, max_queue_wait: -1ms}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tab, err := ParseKeyFile(data)
 		if err != nil {
@@ -34,7 +37,8 @@ func FuzzParseKeyFile(f *testing.F) {
 		}
 		for _, ten := range tab.Tenants() {
 			l := ten.Limits
-			if !tenantName.MatchString(ten.Name) || l.RequestsPerSecond < 0 || l.MaxConcurrent < -1 || (l.RequestsPerSecond > 0 && l.Burst < 1) {
+			if !tenantName.MatchString(ten.Name) || l.RequestsPerSecond < 0 || l.MaxConcurrent < -1 || (l.RequestsPerSecond > 0 && l.Burst < 1) ||
+				!ten.Priority.Valid() || !(ten.Weight > 0 && ten.Weight <= MaxWeight) || ten.FairWeight() != ten.Weight || ten.MaxQueueWait < 0 {
 				t.Fatalf("tenant %+v breaks an invariant", ten)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"regexp"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -45,7 +46,22 @@ type TenantSpec struct {
 	// unlimited; absent (nil) takes the daemon's default
 	// (--tenant-max-concurrent, limits.tenant_max_concurrent).
 	MaxConcurrent *int `yaml:"max_concurrent"`
+	// Priority is the band of the tenant's requests at a cell's flow
+	// control: sheddable, standard or critical; "" is standard. A request
+	// may lower its own band (PriorityHeader), never raise it.
+	Priority string `yaml:"priority"`
+	// Weight is the tenant's fair-share weight within its band: under
+	// saturation a cell serves tenants tokens in proportion to their
+	// weights. Absent is 1; it must be over 0 and at most MaxWeight.
+	Weight *float64 `yaml:"weight"`
+	// MaxQueueWait bounds how long the tenant's requests wait in a cell's
+	// flow-control queue ("2s"); 0 or absent takes the cell's default
+	// (flow_control.default_deadline). A shorter bound wins.
+	MaxQueueWait time.Duration `yaml:"max_queue_wait"`
 }
+
+// MaxWeight bounds a tenant's fair-share weight.
+const MaxWeight = 1e6
 
 // KeySpec is one API key of the key file.
 type KeySpec struct {
@@ -106,6 +122,21 @@ func ParseKeyFile(data []byte) (*Table, error) {
 			return nil, bad("tenants[%d].burst = %d: want >= 0", i, ts.Burst)
 		case ts.MaxConcurrent != nil && *ts.MaxConcurrent < 0:
 			return nil, bad("tenants[%d].max_concurrent = %d: want >= 0", i, *ts.MaxConcurrent)
+		case ts.Weight != nil && !(*ts.Weight > 0 && *ts.Weight <= MaxWeight):
+			return nil, bad("tenants[%d].weight = %v: want a number over 0 and at most %g", i, *ts.Weight, float64(MaxWeight))
+		case ts.MaxQueueWait < 0:
+			return nil, bad("tenants[%d].max_queue_wait = %v: want >= 0", i, ts.MaxQueueWait)
+		}
+		band := PriorityStandard
+		if ts.Priority != "" {
+			var err error
+			if band, err = ParsePriority(ts.Priority); err != nil {
+				return nil, bad("tenants[%d].priority = %q: want sheddable, standard or critical", i, ts.Priority)
+			}
+		}
+		weight := 1.0
+		if ts.Weight != nil {
+			weight = *ts.Weight
 		}
 		conc := 0 // the limiter's default
 		if ts.MaxConcurrent != nil {
@@ -115,7 +146,8 @@ func ParseKeyFile(data []byte) (*Table, error) {
 			}
 		}
 		ten := &Tenant{Name: ts.Name, Isolated: ts.Isolated == nil || *ts.Isolated,
-			Limits: Limits{RequestsPerSecond: ts.RequestsPerSecond, Burst: ts.Burst, MaxConcurrent: conc}}
+			Limits:   Limits{RequestsPerSecond: ts.RequestsPerSecond, Burst: ts.Burst, MaxConcurrent: conc},
+			Priority: band, Weight: weight, MaxQueueWait: ts.MaxQueueWait}
 		if ten.Limits.Burst == 0 && ten.Limits.RequestsPerSecond > 0 {
 			ten.Limits.Burst = int(max(1, math.Ceil(min(ten.Limits.RequestsPerSecond, math.MaxInt32))))
 		}

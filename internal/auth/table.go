@@ -1,5 +1,7 @@
 package auth
 
+import "time"
+
 // Limits are a tenant's request limits (zero fields are unlimited, but
 // for MaxConcurrent).
 type Limits struct {
@@ -22,6 +24,25 @@ type Tenant struct {
 	Isolated bool
 	// Limits are the tenant's limits.
 	Limits Limits
+	// Priority is the band of the tenant's requests (the zero value is
+	// standard); a request may lower it (Principal.RequestPriority).
+	Priority Priority
+	// Weight is the tenant's fair-share weight within its band; 0 (a
+	// tenant a peer named that this node's key file lacks) counts as 1
+	// (FairWeight).
+	Weight float64
+	// MaxQueueWait bounds the wait of the tenant's requests in a cell's
+	// flow-control queue; 0 takes the cell's default.
+	MaxQueueWait time.Duration
+}
+
+// FairWeight returns t's fair-share weight: Weight, or 1 when t is nil or
+// sets none.
+func (t *Tenant) FairWeight() float64 {
+	if t == nil || !(t.Weight > 0) {
+		return 1
+	}
+	return t.Weight
 }
 
 // Principal is who a request acts for: the tenant and scopes of its key,

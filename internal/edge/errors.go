@@ -92,6 +92,9 @@ func answerOf(err error) answer {
 	case errors.Is(err, auth.ErrReservedSalt):
 		return answer{http.StatusBadRequest, codes.InvalidArgument, openai.TypeInvalidRequest, "invalid_cache_salt", "cache_salt",
 			"cache_salt may not start with " + strconv.Quote(auth.SaltPrefix), 0, ""}
+	case errors.Is(err, auth.ErrPriority):
+		return answer{http.StatusBadRequest, codes.InvalidArgument, openai.TypeInvalidRequest, "invalid_priority", auth.PriorityHeader,
+			"the " + auth.PriorityHeader + " header must be sheddable, standard or critical", 0, ""}
 	case errors.Is(err, ErrBodyTooLarge):
 		return answer{http.StatusRequestEntityTooLarge, codes.ResourceExhausted, openai.TypeInvalidRequest, "body_too_large", "",
 			"the request body is larger than this server accepts", 0, ""}

@@ -32,6 +32,7 @@ func TestAnswers(t *testing.T) {
 		{&auth.Error{Err: auth.ErrRateLimited, RetryAfter: 1500 * time.Millisecond}, 429, codes.ResourceExhausted, "requests", "rate_limit_exceeded", "2"},
 		{&auth.Error{Err: auth.ErrConcurrency, RetryAfter: time.Second}, 429, codes.ResourceExhausted, "requests", "rate_limit_exceeded", "1"},
 		{&auth.Error{Err: auth.ErrReservedSalt}, 400, codes.InvalidArgument, "invalid_request_error", "invalid_cache_salt", ""},
+		{&auth.Error{Err: auth.ErrPriority}, 400, codes.InvalidArgument, "invalid_request_error", "invalid_priority", ""},
 		{ErrBodyTooLarge, 413, codes.ResourceExhausted, "invalid_request_error", "body_too_large", ""},
 		{ErrHeaderTooLarge, 431, codes.ResourceExhausted, "invalid_request_error", "headers_too_large", ""},
 		{ErrBodyTimeout, 408, codes.DeadlineExceeded, "invalid_request_error", "request_timeout", ""},

@@ -1,0 +1,80 @@
+package flowcontrol
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config is a cell's flow control (the cell's flow_control section).
+type Config struct {
+	// Enabled turns flow control on: requests whose pods are saturated
+	// wait in the queue instead of piling onto the engines. Off, every
+	// request goes to its pod at once (the behaviour before flow control).
+	Enabled bool `yaml:"enabled"`
+	// MaxQueued bounds the requests waiting, all bands together; past it
+	// the lowest band's request is shed (429).
+	MaxQueued int `yaml:"max_queued"`
+	// DefaultDeadline is how long a request may wait when neither its
+	// tenant (max_queue_wait) nor its client (a shorter timeout) says
+	// less; past it the answer is 429 with Retry-After.
+	DefaultDeadline time.Duration `yaml:"default_deadline"`
+	// QueueDepthThreshold saturates a pod whose engine reports at least
+	// this many requests waiting (vllm:num_requests_waiting); 0 turns the
+	// test off.
+	QueueDepthThreshold int `yaml:"queue_depth_threshold"`
+	// ActiveBlocksThreshold saturates a pod whose active KV blocks (the
+	// router's own count, corrected by the engine's, as a fraction of its
+	// KV capacity) reach this fraction; 0 turns the test off.
+	ActiveBlocksThreshold float64 `yaml:"active_blocks_threshold"`
+	// MaxInflightPerPod saturates a pod with this many of the router's
+	// requests in flight, for pods whose capacity and queue the cell does
+	// not know; 0 turns the test off.
+	MaxInflightPerPod int `yaml:"max_inflight_per_pod"`
+	// RecheckInterval is how often the queue looks at the pods' load again
+	// while requests wait, besides whenever a request ends: the engines'
+	// metrics change between requests.
+	RecheckInterval time.Duration `yaml:"recheck_interval"`
+	// OutputTokensEstimate is the output tokens a request is charged at
+	// dispatch when it sets no max_tokens; its real usage replaces the
+	// estimate when it ends.
+	OutputTokensEstimate int `yaml:"output_tokens_estimate"`
+}
+
+// DefaultConfig returns the defaults: flow control on, 1024 queued
+// requests, a 30 s deadline, a pod saturated at 8 waiting requests or 95%
+// of its KV blocks, checked again every 20 ms.
+func DefaultConfig() Config {
+	return Config{
+		Enabled:               true,
+		MaxQueued:             1024,
+		DefaultDeadline:       30 * time.Second,
+		QueueDepthThreshold:   8,
+		ActiveBlocksThreshold: 0.95,
+		RecheckInterval:       20 * time.Millisecond,
+		OutputTokensEstimate:  256,
+	}
+}
+
+// Validate checks every field and names the first bad one.
+func (c Config) Validate() error {
+	bad := func(field string, v any, want string) error {
+		return fmt.Errorf("%w: flow_control.%s = %v: %s", ErrConfig, field, v, want)
+	}
+	switch {
+	case c.MaxQueued < 1:
+		return bad("max_queued", c.MaxQueued, "want at least 1")
+	case c.DefaultDeadline <= 0:
+		return bad("default_deadline", c.DefaultDeadline, "want over 0")
+	case c.QueueDepthThreshold < 0:
+		return bad("queue_depth_threshold", c.QueueDepthThreshold, "want 0 (off) or more")
+	case c.ActiveBlocksThreshold < 0 || c.ActiveBlocksThreshold > 1 || c.ActiveBlocksThreshold != c.ActiveBlocksThreshold:
+		return bad("active_blocks_threshold", c.ActiveBlocksThreshold, "want 0 (off) to 1")
+	case c.MaxInflightPerPod < 0:
+		return bad("max_inflight_per_pod", c.MaxInflightPerPod, "want 0 (off) or more")
+	case c.RecheckInterval <= 0:
+		return bad("recheck_interval", c.RecheckInterval, "want over 0")
+	case c.OutputTokensEstimate < 0:
+		return bad("output_tokens_estimate", c.OutputTokensEstimate, "want 0 or more")
+	}
+	return nil
+}
