@@ -72,6 +72,7 @@ type Cell struct {
 	gossipAddr atomic.Value    // string
 	sharer     *replica.Sharer // shares load and drains with peer replicas
 	node       atomic.Pointer[gossip.Node]
+	bandWaits  atomic.Pointer[BandWaitFunc] // nil: zero waits (SetBandWaits)
 
 	router  *router
 	engines *engineScraper // nil when engine_metrics is disabled

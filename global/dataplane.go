@@ -65,7 +65,15 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 		if p, _ := edge.PrincipalFrom(r.Context()); p.Tenant != nil {
 			r.Header.Set(edge.TenantHeader, p.Tenant.Name)
 		}
+		band, ok := g.requestBand(w, r)
+		if !ok {
+			return
+		}
+		if g.shed(w, band, time.Now()) {
+			return
+		}
 		req := requestOf(kind, oreq)
+		req.Band = bandOf(band)
 		d, err := g.rt.decideToSend(ctx, req)
 		path := "cold_" + req.Kind().String()
 		if d != nil {
