@@ -97,15 +97,15 @@ func TestSaturatedFor(t *testing.T) {
 		full     bool
 		wantWait time.Duration
 	}{
-		{"all waiting", cfg, []CellView{waitingView("a", now, sh(3 * time.Second)), waitingView("b", now, sh(time.Second))}, true, time.Second},
-		{"one ready", cfg, []CellView{waitingView("a", now, sh(3 * time.Second)), waitingView("b", now, sh(0))}, false, 0},
+		{"all waiting", cfg, []CellView{waitingView("a", now, sh(3*time.Second)), waitingView("b", now, sh(time.Second))}, true, time.Second},
+		{"one ready", cfg, []CellView{waitingView("a", now, sh(3*time.Second)), waitingView("b", now, sh(0))}, false, 0},
 		{"drained ready cell does not count", cfg, []CellView{waitingView("a", now, sh(time.Second)), drained}, true, time.Second},
 		{"stale wait is none", cfg, []CellView{waitingView("a", now, sh(time.Second)), stale}, false, 0},
 		{"no usable cell", cfg, []CellView{drained}, false, 0},
 		{"no cell", cfg, nil, false, 0},
 		{"never", never, []CellView{waitingView("a", now, sh(time.Hour))}, false, 0},
 		{"under ShedAfter", lenient, []CellView{waitingView("a", now, sh(time.Second))}, false, 0},
-		{"over ShedAfter", lenient, []CellView{waitingView("a", now, sh(3 * time.Second))}, true, 3 * time.Second},
+		{"over ShedAfter", lenient, []CellView{waitingView("a", now, sh(3*time.Second))}, true, 3 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			full, wait := saturatedFor(tc.cfg, tc.views, gossip.BandSheddable, now)
