@@ -137,6 +137,10 @@ func (c *Cell) serveInference(kind openai.Kind) http.HandlerFunc {
 			openai.WriteRequestError(w, err)
 			return
 		}
+		band, ok := requestBand(w, r)
+		if !ok {
+			return
+		}
 		d, err := c.router.decide(ctx, preq)
 		if err != nil {
 			c.rm.decisions.WithLabelValues(c.cfg.Routing.Profile, "error").Inc()
@@ -147,14 +151,23 @@ func (c *Cell) serveInference(kind openai.Kind) http.HandlerFunc {
 			openai.WriteErrorBody(w, status, body)
 			return
 		}
-		defer c.router.release(d)
 		if toks, ok := pipeline.Tokens.Get(d.rc); ok {
 			if err := limit.CheckTokens(preq.Chat, len(toks)); err != nil {
+				c.router.release(d)
 				c.refusePrompt(w, err)
 				return
 			}
 		}
 		c.rm.decisionTime.Observe(d.took.Seconds())
+		// Flow control between Pick and Execute: a request whose pods are
+		// saturated waits, and is re-picked when it leaves the queue.
+		d, grant, ok := c.admitFlow(ctx, w, r, preq, d, band)
+		if !ok {
+			return
+		}
+		defer c.router.release(d)
+		d.grant = grant
+		defer func() { grant.Done(d.served) }()
 		c.execute(w, r.WithContext(ctx), body, preq, d, start, access)
 	}
 }
@@ -247,6 +260,7 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 	leg := "single"
 	hooks := proxy.Hooks{
 		OnAttempt: func(t proxy.Target, attempt int) {
+			defer d.grant.Started() // the queue's next request sees this one's load
 			if ticket != nil {
 				c.router.tracker.Done(ticket)
 			}
@@ -310,6 +324,9 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 		},
 		OnDone: func(t proxy.Target, res proxy.Result) {
 			c.rm.upstream.WithLabelValues(leg, proxy.StatusClass(res.Status)).Inc()
+			if res.Usage != nil {
+				d.served = res.Usage.PromptTokens + res.Usage.CompletionTokens
+			}
 			if !d.plan.Disaggregated {
 				c.observeUsage(res.Usage, depthOf(t.Pod), blocks)
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/events/grpcpub"
+	"github.com/cellrouter/cellrouter/cell/flowcontrol"
 	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 	"github.com/cellrouter/cellrouter/cell/podset"
@@ -76,6 +77,9 @@ type Cell struct {
 
 	router  *router
 	engines *engineScraper // nil when engine_metrics is disabled
+	// flow is the flow controller between Pick and Execute; it passes
+	// every request at once when flow_control is disabled.
+	flow    *flowcontrol.Controller
 	tok     *cellTokenizer
 	proxy   *proxy.Proxy
 	rm      *routeMetrics
@@ -163,6 +167,9 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (_ *Cell, err error) {
 		return nil, err
 	}
 	c.router.view = c.pods
+	sat := &podSaturation{cfg: cfg.FlowControl, tracker: c.router.tracker, pods: c.pods, engines: c.engines, blockSize: cfg.Events.BlockSize}
+	c.flow = flowcontrol.New(cfg.FlowControl, sat, newFlowMetrics(cfg.CellID, c.promReg))
+	registerFlowController(cfg.CellID, c.promReg, c.flow)
 	c.state.router = c.router
 	c.state.pods = c.pods
 	if c.sharer, err = replica.New(cfg.sharerConfig(), c.router.tracker, c.onPeerDrain); err != nil {
@@ -353,6 +360,8 @@ func (c *Cell) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); c.modelsLoop(ctx) }()
 	wg.Add(1)
 	go func() { defer wg.Done(); c.engines.run(ctx) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); c.flow.Run(ctx) }()
 	c.sec.run(ctx, &wg)
 	edge.WarnIfExposed(c.log, c.sec.authenticated(), edge.Listener{Name: "http", Addr: c.HTTPAddr()},
 		edge.Listener{Name: "grpc", Addr: c.GRPCAddr()})

@@ -16,6 +16,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/enginemetrics"
 	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/cell/events/natsjs"
+	"github.com/cellrouter/cellrouter/cell/flowcontrol"
 	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/internal/logging"
 )
@@ -49,6 +50,10 @@ type Config struct {
 	// EngineMetrics configures the scraping of the engines' own load
 	// metrics and the engine load plug-ins (run_enginemetrics.go).
 	EngineMetrics enginemetrics.Config `yaml:"engine_metrics"`
+	// FlowControl holds requests whose pods are saturated in a queue that
+	// is strict between priority bands and fair between tenants
+	// (run_flowcontrol.go, package cell/flowcontrol).
+	FlowControl flowcontrol.Config `yaml:"flow_control"`
 
 	// ZMQ configures the vLLM/SGLang ZMQ transport; it runs when Bind is
 	// set or any pod has a ZMQ endpoint.
@@ -258,6 +263,7 @@ func DefaultConfig() Config {
 		Discovery:       defaultDiscovery(),
 		Speculative:     defaultSpeculative(),
 		EngineMetrics:   enginemetrics.DefaultConfig(),
+		FlowControl:     flowcontrol.DefaultConfig(),
 		Snapshot:        defaultSnapshot(),
 		Routing:         DefaultRoutingConfig(),
 		Gossip:          DefaultGossipConfig(),
@@ -355,6 +361,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.validateLearning(); err != nil {
 		return err
+	}
+	if err := c.FlowControl.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	if err := c.EngineMetrics.Validate("engine_metrics"); err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)

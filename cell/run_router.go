@@ -9,6 +9,7 @@ import (
 
 	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/cell/events"
+	"github.com/cellrouter/cellrouter/cell/flowcontrol"
 	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/cell/load"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
@@ -205,6 +206,10 @@ type decision struct {
 	rc   *pipeline.Context
 	took time.Duration
 	sc   *scratch
+	// grant is the request's hold on flow control (nil outside the data
+	// plane); served is the tokens its pod reported serving, -1 unknown.
+	grant  *flowcontrol.Grant
+	served int
 }
 
 // scratch is what one decision reuses from the last: the routing context
@@ -236,7 +241,7 @@ func (rt *router) decide(ctx context.Context, req *pipeline.Request) (*decision,
 	rc.Reset(req, sc.cands)
 	rc.Rand = rand.New(rand.NewPCG(rt.seed, uint64(start.UnixNano())))
 	plan, err := rt.workflow.Plan(ctx, rc)
-	d := &decision{plan: plan, rc: rc, took: time.Since(start), sc: sc}
+	d := &decision{plan: plan, rc: rc, took: time.Since(start), sc: sc, served: -1}
 	if err != nil {
 		rt.release(d)
 		return nil, err

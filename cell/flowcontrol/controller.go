@@ -1,47 +1,269 @@
 package flowcontrol
 
 import (
+	"context"
 	"sync"
 	"time"
 
 	"github.com/cellrouter/cellrouter/internal/auth"
 )
 
+// Saturation says whether a pod can take another request now. Saturated
+// is called under the controller's lock, from any goroutine: it must be
+// safe for concurrent use, quick, and must not call the controller.
+type Saturation interface {
+	Saturated(pod string) bool
+}
+
+// Request is what the controller needs to know of a request asking to
+// go to its pods.
+type Request struct {
+	// Tenant names the request's tenant ("" for none).
+	Tenant string
+	// Band is its priority band.
+	Band auth.Priority
+	// Weight is its tenant's fair-share weight (0 counts as 1).
+	Weight float64
+	// MaxWait is its tenant's bound on the wait (0: the controller's
+	// default deadline only).
+	MaxWait time.Duration
+	// ClientTimeout is the client's own bound on the wait (TimeoutHeader;
+	// 0: none). A deadline of the Admit context bounds it too.
+	ClientTimeout time.Duration
+	// Tokens is what the request is expected to cost: its prompt tokens
+	// and the output it asks for (or Config.OutputTokensEstimate).
+	Tokens int
+	// Pods are the pods its decision found acceptable, best first: it
+	// waits while every one of them is saturated. The controller keeps
+	// the slice while the request waits.
+	Pods []string
+}
+
+// waiter is a request waiting in the queue: the controller sends its
+// outcome on ch exactly once, under the lock, after taking its item out.
+type waiter struct {
+	req   Request
+	since time.Time
+	ch    chan error // buffered 1: nil is a grant
+}
+
 // Controller is a cell's flow control: the Queue behind a lock, the
 // requests waiting on it, and the estimate of how long a new request
-// would wait. It is safe for concurrent use.
+// would wait. It is safe for concurrent use. Run drives its periodic
+// recheck; without Run, the queue still moves whenever a request ends.
 type Controller struct {
 	cfg Config
+	sat Saturation
+	obs Observer
+	now func() time.Time
 
 	mu sync.Mutex
 	q  *Queue
-	// interval is a moving average of the time between dispatches from
-	// the queue while requests wait (WaitEstimate).
-	interval     time.Duration
-	lastDispatch time.Time
+	// pending counts the requests dispatched from the queue that have not
+	// started (Grant.Started): the next one waits for them, so that one
+	// freed slot is not handed to the whole queue before the pods' load
+	// shows the first.
+	pending int
+	// interval is a moving average of the time between dispatches while
+	// requests wait (WaitEstimate); mark is the last dispatch, or when the
+	// queue last turned non-empty.
+	interval time.Duration
+	mark     time.Time
+	closed   bool
+	stats    Stats
 }
 
-// New returns a controller for cfg (which must be valid).
-func New(cfg Config) *Controller {
-	return &Controller{cfg: cfg, q: NewQueue()}
+// New returns a controller for cfg (which must be valid) that asks sat
+// whether pods are saturated and tells obs (nil: nobody) what it does.
+func New(cfg Config, sat Saturation, obs Observer) *Controller {
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	c := &Controller{cfg: cfg, sat: sat, obs: obs, now: time.Now, q: NewQueue()}
+	for i := range c.stats.Left {
+		c.stats.Left[i] = map[string]int{}
+	}
+	c.stats.ServedTokens = map[string]float64{}
+	return c
 }
 
 // Config returns the controller's configuration.
 func (c *Controller) Config() Config { return c.cfg }
 
-// WaitEstimate returns how long a new request of band would wait now:
-// the requests queued at its band or above times the recent interval
-// between dispatches; 0 when none waits (or flow control is off).
-func (c *Controller) WaitEstimate(band auth.Priority) time.Duration {
+// saturated reports whether every pod of pods is saturated (false for
+// none: a request without pods has nothing to wait for).
+func (c *Controller) saturated(pods []string) bool {
+	if c.sat == nil || len(pods) == 0 {
+		return false
+	}
+	for _, p := range pods {
+		if !c.sat.Saturated(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// Admit returns when r may go to its pods: at once when nothing of its
+// band or above waits and one of its pods has room, else when the queue
+// dispatches it. A request that waited must be re-picked (Grant.Waited
+// says so): the cache and the load moved meanwhile. The error is an
+// *Error wrapping ErrDeadline or ErrShed (answer 429 with its RetryAfter),
+// ctx's error when the client went away, or ErrClosed. On success the
+// caller must call Grant.Done once the request ends.
+func (c *Controller) Admit(ctx context.Context, r Request) (*Grant, error) {
+	g := &Grant{c: c, tenant: r.Tenant, band: r.Band, weight: r.Weight}
+	if !c.cfg.Enabled {
+		g.started = true
+		return g, nil
+	}
+	now := c.now()
+	deadline := now.Add(c.cfg.DefaultDeadline)
+	if r.MaxWait > 0 {
+		deadline = minTime(deadline, now.Add(r.MaxWait))
+	}
+	if r.ClientTimeout > 0 {
+		deadline = minTime(deadline, now.Add(r.ClientTimeout))
+	}
+	if d, ok := ctx.Deadline(); ok {
+		deadline = minTime(deadline, d)
+	}
+	bi := r.Band.Index()
+
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	ahead := c.q.AtOrAbove(band)
-	if ahead == 0 || !c.cfg.Enabled {
-		return 0
+	if c.closed {
+		c.mu.Unlock()
+		return nil, ErrClosed
 	}
-	iv := c.interval
-	if iv <= 0 {
-		iv = c.cfg.RecheckInterval
+	if c.q.AtOrAbove(r.Band) == 0 && c.pending == 0 && !c.saturated(r.Pods) {
+		c.stats.Admitted[bi]++
+		g.charged = float64(r.Tokens)
+		c.q.Charge(r.Tenant, r.Band, r.Weight, g.charged)
+		g.started = true
+		c.mu.Unlock()
+		return g, nil
 	}
-	return min(time.Duration(ahead+1)*iv, c.cfg.DefaultDeadline)
+	if c.q.Len() >= c.cfg.MaxQueued {
+		v := c.q.Victim(r.Band)
+		if v == nil {
+			c.leftLocked(r, 0, OutcomeRefused)
+			est := c.estimateLocked(r.Band)
+			c.mu.Unlock()
+			return nil, &Error{Err: ErrShed, RetryAfter: retryAfter(est)}
+		}
+		c.shedLocked(v, now)
+	}
+	w := &waiter{req: r, since: now, ch: make(chan error, 1)}
+	it := &Item{Tenant: r.Tenant, Band: r.Band, Weight: r.Weight, Cost: float64(r.Tokens), Value: w}
+	if c.q.Len() == 0 {
+		c.mark = now
+	}
+	c.q.Push(it)
+	c.obs.Queued(r.Tenant, r.Band, 1)
+	c.dispatchLocked()
+	c.mu.Unlock()
+
+	timer := time.NewTimer(deadline.Sub(now))
+	defer timer.Stop()
+	var err error
+	select {
+	case err = <-w.ch:
+	case <-ctx.Done():
+		err = c.leave(it, ctx.Err(), OutcomeCancelled)
+	case <-timer.C:
+		err = c.leave(it, &Error{Err: ErrDeadline}, OutcomeDeadline)
+	}
+	if err != nil {
+		return nil, err
+	}
+	g.charged, g.waited, g.queued = float64(r.Tokens), c.now().Sub(now), true
+	if ctx.Err() != nil {
+		// Dispatched as the client left: give the slot back.
+		g.Done(0)
+		return nil, ctx.Err()
+	}
+	return g, nil
+}
+
+// leave takes it out of the queue for a request that stops waiting with
+// err, and returns err; when the queue already decided its outcome (a
+// dispatch or a shed raced with the client or the timer), that outcome
+// stands and is returned instead, so nothing is answered twice.
+func (c *Controller) leave(it *Item, err error, outcome string) error {
+	w := it.Value.(*waiter)
+	c.mu.Lock()
+	if !c.q.Remove(it) {
+		c.mu.Unlock()
+		return <-w.ch
+	}
+	now := c.now()
+	c.obs.Queued(w.req.Tenant, w.req.Band, -1)
+	if outcome == OutcomeDeadline {
+		// A request that could not be served in time would have been
+		// served before every request of a lower band: those cannot be
+		// served in time either, and go first (lowest band first), so a
+		// band is never refused while a lower one waits.
+		for v := c.q.Victim(w.req.Band); v != nil; v = c.q.Victim(w.req.Band) {
+			c.shedLocked(v, now)
+		}
+	}
+	c.leftLocked(w.req, now.Sub(w.since), outcome)
+	if e, ok := err.(*Error); ok {
+		e.Waited = now.Sub(w.since)
+		e.RetryAfter = retryAfter(c.estimateLocked(w.req.Band))
+	}
+	c.dispatchLocked() // the head may have been this one
+	c.mu.Unlock()
+	return err
+}
+
+// shedLocked takes v out of the queue and refuses it with ErrShed.
+func (c *Controller) shedLocked(v *Item, now time.Time) {
+	vw := v.Value.(*waiter)
+	c.q.Remove(v)
+	c.obs.Queued(vw.req.Tenant, vw.req.Band, -1)
+	c.leftLocked(vw.req, now.Sub(vw.since), OutcomeShed)
+	vw.ch <- &Error{Err: ErrShed, Waited: now.Sub(vw.since), RetryAfter: retryAfter(c.estimateLocked(vw.req.Band))}
+}
+
+// leftLocked counts a request leaving the queue (or refused at its door).
+func (c *Controller) leftLocked(r Request, waited time.Duration, outcome string) {
+	bi := r.Band.Index()
+	c.stats.Left[bi][outcome]++
+	if r.Band == auth.PriorityCritical && (outcome == OutcomeDeadline || outcome == OutcomeShed || outcome == OutcomeRefused) &&
+		c.q.BandLen(auth.PrioritySheddable) > 0 {
+		c.stats.CriticalShedWhileSheddableQueued++
+	}
+	c.obs.Left(r.Tenant, r.Band, waited, outcome)
+}
+
+// dispatchLocked hands the queue's next eligible request a grant, unless
+// a dispatched one has not started yet.
+func (c *Controller) dispatchLocked() {
+	if c.pending > 0 || c.q.Len() == 0 {
+		return
+	}
+	it := c.q.Next(func(it *Item) bool { return !c.saturated(it.Value.(*waiter).req.Pods) })
+	if it == nil {
+		return
+	}
+	w := it.Value.(*waiter)
+	now := c.now()
+	if iv := now.Sub(c.mark); c.interval == 0 {
+		c.interval = iv
+	} else {
+		c.interval = (4*c.interval + iv) / 5
+	}
+	c.mark = now
+	c.pending++
+	c.obs.Queued(w.req.Tenant, w.req.Band, -1)
+	c.leftLocked(w.req, now.Sub(w.since), OutcomeDispatched)
+	w.ch <- nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }

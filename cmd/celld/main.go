@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cellrouter/cellrouter/cell"
+	"github.com/cellrouter/cellrouter/cell/flowcontrol"
 	"github.com/cellrouter/cellrouter/internal/buildinfo"
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/logging"
@@ -67,6 +68,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	applyLimits := edge.BindFlags(fs, cell.DefaultConfig().EdgeLimits())
 	memRatio := fs.Float64("memory-limit-ratio", memlimit.DefaultConfig().Ratio, "set the Go memory limit to this fraction of the container's cgroup memory limit, unless GOMEMLIMIT is set (0: off)")
 	applySnapshot := cell.BindSnapshotFlags(fs)
+	applyFlow := flowcontrol.BindFlags(fs)
 	if help, err := logging.ParseFlags(fs, args, out); help || err != nil {
 		return err
 	}
@@ -123,6 +125,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 		}
 	}
 	applySnapshot(&cfg.Snapshot)
+	applyFlow(&cfg.FlowControl)
 	applyAccess(&cfg.AccessLog)
 	limits := cfg.EdgeLimits()
 	applyLimits(&limits)

@@ -1,0 +1,170 @@
+package flowcontrol
+
+import (
+	"context"
+	"time"
+
+	"github.com/cellrouter/cellrouter/internal/auth"
+)
+
+// Grant is an admitted request's hold on the controller. Its methods are
+// called from the request's own goroutine.
+type Grant struct {
+	c       *Controller
+	tenant  string
+	band    auth.Priority
+	weight  float64
+	charged float64 // tokens charged to the tenant's counter at admission
+	waited  time.Duration
+	queued  bool
+	started bool
+	done    bool
+}
+
+// Waited returns how long the request waited in the queue (0: admitted at
+// once).
+func (g *Grant) Waited() time.Duration { return g.waited }
+
+// Queued reports whether the request waited in the queue: its decision
+// is stale and must be re-picked.
+func (g *Grant) Queued() bool { return g.queued }
+
+// Band returns the request's band.
+func (g *Grant) Band() auth.Priority { return g.band }
+
+// Started tells the controller that a request dispatched from the queue
+// has been re-picked and its load recorded where the pods' saturation is
+// judged, so the queue may dispatch the next. Calls after the first do
+// nothing, as do calls on a nil Grant; Done implies it.
+func (g *Grant) Started() {
+	if g == nil || g.started {
+		return
+	}
+	g.started = true
+	c := g.c
+	c.mu.Lock()
+	c.pending--
+	c.dispatchLocked()
+	c.mu.Unlock()
+}
+
+// Done ends the request: tokens is what it was served (prompt and output
+// tokens; negative when unknown, which keeps the estimate it was charged),
+// which corrects its tenant's counter, and the queue dispatches into the
+// room it leaves. Calls after the first, or on a nil Grant, do nothing.
+func (g *Grant) Done(tokens int) {
+	if g == nil || g.done {
+		return
+	}
+	g.done = true
+	c := g.c
+	served := g.charged
+	if tokens >= 0 {
+		served = float64(tokens)
+	}
+	c.mu.Lock()
+	if !g.started {
+		g.started = true
+		c.pending--
+	}
+	if c.cfg.Enabled {
+		c.q.Charge(g.tenant, g.band, g.weight, served-g.charged)
+	}
+	c.stats.ServedTokens[g.tenant] += served
+	c.obs.Served(g.tenant, g.band, served, weightOf(g.weight))
+	c.dispatchLocked()
+	c.mu.Unlock()
+}
+
+func weightOf(w float64) float64 {
+	if w > 0 {
+		return w
+	}
+	return 1
+}
+
+// retryAfter is the Retry-After of a refused request: the wait a new
+// request of its band would have, at least a second.
+func retryAfter(est time.Duration) time.Duration { return max(est, time.Second) }
+
+// WaitEstimate returns how long a new request of band would wait now:
+// the requests queued at its band or above, and itself, times the recent
+// interval between dispatches, capped at the default deadline; 0 when
+// none waits (or flow control is off). The global tier gossips it.
+func (c *Controller) WaitEstimate(band auth.Priority) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.estimateLocked(band)
+}
+
+func (c *Controller) estimateLocked(band auth.Priority) time.Duration {
+	ahead := c.q.AtOrAbove(band)
+	if ahead == 0 || !c.cfg.Enabled {
+		return 0
+	}
+	iv := c.interval
+	if since := c.now().Sub(c.mark); since > iv {
+		iv = since // nothing left the queue for longer than the average
+	}
+	if iv <= 0 {
+		iv = c.cfg.RecheckInterval
+	}
+	return min(time.Duration(ahead+1)*iv, c.cfg.DefaultDeadline)
+}
+
+// Stats returns a copy of the controller's counts.
+func (c *Controller) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.stats
+	for i := range s.Left {
+		s.Queued[i] = c.q.bands[i].n
+		s.Left[i] = make(map[string]int, len(c.stats.Left[i]))
+		for k, v := range c.stats.Left[i] {
+			s.Left[i][k] = v
+		}
+	}
+	s.ServedTokens = make(map[string]float64, len(c.stats.ServedTokens))
+	for k, v := range c.stats.ServedTokens {
+		s.ServedTokens[k] = v
+	}
+	return s
+}
+
+// Run looks at the pods' load again every RecheckInterval while requests
+// wait (the engines' metrics change between requests), until ctx ends;
+// then it refuses every request still waiting with ErrClosed, refuses new
+// ones, and returns. The caller owns the goroutine that runs it.
+func (c *Controller) Run(ctx context.Context) {
+	t := time.NewTicker(c.cfg.RecheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.close()
+			return
+		case <-t.C:
+			c.mu.Lock()
+			c.dispatchLocked()
+			c.mu.Unlock()
+		}
+	}
+}
+
+// close refuses every waiting request with ErrClosed.
+func (c *Controller) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	now := c.now()
+	for {
+		it := c.q.Next(nil)
+		if it == nil {
+			return
+		}
+		w := it.Value.(*waiter)
+		c.obs.Queued(w.req.Tenant, w.req.Band, -1)
+		c.leftLocked(w.req, now.Sub(w.since), OutcomeClosed)
+		w.ch <- ErrClosed
+	}
+}

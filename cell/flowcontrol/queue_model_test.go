@@ -1,0 +1,293 @@
+package flowcontrol
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/cellrouter/cellrouter/internal/auth"
+)
+
+// model is the naive reference of Queue: one list of every waiting item
+// in arrival order, counters in a map, everything found by scanning.
+type model struct {
+	items    []*modelItem
+	counters map[modelKey]float64
+	weights  map[modelKey]float64
+	floor    [auth.NumPriorities]float64
+	seq      uint64
+}
+
+type modelKey struct {
+	band   auth.Priority
+	tenant string
+}
+
+type modelItem struct {
+	seq    uint64
+	tenant string
+	band   auth.Priority
+	weight float64
+	cost   float64
+}
+
+func newModel() *model {
+	return &model{counters: map[modelKey]float64{}, weights: map[modelKey]float64{}}
+}
+
+func (m *model) key(it *modelItem) modelKey { return modelKey{it.band, it.tenant} }
+
+func (m *model) ensure(k modelKey, weight float64) {
+	if _, ok := m.counters[k]; !ok {
+		m.counters[k] = m.floor[k.band.Index()]
+	}
+	if weight > 0 {
+		m.weights[k] = weight
+	} else if m.weights[k] == 0 {
+		m.weights[k] = 1
+	}
+}
+
+func (m *model) waiting(k modelKey) int {
+	n := 0
+	for _, it := range m.items {
+		if m.key(it) == k {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *model) push(it *modelItem) {
+	k := m.key(it)
+	m.ensure(k, it.weight)
+	if m.waiting(k) == 0 {
+		lift, any := 0.0, false
+		for _, o := range m.items {
+			if o.band == it.band {
+				if c := m.counters[m.key(o)]; !any || c < lift {
+					lift, any = c, true
+				}
+			}
+		}
+		if !any {
+			lift = m.floor[it.band.Index()]
+		}
+		m.counters[k] = math.Max(m.counters[k], lift)
+	}
+	m.seq++
+	it.seq = m.seq
+	m.items = append(m.items, it)
+}
+
+func (m *model) remove(seq uint64) bool {
+	for i, it := range m.items {
+		if it.seq == seq {
+			m.items = slices.Delete(m.items, i, i+1)
+			return true
+		}
+	}
+	return false
+}
+
+// heads returns the first waiting item of each tenant of band b.
+func (m *model) heads(b auth.Priority) []*modelItem {
+	seen := map[string]bool{}
+	var out []*modelItem
+	for _, it := range m.items {
+		if it.band == b && !seen[it.tenant] {
+			seen[it.tenant] = true
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func (m *model) next(eligible func(*modelItem) bool) *modelItem {
+	bands := auth.Priorities()
+	for bi := len(bands) - 1; bi >= 0; bi-- {
+		hs := m.heads(bands[bi])
+		slices.SortFunc(hs, func(a, b *modelItem) int {
+			ca, cb := m.counters[m.key(a)], m.counters[m.key(b)]
+			if ca != cb {
+				if ca < cb {
+					return -1
+				}
+				return 1
+			}
+			return int(a.seq) - int(b.seq)
+		})
+		for _, h := range hs {
+			if eligible(h) {
+				m.remove(h.seq)
+				k := m.key(h)
+				m.counters[k] += h.cost / m.weights[k]
+				m.floor[bi] = m.counters[k]
+				return h
+			}
+		}
+	}
+	return nil
+}
+
+func (m *model) victim(incoming auth.Priority) *modelItem {
+	for _, b := range auth.Priorities() {
+		if b >= incoming {
+			return nil
+		}
+		if w := m.newestOfLargest(b); w != nil {
+			return w
+		}
+	}
+	return nil
+}
+
+// newestOfLargest is the newest item of the tenant with the largest
+// counter in band b (the newest such tail on a tie).
+func (m *model) newestOfLargest(b auth.Priority) *modelItem {
+	tails := map[string]*modelItem{}
+	for _, it := range m.items {
+		if it.band == b {
+			tails[it.tenant] = it
+		}
+	}
+	var worst *modelItem
+	for _, t := range tails {
+		if worst == nil || m.counters[m.key(t)] > m.counters[m.key(worst)] ||
+			(m.counters[m.key(t)] == m.counters[m.key(worst)] && t.seq > worst.seq) {
+			worst = t
+		}
+	}
+	return worst
+}
+
+// TestQueueAgainstModel drives Queue and the naive model with the same
+// random arrivals (bands, tenants, weights, costs), cancellations,
+// dispatches with random saturation, sheds and charges, and checks that
+// they choose the same item every time, keep the same counters, and that
+// every item leaves exactly once.
+func TestQueueAgainstModel(t *testing.T) {
+	for seed := uint64(1); seed <= 40; seed++ {
+		rng := rand.New(rand.NewPCG(seed, seed*7919))
+		q, m := NewQueue(), newModel()
+		live := map[uint64]*Item{} // by seq
+		left := map[uint64]bool{}
+		tenants := []string{"a", "b", "c", "d", ""}
+		weights := map[string]float64{"a": 1, "b": 2, "c": 0.5, "d": 3, "": 0}
+		bands := auth.Priorities()
+		for step := 0; step < 3000; step++ {
+			switch op := rng.IntN(10); {
+			case op < 4: // arrival
+				ten := tenants[rng.IntN(len(tenants))]
+				b := bands[rng.IntN(len(bands))]
+				cost := float64(1 + rng.IntN(500))
+				it := &Item{Tenant: ten, Band: b, Weight: weights[ten], Cost: cost}
+				q.Push(it)
+				mi := &modelItem{tenant: ten, band: b, weight: weights[ten], cost: cost}
+				m.push(mi)
+				if it.Seq() != mi.seq {
+					t.Fatalf("seed %d step %d: seq %d, model %d", seed, step, it.Seq(), mi.seq)
+				}
+				live[it.Seq()] = it
+			case op < 5: // cancellation of a random item, or of one already gone
+				if len(live) == 0 {
+					continue
+				}
+				seqs := keys(live)
+				s := seqs[rng.IntN(len(seqs))]
+				if got, want := q.Remove(live[s]), m.remove(s); got != want || !got {
+					t.Fatalf("seed %d step %d: Remove(%d) = %v, model %v", seed, step, s, got, want)
+				}
+				if q.Remove(live[s]) {
+					t.Fatalf("seed %d step %d: item %d removed twice", seed, step, s)
+				}
+				delete(live, s)
+				left[s] = true
+			case op < 8: // dispatch with some tenants' pods saturated
+				sat := map[string]bool{}
+				for _, ten := range tenants {
+					sat[ten] = rng.IntN(4) == 0
+				}
+				got := q.Next(func(it *Item) bool { return !sat[it.Tenant] })
+				want := m.next(func(it *modelItem) bool { return !sat[it.tenant] })
+				switch {
+				case got == nil && want == nil:
+				case got == nil || want == nil || got.Seq() != want.seq:
+					t.Fatalf("seed %d step %d: Next = %v, model %v", seed, step, seqOf(got), want)
+				default:
+					if left[got.Seq()] {
+						t.Fatalf("seed %d step %d: item %d left twice", seed, step, got.Seq())
+					}
+					delete(live, got.Seq())
+					left[got.Seq()] = true
+				}
+			case op < 9: // shed for an arrival of a random band
+				b := bands[rng.IntN(len(bands))]
+				got, want := q.Victim(b), m.victim(b)
+				if (got == nil) != (want == nil) || (got != nil && got.Seq() != want.seq) {
+					t.Fatalf("seed %d step %d: Victim(%v) = %v, model %v", seed, step, b, seqOf(got), want)
+				}
+				if got != nil {
+					q.Remove(got)
+					m.remove(got.Seq())
+					delete(live, got.Seq())
+					left[got.Seq()] = true
+				}
+			default: // a request's real usage corrects its tenant's counter
+				ten, b := tenants[rng.IntN(len(tenants))], bands[rng.IntN(len(bands))]
+				tok := float64(rng.IntN(400) - 200)
+				q.Charge(ten, b, weights[ten], tok)
+				k := modelKey{b, ten}
+				m.ensure(k, weights[ten])
+				m.counters[k] += tok / m.weights[k]
+			}
+			if q.Len() != len(m.items) || q.Len() != len(live) {
+				t.Fatalf("seed %d step %d: Len %d, model %d, live %d", seed, step, q.Len(), len(m.items), len(live))
+			}
+			for _, b := range bands {
+				n := 0
+				for _, it := range m.items {
+					if it.band >= b {
+						n++
+					}
+				}
+				if q.AtOrAbove(b) != n {
+					t.Fatalf("seed %d step %d: AtOrAbove(%v) = %d, model %d", seed, step, b, q.AtOrAbove(b), n)
+				}
+			}
+			for k, c := range m.counters {
+				if got := q.Counter(k.tenant, k.band); math.Abs(got-c) > 1e-6 {
+					t.Fatalf("seed %d step %d: counter %v = %v, model %v", seed, step, k, got, c)
+				}
+			}
+		}
+		// Drain: everything still waiting leaves, once each.
+		for it := q.Next(nil); it != nil; it = q.Next(nil) {
+			if left[it.Seq()] || live[it.Seq()] == nil {
+				t.Fatalf("seed %d: drained item %d left before", seed, it.Seq())
+			}
+			delete(live, it.Seq())
+			left[it.Seq()] = true
+		}
+		if len(live) != 0 || q.Len() != 0 {
+			t.Fatalf("seed %d: %d items lost", seed, len(live))
+		}
+	}
+}
+
+func keys(m map[uint64]*Item) []uint64 {
+	out := make([]uint64, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func seqOf(it *Item) any {
+	if it == nil {
+		return nil
+	}
+	return it.Seq()
+}

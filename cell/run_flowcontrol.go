@@ -1,0 +1,183 @@
+package cell
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/cellrouter/cellrouter/api/openai"
+	"github.com/cellrouter/cellrouter/cell/flowcontrol"
+	"github.com/cellrouter/cellrouter/cell/load"
+	"github.com/cellrouter/cellrouter/cell/pipeline"
+	"github.com/cellrouter/cellrouter/cell/podset"
+	"github.com/cellrouter/cellrouter/internal/auth"
+	"github.com/cellrouter/cellrouter/internal/edge"
+)
+
+// QueueWaitHeader tells the client how long its request waited in the
+// flow-control queue, in seconds, when it waited at all.
+const QueueWaitHeader = "X-Cellrouter-Queue-Wait"
+
+// podSaturation judges a pod saturated for flow control
+// (flowcontrol.Saturation) from the load the cell already knows: the
+// router's own requests and blocks on it (cell/load), corrected by the
+// engine's metrics when they are fresh (cell/enginemetrics), against the
+// flow_control thresholds.
+type podSaturation struct {
+	cfg       flowcontrol.Config
+	tracker   *load.Tracker
+	pods      *podset.Set
+	engines   *engineScraper // nil: engine metrics off
+	blockSize int
+}
+
+var _ flowcontrol.Saturation = (*podSaturation)(nil)
+
+// Saturated implements flowcontrol.Saturation: the router's requests on
+// the pod reach max_inflight_per_pod, or its engine has
+// queue_depth_threshold requests waiting, or its active blocks (the
+// router's, plus what only the engine saw) reach active_blocks_threshold
+// of its capacity (kv_blocks, else the engine's cache size).
+func (s *podSaturation) Saturated(pod string) bool {
+	u := s.tracker.Usage(pod)
+	if s.cfg.MaxInflightPerPod > 0 && u.Requests >= s.cfg.MaxInflightPerPod {
+		return true
+	}
+	var capacity float64
+	if p, ok := s.pods.Load().Get(pod); ok && p.KVBlocks > 0 {
+		capacity = float64(p.KVBlocks)
+	}
+	blocks := float64(u.Blocks)
+	if s.engines != nil {
+		if snap, fresh := s.engines.View().Load(pod); fresh {
+			if s.cfg.QueueDepthThreshold > 0 && snap.HasQueue && snap.Waiting >= float64(s.cfg.QueueDepthThreshold) {
+				return true
+			}
+			if capacity == 0 && s.blockSize > 0 {
+				capacity = float64(snap.CapacityTokens / int64(s.blockSize))
+			}
+			if eng, ok := snap.LoadBlocks(capacity); ok {
+				blocks += max(0, eng-float64(snap.RouterBlocks))
+			}
+		}
+	}
+	return s.cfg.ActiveBlocksThreshold > 0 && capacity > 0 && blocks >= s.cfg.ActiveBlocksThreshold*capacity
+}
+
+// acceptablePods are the pods a decision would send the request to, best
+// first (each once): the request waits while all of them are saturated.
+func acceptablePods(d *decision) []string {
+	dec := d.plan.Single
+	if d.plan.Disaggregated {
+		dec = d.plan.Decode
+	}
+	out := make([]string, 0, len(dec.Order))
+	var seen map[string]bool // for long lists; a short one is scanned
+	for _, ci := range dec.Order {
+		pod := d.rc.Candidates[ci].Pod
+		if seen != nil {
+			if seen[pod] {
+				continue
+			}
+			seen[pod] = true
+		} else if slices.Contains(out, pod) {
+			continue
+		}
+		out = append(out, pod)
+		if len(out) == 16 && seen == nil {
+			seen = make(map[string]bool, len(dec.Order))
+			for _, p := range out {
+				seen[p] = true
+			}
+		}
+	}
+	return out
+}
+
+// admitFlow passes a decided request through flow control. It returns the
+// decision to execute (a new one when the request waited: it is re-picked,
+// since the cache and the load moved meanwhile) and the grant to end, or
+// ok false when it answered the client itself (429 past the deadline or
+// from a full queue, 503 when the cell stops) or the client left. d is
+// released when it is replaced or refused.
+func (c *Cell) admitFlow(ctx context.Context, w http.ResponseWriter, r *http.Request, preq *pipeline.Request, d *decision, band auth.Priority) (*decision, *flowcontrol.Grant, bool) {
+	p, _ := edge.PrincipalFrom(r.Context())
+	timeout, _ := flowcontrol.ParseTimeout(r.Header.Get(flowcontrol.TimeoutHeader)) // checked by the caller
+	tokens := preq.MaxTokens
+	if tokens <= 0 {
+		tokens = c.cfg.FlowControl.OutputTokensEstimate
+	}
+	if toks, ok := pipeline.Tokens.Get(d.rc); ok {
+		tokens += len(toks)
+	} else if hashes, ok := pipeline.BlockHashes.Get(d.rc); ok {
+		tokens += len(hashes) * c.cfg.Events.BlockSize
+	}
+	req := flowcontrol.Request{Tenant: p.TenantName(), Band: band, Weight: p.Tenant.FairWeight(), ClientTimeout: timeout,
+		Tokens: tokens, Pods: acceptablePods(d)}
+	if p.Tenant != nil {
+		req.MaxWait = p.Tenant.MaxQueueWait
+	}
+	g, err := c.flow.Admit(ctx, req)
+	if err != nil {
+		c.router.release(d)
+		c.refuseFlow(w, err)
+		return nil, nil, false
+	}
+	if !g.Queued() {
+		return d, g, true
+	}
+	w.Header().Set(QueueWaitHeader, strconv.FormatFloat(g.Waited().Seconds(), 'f', 3, 64))
+	c.router.release(d)
+	d, err = c.router.decide(ctx, preq)
+	if err != nil {
+		g.Done(0)
+		c.rm.decisions.WithLabelValues(c.cfg.Routing.Profile, "error").Inc()
+		status, body := decideFailure(err)
+		c.logFailure("cell: cannot re-pick a request that waited", status, err, "path", r.URL.Path, "model", preq.Model)
+		openai.WriteErrorBody(w, status, body)
+		return nil, nil, false
+	}
+	return d, g, true
+}
+
+// refuseFlow answers a request flow control refused: 429 with Retry-After
+// past its deadline or shed from a full queue, 503 when the cell stops,
+// nothing when the client left.
+func (c *Cell) refuseFlow(w http.ResponseWriter, err error) {
+	var fe *flowcontrol.Error
+	switch {
+	case errors.As(err, &fe):
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((fe.RetryAfter+time.Second-1)/time.Second), 10))
+		code, msg := "queue_timeout", "the cell's pods are saturated and the request waited its whole deadline in the queue; retry after the time in Retry-After"
+		if errors.Is(err, flowcontrol.ErrShed) {
+			code, msg = "queue_full", "the cell's pods are saturated and its queue is full of requests of your priority or higher; retry after the time in Retry-After"
+		}
+		openai.WriteErrorBody(w, http.StatusTooManyRequests, openai.NewErrorBody(edge.TypeRequests, msg, "", code))
+	case errors.Is(err, flowcontrol.ErrClosed):
+		w.Header().Set("Retry-After", "1")
+		openai.WriteErrorBody(w, http.StatusServiceUnavailable, openai.NewErrorBody(openai.TypeServer,
+			"the cell is stopping; retry after the time in Retry-After", "", "server_shutting_down"))
+	}
+	// A client that left gets nothing: nobody reads the answer.
+}
+
+// requestBand returns the priority band of r (auth.PriorityHeader against
+// its principal's tenant) after checking flowcontrol.TimeoutHeader; a
+// header that names no band, or no positive duration, is answered 400
+// and ok is false.
+func requestBand(w http.ResponseWriter, r *http.Request) (band auth.Priority, ok bool) {
+	if _, err := flowcontrol.ParseTimeout(r.Header.Get(flowcontrol.TimeoutHeader)); err != nil {
+		openai.WriteErrorBody(w, http.StatusBadRequest, openai.NewErrorBody(openai.TypeInvalidRequest, err.Error(), flowcontrol.TimeoutHeader, "invalid_timeout"))
+		return 0, false
+	}
+	p, _ := edge.PrincipalFrom(r.Context())
+	band, err := p.RequestPriority(r.Header.Get(auth.PriorityHeader))
+	if err != nil {
+		edge.WriteHTTP(w, err)
+		return 0, false
+	}
+	return band, true
+}
