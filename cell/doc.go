@@ -19,8 +19,12 @@
 //	                     (/metrics, /healthz, /readyz, REST through grpc-gateway,
 //	                     its OpenAPI document at /openapi/cell.swagger.json;
 //	                     a sampled access line per request, internal/logging)
+//	flowcontrol          the queue between Pick and Execute (cell/flowcontrol;
+//	                     run_flowcontrol.go judges pods saturated from the load
+//	                     the cell knows, re-picks a request that waited, answers
+//	                     429 past its deadline)
 //	loops                registry ticks (kill silent pods), pod health checks,
-//	                     expiry of learned blocks
+//	                     expiry of learned blocks, flow control's recheck
 //
 // The files are grouped by prefix, so that a reader finds each part
 // without scrolling:

@@ -1,8 +1,90 @@
 // Package flowcontrol is a cell's admission control between Pick and
-// Execute: when the pods a request may go to are saturated, it waits in a
-// bounded queue instead of piling onto the engines, and leaves it in an
-// order that is strict between priority bands and fair between tenants
-// within a band.
+// Execute: when every pod a request may go to is saturated, the request
+// waits in a bounded queue instead of piling onto the engines' own
+// queues, where nobody decides who waits; it leaves the queue in an order
+// that is strict between priority bands and fair between tenants within
+// a band, and is re-picked when it leaves, since the cache and the load
+// moved while it waited.
 //
-// Draft: the model is described in full once the controller lands.
+// # Saturation
+//
+// The controller asks a Saturation whether a pod can take another request
+// now. The cell's answer (cell/run_flowcontrol.go) uses the load it
+// already knows: the router's own requests and active blocks on the pod
+// (cell/load), corrected by the engine's metrics when they are fresh
+// (cell/enginemetrics); a pod is saturated when its engine has
+// queue_depth_threshold requests waiting, or its active blocks reach
+// active_blocks_threshold of its KV capacity, or the router has
+// max_inflight_per_pod requests on it. A request waits while all of its
+// decision's acceptable pods (the pipeline's order, after its filters)
+// are saturated; it is admitted at once when none of its band or above
+// waits and one of them has room.
+//
+// # Order
+//
+// Queue is the pure decision core: no lock, clock or goroutine. Between
+// bands (auth.Priority: critical, standard, sheddable) the order is
+// strict: no request leaves while one of a higher band that could go
+// waits. Within a band each tenant has a virtual token counter, in the
+// spirit of the Virtual Token Counter (VTC, Sheng et al., "Fairness in
+// Serving Large Language Models", OSDI 2024): a request is charged its
+// prompt and expected output tokens over its tenant's weight when it is
+// admitted, and corrected to its real usage when it ends; the next
+// request is the head of the waiting tenant with the least counter. A
+// tenant that starts waiting is lifted to the least counter of the
+// tenants already waiting (or the band's last served counter), so idling
+// banks no credit with which to starve the others later. With every
+// tenant backlogged, two tenants' served tokens over their weights differ
+// by at most one request's cost over the least weight
+// (TestQueueFairnessBound), so the shares converge to the weights. Within a tenant the
+// order is first come, first served.
+//
+// The order never looks at prefixes: a request whose prefix is hot on an
+// idle pod waits its turn like any other (TestQueueHotPrefixDoesNotSkip).
+// Pods only decide eligibility: a head whose pods are all saturated is
+// passed over for the next tenant's, which keeps the queue working when
+// the cell serves several models on different pods. Dispatch hands one
+// request at a time to its goroutine and waits until it has been
+// re-picked and its load recorded (Grant.Started) before dispatching the
+// next, so one freed slot does not release the whole queue; the queue
+// moves whenever a request ends and every recheck_interval (Run), as the
+// engines' metrics change between requests.
+//
+// # Deadlines and shedding
+//
+// A request waits at most the least of default_deadline, its tenant's
+// max_queue_wait and its client's own bound (TimeoutHeader, or the
+// context's deadline); past it the answer is 429 with Retry-After (the
+// wait a new request of its band would have now, at least a second) in
+// OpenAI's error shape. A client that goes away leaves the queue at once.
+// A full queue (max_queued) makes room by shedding the newest request of
+// the most-served tenant of the lowest band below the arrival's; with
+// nothing below, the arrival itself is refused. And a request whose
+// deadline passes first sheds every waiting request of a lower band
+// (which would have been served after it anyway), so no request is ever
+// refused while one of a lower band waits: in particular no critical
+// request is shed while a sheddable one is queued (Stats counts any that
+// were, and the tests hold it at zero). Every queued request leaves
+// exactly once: dispatched, expired, shed, cancelled or closed; the one
+// that takes it out of the queue, under the lock, owns its answer.
+//
+// # Wait estimate
+//
+// WaitEstimate(band) is what the cell gossips to the global tier: the
+// requests waiting at the band or above, plus one, times the recent mean
+// interval between dispatches (or the time since the last one, when that
+// is longer), capped at default_deadline; 0 when none waits.
+//
+// # On by default
+//
+// flow_control.enabled defaults to true. It acts only on evidence: while
+// no pod is known to be saturated every request is admitted at once, at a
+// cost of about a microsecond and one allocation
+// (BenchmarkControllerAdmit), and without engine metrics, kv_blocks or
+// max_inflight_per_pod nothing is ever judged saturated. Off, a saturated
+// fleet queues in the engines, first come first served, where a noisy
+// tenant pushes everyone's time to first token (the loadtest's
+// comparison, and TestFlowNoisyTenantDoesNotPushQuiet, measure both).
+// --flow-control=false turns it off, for that comparison or for a cell
+// whose engines do their own fair scheduling.
 package flowcontrol
