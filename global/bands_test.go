@@ -257,13 +257,23 @@ func TestShedSheddableOverGossip(t *testing.T) {
 	}
 
 	// Cell a queues sheddable work: every sheddable request goes to b,
-	// cold prompts included, whatever their stable hash prefers.
+	// cold prompts included, whatever their stable hash prefers. (On a
+	// loaded machine memberlist may hold cell-b suspect for a moment, when
+	// cell-a is the only usable cell and the request is refused: it is
+	// sent again, but never served by cell-a.)
 	waitA.Store(int64(1500 * time.Millisecond))
 	waitFor(t, "cell-a's wait at globald", announced("cell-a", 1500*time.Millisecond))
 	for i := range 8 {
-		if resp := send("sheddable", uint32(500+i)); resp.StatusCode != 200 || resp.Header.Get(CellHeader) != "cell-b" {
-			t.Fatalf("request %d: %d from %q, want 200 from cell-b", i, resp.StatusCode, resp.Header.Get(CellHeader))
-		}
+		waitFor(t, "a sheddable request served", func() bool {
+			resp := send("sheddable", uint32(500+i))
+			if resp.StatusCode == 200 && resp.Header.Get(CellHeader) != "cell-b" {
+				t.Fatalf("request %d: served by %q, want cell-b", i, resp.Header.Get(CellHeader))
+			}
+			if resp.StatusCode != 200 && resp.StatusCode != http.StatusTooManyRequests {
+				t.Fatalf("request %d: %d (%s), want 200 from cell-b", i, resp.StatusCode, lastBody)
+			}
+			return resp.StatusCode == 200
+		})
 	}
 	// Both queue it: 429 before any hand-off, Retry-After the shorter wait
 	// rounded up; standard work still flows.
