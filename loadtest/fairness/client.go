@@ -15,6 +15,9 @@ import (
 // outcome is what one request saw.
 type outcome struct {
 	tenant string
+	// idx numbers the request within its tenant's replay, so that the same
+	// request can be found in two phases.
+	idx int
 	// sent is when it was sent; first when its first chunk came (zero
 	// without one); done when its answer ended.
 	sent, first, done time.Time

@@ -75,8 +75,9 @@ func TestShortRun(t *testing.T) {
 	if want := tenantOf(rep.Mixed, "quiet").TTFTP99Ms / tenantOf(rep.Solo, "quiet").TTFTP99Ms; rep.QuietP99Ratio != want {
 		t.Errorf("quiet_p99_ratio %v, want mixed over solo %v", rep.QuietP99Ratio, want)
 	}
-	if want := 1 - rep.Mixed.Reuse/rep.MixedOff.Reuse; rep.MixedOff.Reuse > 0 && rep.ReuseLossVsOff != want {
-		t.Errorf("reuse_loss_vs_off %v, want %v", rep.ReuseLossVsOff, want)
+	if rep.ReuseCompared < tenantOf(rep.Mixed, "quiet").Served/2 || rep.ReuseCompared > rep.Mixed.Served || rep.ReuseLossVsOff > 1 {
+		t.Errorf("reuse compared over %d requests (mixed served %d, its quiet tenant %d), loss %v", rep.ReuseCompared,
+			rep.Mixed.Served, tenantOf(rep.Mixed, "quiet").Served, rep.ReuseLossVsOff)
 	}
 	if rep.CriticalShedWhileSheddableQueued != rep.Priority.CriticalShedWhileSheddableQueued {
 		t.Errorf("critical_shed_while_sheddable_queued %d, priority phase's %d", rep.CriticalShedWhileSheddableQueued, rep.Priority.CriticalShedWhileSheddableQueued)
@@ -124,5 +125,19 @@ func TestSummariseShares(t *testing.T) {
 	a, b := tenantOf(p, "a"), tenantOf(p, "b")
 	if a.ServedTokens != 100 || b.ServedTokens != 300 || a.TokenShare != 0.25 || b.WeightShare != 0.75 || a.ShareError != 0 {
 		t.Fatalf("a %+v, b %+v; want 100 and 300 tokens, shares matching the weights", a, b)
+	}
+}
+
+// TestReuseLoss compares only the requests both phases served.
+func TestReuseLoss(t *testing.T) {
+	ok := func(tenant string, idx, prompt, cached int) outcome {
+		t0 := time.Unix(1, 0)
+		return outcome{tenant: tenant, idx: idx, sent: t0, first: t0, done: t0, status: 200, prompt: prompt, cached: cached}
+	}
+	on := []outcome{ok("q", 0, 100, 40), ok("q", 1, 100, 40), ok("n", 0, 100, 0), {tenant: "n", idx: 1, status: 429}}
+	off := []outcome{ok("q", 0, 100, 50), ok("q", 1, 100, 50), ok("n", 1, 100, 100)}
+	loss, n := reuseLoss(on, off)
+	if n != 2 || math.Abs(loss-0.2) > 1e-12 {
+		t.Fatalf("loss %v over %d requests, want 0.2 over 2 (q's two)", loss, n)
 	}
 }

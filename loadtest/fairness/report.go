@@ -20,9 +20,13 @@ type Report struct {
 	// CriticalShedWhileSheddableQueued counts critical requests refused
 	// while a sheddable one was outstanding, in the priority phase.
 	CriticalShedWhileSheddableQueued int `json:"critical_shed_while_sheddable_queued"`
-	// ReuseLossVsOff is 1 - reuse(mixed)/reuse(mixed_off): the prefix
-	// reuse flow control costs (negative: it gained).
+	// ReuseLossVsOff is 1 - reuse(mixed)/reuse(mixed_off) over the
+	// requests both phases served (ReuseCompared of them; flow control
+	// sheds some that the phase without it serves, and a phase's own reuse
+	// depends on which): the prefix reuse flow control costs (negative:
+	// it gained).
 	ReuseLossVsOff float64 `json:"reuse_loss_vs_off"`
+	ReuseCompared  int     `json:"reuse_compared"`
 
 	// CapacityRPS is the fleet's estimated capacity, requests a second;
 	// QuietRPS and NoisyRPS the two tenants' rates in the mixed phases,
@@ -198,9 +202,37 @@ func (r *Report) finish() {
 		r.ShareErrorMax = max(r.ShareErrorMax, t.ShareError)
 	}
 	r.CriticalShedWhileSheddableQueued = r.Priority.CriticalShedWhileSheddableQueued
-	if r.MixedOff.Reuse > 0 {
-		r.ReuseLossVsOff = 1 - r.Mixed.Reuse/r.MixedOff.Reuse
+}
+
+// reuseLoss compares the prefix reuse (cached over prompt tokens) of the
+// requests that both on and off served: 1 - on/off, and how many.
+func reuseLoss(on, off []outcome) (float64, int) {
+	type key struct {
+		tenant string
+		idx    int
 	}
+	served := map[key]*outcome{}
+	for i := range off {
+		if off[i].ok() {
+			served[key{off[i].tenant, off[i].idx}] = &off[i]
+		}
+	}
+	var onPrompt, onCached, offPrompt, offCached int64
+	n := 0
+	for i := range on {
+		o := &on[i]
+		f, ok := served[key{o.tenant, o.idx}]
+		if !o.ok() || !ok {
+			continue
+		}
+		n++
+		onPrompt, onCached = onPrompt+int64(o.prompt), onCached+int64(o.cached)
+		offPrompt, offCached = offPrompt+int64(f.prompt), offCached+int64(f.cached)
+	}
+	if onPrompt == 0 || offCached == 0 {
+		return 0, n
+	}
+	return 1 - (float64(onCached)/float64(onPrompt))/(float64(offCached)/float64(offPrompt)), n
 }
 
 // tenantOf returns the named tenant of p, or nil.

@@ -65,6 +65,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		{"shares", true, []*tenant{shareA, shareB}, &rep.Shares},
 		{"priority", true, []*tenant{crit, shed}, &rep.Priority},
 	}
+	var mixed []outcome
 	for _, ph := range phases {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -74,6 +75,12 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 			return nil, fmt.Errorf("fairness: phase %s: %w", ph.name, err)
 		}
 		*ph.dst = summarise(ph.name, ph.flow, ph.tenants, outs, cfg.Duration)
+		switch ph.name {
+		case "mixed":
+			mixed = outs
+		case "mixed_off":
+			rep.ReuseLossVsOff, rep.ReuseCompared = reuseLoss(mixed, outs)
+		}
 		if progress != nil {
 			p := *ph.dst
 			fmt.Fprintf(progress, "fairness: %s (flow control %v): %d requests, %d served, %d shed, %d errors\n",
@@ -148,6 +155,7 @@ func runPhase(ctx context.Context, cfg Config, keys string, flow bool, ts []*ten
 					return
 				}
 				o := send(ctx, cl, url, t.key(), t.name, body(cfg.Model, p))
+				o.idx = i
 				mu.Lock()
 				outs = append(outs, o)
 				mu.Unlock()
