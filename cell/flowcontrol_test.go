@@ -87,8 +87,8 @@ func flowCell(t *testing.T, pod *slowPod, mod func(*Config)) *Cell {
 	f := "tenants:\n" +
 		"  - {name: noisy}\n  - {name: quiet}\n" +
 		"  - {name: gold, priority: critical}\n  - {name: batch, priority: sheddable}\n" +
-		"  - {name: impatient, max_queue_wait: 150ms}\nkeys:\n"
-	for _, ten := range []string{"noisy", "quiet", "gold", "batch", "impatient"} {
+		"  - {name: impatient, max_queue_wait: 150ms}\n  - {name: heavy, weight: 3}\nkeys:\n"
+	for _, ten := range []string{"noisy", "quiet", "gold", "batch", "impatient", "heavy"} {
 		f += "  - {sha256: " + auth.HashKey(ten+"-key").String() + ", tenant: " + ten + ", scopes: [inference]}\n"
 	}
 	keys := filepath.Join(dir, "keys.yaml")
@@ -182,6 +182,12 @@ func TestFlowNoisyTenantDoesNotPushQuiet(t *testing.T) {
 		stop()
 		wg.Wait()
 		if enabled {
+			// Every quiet request was served 64 prompt and 16 output tokens
+			// (the pod's usage), counted against its tenant.
+			_, metrics := getAdminMetrics(t, c)
+			if want := fmt.Sprintf(`cellrouter_flow_served_tokens_total{cell="cell-0",tenant="quiet"} %d`, quietN*80); !strings.Contains(metrics, want) {
+				t.Errorf("metrics lack %s:\n%s", want, grepLines(metrics, "cellrouter_flow_served"))
+			}
 			// The stopped clients' requests leave as the cell sees them go.
 			waitFor(t, "the queue to empty", func() bool { return c.flow.Stats().Queued == [auth.NumPriorities]int{} })
 			if got, want := pod.count(), sent+quietN; got < want {
@@ -197,6 +203,52 @@ func TestFlowNoisyTenantDoesNotPushQuiet(t *testing.T) {
 	// the one in service); the noisy tenant waits for its own backlog.
 	if quietOn*5/2 > noisyOn {
 		t.Errorf("with flow control the quiet tenant's mean latency %v is not well under the noisy one's %v", quietOn, noisyOn)
+	}
+}
+
+// TestFlowSharesFollowWeights keeps two tenants of weights 1 and 3
+// backlogged against a pod that serves one request at a time and checks
+// that the pod serves them in the ratio of their weights (within 10% of
+// each share), the fair share by tokens served.
+func TestFlowSharesFollowWeights(t *testing.T) {
+	pod := newSlowPod(t, "pod-a", 2*time.Millisecond, nil)
+	c := flowCell(t, pod, nil)
+	base := "http://" + c.HTTPAddr()
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, ten := range []string{"noisy", "heavy"} {
+		for range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					if code, _, body, _, err := flowRequest(ctx, base, ten, nil); err == nil && code != 200 {
+						t.Errorf("%s: %d %s", ten, code, body)
+					}
+				}
+			}()
+		}
+	}
+	// Both tenants are backlogged once each has a request at the pod;
+	// count from there.
+	waitFor(t, "both tenants served", func() bool {
+		pod.countMu.Lock()
+		defer pod.countMu.Unlock()
+		return pod.received["noisy"] > 0 && pod.received["heavy"] > 0
+	})
+	pod.countMu.Lock()
+	base0 := map[string]int{"noisy": pod.received["noisy"], "heavy": pod.received["heavy"]}
+	pod.countMu.Unlock()
+	waitFor(t, "200 requests served", func() bool { return pod.count()-base0["noisy"]-base0["heavy"] >= 200 })
+	pod.countMu.Lock()
+	noisy, heavy := pod.received["noisy"]-base0["noisy"], pod.received["heavy"]-base0["heavy"]
+	pod.countMu.Unlock()
+	stop()
+	wg.Wait()
+	share := float64(heavy) / float64(heavy+noisy)
+	t.Logf("served: heavy (weight 3) %d, noisy (weight 1) %d: heavy's share %.3f, want 0.75", heavy, noisy, share)
+	if share < 0.75*0.9 || share > 0.75*1.1 {
+		t.Errorf("heavy's share %.3f: want 0.75 within 10%%", share)
 	}
 }
 
@@ -250,8 +302,11 @@ func TestFlowDeadlineAnswers429(t *testing.T) {
 		t.Errorf("the pod saw %d requests: want only the first", n)
 	}
 	_, metrics := getAdminMetrics(t, c)
-	if !strings.Contains(metrics, `cellrouter_flow_shed_total{band="standard",cell="cell-0",reason="deadline"} 2`) {
-		t.Errorf("metrics lack two deadline refusals:\n%s", grepLines(metrics, "cellrouter_flow_"))
+	for _, want := range []string{`cellrouter_flow_shed_total{band="standard",cell="cell-0",reason="deadline"} 1`,
+		`cellrouter_flow_shed_total{band="standard",cell="cell-0",reason="client_deadline"} 1`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s:\n%s", want, grepLines(metrics, "cellrouter_flow_"))
+		}
 	}
 }
 
@@ -302,9 +357,12 @@ func TestFlowPriorityBands(t *testing.T) {
 	order := make(chan string, 8)
 	send := func(tenant string, hdr map[string]string, label string) {
 		go func() {
-			code, _, body, _, _ := flowRequest(context.Background(), base, tenant, hdr)
+			code, h, body, _, _ := flowRequest(context.Background(), base, tenant, hdr)
 			if code != 200 {
 				t.Errorf("%s: %d %s", label, code, body)
+			}
+			if wait := h.Get(QueueWaitHeader); (wait != "") != (label != "holder") {
+				t.Errorf("%s: %s %q: want it on the requests that waited", label, QueueWaitHeader, wait)
 			}
 			order <- label
 		}()

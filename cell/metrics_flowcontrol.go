@@ -31,7 +31,7 @@ func newFlowMetrics(cellID string, reg prometheus.Registerer) *flowMetrics {
 			Help:        "Time requests waited in the flow-control queue, by band and tenant (every queued request, whatever its outcome).",
 			ConstLabels: labels, Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12)}, []string{"band", "tenant"}),
 		shed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellrouter_flow_shed_total",
-			Help: "Requests the flow-control queue refused, by band and reason: deadline (waited past it), shed (a higher band took its place, " +
+			Help: "Requests the flow-control queue refused, by band and reason: deadline (waited past it), client_deadline (past the client's own shorter bound), shed (a higher band took its place, " +
 				"or a higher band's deadline passed), queue_full (refused on arrival), closed (the cell stopped); cancelled counts clients that left.",
 			ConstLabels: labels}, []string{"band", "reason"}),
 		served: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellrouter_flow_served_tokens_total",

@@ -45,6 +45,9 @@ type waiter struct {
 	req   Request
 	since time.Time
 	ch    chan error // buffered 1: nil is a grant
+	// byClient says its deadline is the client's own bound (shorter than
+	// the default and the tenant's).
+	byClient bool
 }
 
 // Controller is a cell's flow control: the Queue behind a lock, the
@@ -122,12 +125,16 @@ func (c *Controller) Admit(ctx context.Context, r Request) (*Grant, error) {
 	if r.MaxWait > 0 {
 		deadline = minTime(deadline, now.Add(r.MaxWait))
 	}
+	// The client's own bound, when it is the shortest, makes the expiry
+	// the client's choice (like a disconnect), not the cell refusing it.
+	policy := deadline
 	if r.ClientTimeout > 0 {
 		deadline = minTime(deadline, now.Add(r.ClientTimeout))
 	}
 	if d, ok := ctx.Deadline(); ok {
 		deadline = minTime(deadline, d)
 	}
+	byClient := deadline.Before(policy)
 	bi := r.Band.Index()
 
 	c.mu.Lock()
@@ -153,7 +160,7 @@ func (c *Controller) Admit(ctx context.Context, r Request) (*Grant, error) {
 		}
 		c.shedLocked(v, now)
 	}
-	w := &waiter{req: r, since: now, ch: make(chan error, 1)}
+	w := &waiter{req: r, since: now, ch: make(chan error, 1), byClient: byClient}
 	it := &Item{Tenant: r.Tenant, Band: r.Band, Weight: r.Weight, Cost: float64(r.Tokens), Value: w}
 	if c.q.Len() == 0 {
 		c.mark = now
@@ -198,14 +205,18 @@ func (c *Controller) leave(it *Item, err error, outcome string) error {
 	}
 	now := c.now()
 	c.obs.Queued(w.req.Tenant, w.req.Band, -1)
-	if outcome == OutcomeDeadline {
+	if outcome == OutcomeDeadline && !w.byClient {
 		// A request that could not be served in time would have been
 		// served before every request of a lower band: those cannot be
 		// served in time either, and go first (lowest band first), so a
-		// band is never refused while a lower one waits.
+		// band is never refused while a lower one waits. A client whose
+		// own short bound passed sheds nobody: it chose to leave.
 		for v := c.q.Victim(w.req.Band); v != nil; v = c.q.Victim(w.req.Band) {
 			c.shedLocked(v, now)
 		}
+	}
+	if outcome == OutcomeDeadline && w.byClient {
+		outcome = OutcomeClientDeadline
 	}
 	c.leftLocked(w.req, now.Sub(w.since), outcome)
 	if e, ok := err.(*Error); ok {

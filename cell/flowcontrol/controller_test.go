@@ -103,8 +103,8 @@ func TestDeadlineAnswers429(t *testing.T) {
 	if _, err := c.Admit(context.Background(), Request{Tenant: "t", ClientTimeout: 10 * time.Millisecond, Pods: []string{"p"}}); !errors.Is(err, ErrDeadline) {
 		t.Errorf("client's timeout header: got %v, want ErrDeadline", err)
 	}
-	if s := c.Stats(); s.Left[auth.PriorityStandard.Index()][OutcomeDeadline] != 3 || s.Queued != [3]int{} {
-		t.Errorf("stats %+v: want three deadlines, nothing queued", s)
+	if s := c.Stats(); s.Left[auth.PriorityStandard.Index()][OutcomeDeadline] != 1 || s.Left[auth.PriorityStandard.Index()][OutcomeClientDeadline] != 2 || s.Queued != [3]int{} {
+		t.Errorf("stats %+v: want one deadline of the tenant's, two of the client's, nothing queued", s)
 	}
 }
 
@@ -165,6 +165,37 @@ func TestShedLowestBandFirst(t *testing.T) {
 	}
 	s := c.Stats()
 	if s.CriticalShedWhileSheddableQueued != 0 || s.Left[0][OutcomeShed] != 1 || s.Left[0][OutcomeRefused] != 1 || s.Left[1][OutcomeRefused] != 1 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestDeadlineShedsLowerBands checks that a request the cell could not
+// serve within its deadline takes the lower bands' waiting requests with
+// it (they would have been served after it), so it is never refused while
+// one of them waits; a client's own shorter bound sheds nobody.
+func TestDeadlineShedsLowerBands(t *testing.T) {
+	pods := newFakePods(1)
+	pods.add("p", 1)
+	c := start(t, testConfig(), pods)
+	ctx := context.Background()
+	batch := admitAsync(ctx, c, Request{Tenant: "batch", Band: auth.PrioritySheddable, Pods: []string{"p"}})
+	eventually(t, "the sheddable request to queue", func() bool { return c.Stats().Queued[0] == 1 })
+	// The client's own bound passes: the sheddable request stays.
+	if _, err := c.Admit(ctx, Request{Tenant: "gold", Band: auth.PriorityCritical, ClientTimeout: 10 * time.Millisecond, Pods: []string{"p"}}); !errors.Is(err, ErrDeadline) {
+		t.Fatalf("critical with a client bound: got %v, want ErrDeadline", err)
+	}
+	if s := c.Stats(); s.Queued[0] != 1 || s.CriticalShedWhileSheddableQueued != 0 {
+		t.Fatalf("after a client's bound: %+v, want the sheddable request still queued", s)
+	}
+	// The tenant's bound passes: the sheddable request goes first.
+	if _, err := c.Admit(ctx, Request{Tenant: "gold", Band: auth.PriorityCritical, MaxWait: 10 * time.Millisecond, Pods: []string{"p"}}); !errors.Is(err, ErrDeadline) {
+		t.Fatalf("critical with a tenant bound: got %v, want ErrDeadline", err)
+	}
+	if r := <-batch; !errors.Is(r.err, ErrShed) {
+		t.Fatalf("sheddable: got %v, want ErrShed", r.err)
+	}
+	s := c.Stats()
+	if s.CriticalShedWhileSheddableQueued != 0 || s.Left[2][OutcomeDeadline] != 1 || s.Left[2][OutcomeClientDeadline] != 1 || s.Left[0][OutcomeShed] != 1 {
 		t.Errorf("stats %+v", s)
 	}
 }
@@ -231,7 +262,7 @@ func TestControllerRandom(t *testing.T) {
 	for b := range auth.NumPriorities {
 		admitted += s.Admitted[b]
 		dispatched += s.Left[b][OutcomeDispatched]
-		dl += s.Left[b][OutcomeDeadline]
+		dl += s.Left[b][OutcomeDeadline] + s.Left[b][OutcomeClientDeadline]
 		sh += s.Left[b][OutcomeShed] + s.Left[b][OutcomeRefused]
 		ca += s.Left[b][OutcomeCancelled]
 	}

@@ -60,11 +60,14 @@
 // A full queue (max_queued) makes room by shedding the newest request of
 // the most-served tenant of the lowest band below the arrival's; with
 // nothing below, the arrival itself is refused. And a request whose
-// deadline passes first sheds every waiting request of a lower band
-// (which would have been served after it anyway), so no request is ever
-// refused while one of a lower band waits: in particular no critical
-// request is shed while a sheddable one is queued (Stats counts any that
-// were, and the tests hold it at zero). Every queued request leaves
+// deadline (the cell's or its tenant's) passes first sheds every waiting
+// request of a lower band (which would have been served after it
+// anyway), so no request is ever refused while one of a lower band
+// waits: in particular no critical request is shed while a sheddable one
+// is queued (Stats counts any that were, and the tests hold it at zero).
+// A client whose own, shorter bound passes leaves like one that
+// disconnects (outcome client_deadline, still a 429) and sheds nobody, so
+// a client cannot flush the lower bands by sending short timeouts. Every queued request leaves
 // exactly once: dispatched, expired, shed, cancelled or closed; the one
 // that takes it out of the queue, under the lock, owns its answer.
 //

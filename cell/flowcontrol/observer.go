@@ -13,6 +13,10 @@ const (
 	OutcomeDispatched = "dispatched"
 	// OutcomeDeadline: it waited its whole deadline (429).
 	OutcomeDeadline = "deadline"
+	// OutcomeClientDeadline: it waited as long as its client said it
+	// would (TimeoutHeader or its context's deadline), which was shorter
+	// than the cell's and its tenant's bounds (429).
+	OutcomeClientDeadline = "client_deadline"
 	// OutcomeShed: a request of a higher band took its place in a full
 	// queue (429).
 	OutcomeShed = "shed"
