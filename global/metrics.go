@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cellrouter/cellrouter/internal/auth"
 )
 
 // metrics are the global tier's Prometheus metrics.
@@ -79,6 +81,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, s := range []string{SourceLocal, SourceRemote} {
 		m.tokenizeErrs.WithLabelValues(s)
 	}
+	m.shed.WithLabelValues(auth.PrioritySheddable.String())
 	reg.MustRegister(m.tokenizeTime, m.tokenizeErrs, m.shed)
 	reg.MustRegister(m.requests, m.decisionTime, m.probes, m.unprobed, m.candidates, m.probeErrors, m.handoffs, m.retries,
 		m.predictedTok, m.realisedTok, m.promptTok, m.cells, m.summaryAge, m.summaryBytes, m.endpoints)
