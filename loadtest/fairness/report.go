@@ -14,6 +14,9 @@ import (
 type Report struct {
 	// QuietP99Ratio is the quiet tenant's TTFT p99 in mixed over solo.
 	QuietP99Ratio float64 `json:"quiet_p99_ratio"`
+	// QuietP50Ratio is the same at the median, steadier than the p99 of
+	// a few dozen requests on a shared machine.
+	QuietP50Ratio float64 `json:"quiet_p50_ratio"`
 	// ShareErrorMax is the largest relative gap between a tenant's share
 	// of the served tokens and its weight's share, in the shares phase.
 	ShareErrorMax float64 `json:"share_error_max"`
@@ -197,6 +200,7 @@ func criticalShedWhileSheddable(ts []*tenant, outs []outcome) int {
 func (r *Report) finish() {
 	if q, s := tenantOf(r.Mixed, "quiet"), tenantOf(r.Solo, "quiet"); q != nil && s != nil && s.TTFTP99Ms > 0 {
 		r.QuietP99Ratio = q.TTFTP99Ms / s.TTFTP99Ms
+		r.QuietP50Ratio = q.TTFTP50Ms / s.TTFTP50Ms
 	}
 	for _, t := range r.Shares.Tenants {
 		r.ShareErrorMax = max(r.ShareErrorMax, t.ShareError)
