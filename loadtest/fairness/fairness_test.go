@@ -52,6 +52,13 @@ func TestShortRun(t *testing.T) {
 			sent += x.Requests
 			share += x.TokenShare
 			weight += x.WeightShare
+			byWhy := 0
+			for _, n := range x.ErrorsBy {
+				byWhy += n
+			}
+			if byWhy != x.Errors {
+				t.Errorf("%s/%s: %d errors, %v by kind", p.Name, x.Name, x.Errors, x.ErrorsBy)
+			}
 			if x.Served+x.Shed+x.Errors != x.Requests {
 				t.Errorf("%s/%s: %d requests, %d served + %d shed + %d errors", p.Name, x.Name, x.Requests, x.Served, x.Shed, x.Errors)
 			}
@@ -75,9 +82,9 @@ func TestShortRun(t *testing.T) {
 	if want := tenantOf(rep.Mixed, "quiet").TTFTP99Ms / tenantOf(rep.Solo, "quiet").TTFTP99Ms; rep.QuietP99Ratio != want {
 		t.Errorf("quiet_p99_ratio %v, want mixed over solo %v", rep.QuietP99Ratio, want)
 	}
-	if rep.ReuseCompared < tenantOf(rep.Mixed, "quiet").Served/2 || rep.ReuseCompared > rep.Mixed.Served || rep.ReuseLossVsOff > 1 {
-		t.Errorf("reuse compared over %d requests (mixed served %d, its quiet tenant %d), loss %v", rep.ReuseCompared,
-			rep.Mixed.Served, tenantOf(rep.Mixed, "quiet").Served, rep.ReuseLossVsOff)
+	if rep.ReuseCompared < 0 || rep.ReuseCompared > min(rep.Mixed.Served, rep.MixedOff.Served) || rep.ReuseLossVsOff > 1 {
+		t.Errorf("reuse compared over %d requests (mixed served %d, mixed_off %d), loss %v", rep.ReuseCompared,
+			rep.Mixed.Served, rep.MixedOff.Served, rep.ReuseLossVsOff)
 	}
 	if rep.CriticalShedWhileSheddableQueued != rep.Priority.CriticalShedWhileSheddableQueued {
 		t.Errorf("critical_shed_while_sheddable_queued %d, priority phase's %d", rep.CriticalShedWhileSheddableQueued, rep.Priority.CriticalShedWhileSheddableQueued)

@@ -3,6 +3,7 @@ package fairness
 import (
 	"math"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/cellrouter/cellrouter/internal/auth"
@@ -81,8 +82,11 @@ type Tenant struct {
 	Shed       int            `json:"shed"`
 	ShedByCode map[string]int `json:"shed_by_code,omitempty"`
 	Errors     int            `json:"errors"`
-	TTFTP50Ms  float64        `json:"ttft_p50_ms"`
-	TTFTP99Ms  float64        `json:"ttft_p99_ms"`
+	// ErrorsBy counts the errors by their code, else their HTTP status,
+	// else "transport" (the request failed or its stream broke).
+	ErrorsBy  map[string]int `json:"errors_by,omitempty"`
+	TTFTP50Ms float64        `json:"ttft_p50_ms"`
+	TTFTP99Ms float64        `json:"ttft_p99_ms"`
 	// ServedTokens are the prompt and output tokens of the requests whose
 	// first token came in the middle half of the phase (when every
 	// tenant is sending); TokenShare is their share of all tenants',
@@ -140,6 +144,17 @@ func summarise(name string, flow bool, ts []*tenant, outs []outcome, d time.Dura
 		default:
 			x.Errors++
 			p.Errors++
+			if x.ErrorsBy == nil {
+				x.ErrorsBy = map[string]int{}
+			}
+			why := "transport"
+			switch {
+			case o.code != "":
+				why = o.code
+			case o.err == nil:
+				why = strconv.Itoa(o.status)
+			}
+			x.ErrorsBy[why]++
 		}
 	}
 	for _, x := range p.Tenants {
