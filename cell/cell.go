@@ -77,6 +77,7 @@ type Cell struct {
 	gossipAddr atomic.Value    // string
 	sharer     *replica.Sharer // shares load and drains with peer replicas
 	node       atomic.Pointer[gossip.Node]
+	bandWaits  atomic.Pointer[BandWaitFunc] // nil: zero waits (SetBandWaits)
 
 	router  *router
 	engines *engineScraper // nil when engine_metrics is disabled
@@ -173,6 +174,8 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (_ *Cell, err error) {
 	sat := &podSaturation{cfg: cfg.FlowControl, tracker: c.router.tracker, pods: c.pods, engines: c.engines, blockSize: cfg.Events.BlockSize}
 	c.flow = flowcontrol.New(cfg.FlowControl, sat, newFlowMetrics(cfg.CellID, c.promReg))
 	registerFlowController(cfg.CellID, c.promReg, c.flow)
+	// The cell gossips, per band, how long a new request would wait.
+	c.SetBandWaits(c.flow.WaitEstimate)
 	c.state.router = c.router
 	c.state.pods = c.pods
 	if c.sharer, err = replica.New(cfg.sharerConfig(), c.router.tracker, c.onPeerDrain); err != nil {

@@ -194,6 +194,7 @@ func (c *Cell) cellLoad() gossip.Load {
 	}
 	l.SetLightest(live)
 	l.FreeBlocks = max(0, total-l.ActiveBlocks)
+	c.bandLoad(&l)
 	return l
 }
 

@@ -29,6 +29,9 @@ type ProbeAnswer struct {
 	// Distance is what the choice charges for the hop to the cell: the
 	// cell's network distance (see distances), not this probe's RTT.
 	Distance time.Duration
+	// WaitCost is what the choice charges for the wait the cell announced
+	// for the request's priority band (see chargeWaits), in blocks.
+	WaitCost float64
 }
 
 // ChooseConfig weighs the parts of a cell's cost.
@@ -45,7 +48,8 @@ type ChooseConfig struct {
 func DefaultChooseConfig() ChooseConfig { return ChooseConfig{PrefillWeight: 1, RTTWeight: 1} }
 
 // Choose orders the answered cells by cost, lowest first: for each,
-// PrefillWeight*(total-matched) + load of its pick + RTTWeight*distance_ms.
+// PrefillWeight*(total-matched) + load of its pick + RTTWeight*distance_ms
+// + WaitCost (the cell's wait for the request's band).
 // A cell whose pick is busy comes after every cell whose pick is not, as
 // the flat router's soft busy filter passes over busy pods while any other
 // is left; among equal costs the less loaded cell comes first (CellBlocks:
@@ -59,7 +63,7 @@ func Choose(cfg ChooseConfig, answers []ProbeAnswer, total int) []int {
 		s[i] = scored{cell: a.Cell, ok: a.Err == nil, busy: a.Busy, blocks: a.CellBlocks}
 		if a.Err == nil {
 			prefill, load, dist := chooseTerms(&cfg, &a, total)
-			s[i].cost = prefill + load + dist
+			s[i].cost = prefill + load + dist + a.WaitCost
 		}
 	}
 	// Stable insertion sort: answers are few.

@@ -27,6 +27,9 @@ type Config struct {
 	// Search and Choose tune candidate search and the choice among probes.
 	Search SearchConfig
 	Choose ChooseConfig
+	// Bands says how the cells' waits per priority band weigh in the
+	// choice and when a sheddable request is refused before the hand-off.
+	Bands BandsConfig
 	// ProbeTimeout bounds each probe; a cell that does not answer in time
 	// is treated as failed for this request.
 	ProbeTimeout time.Duration
@@ -100,6 +103,7 @@ func DefaultConfig() Config {
 		Tokenize:              DefaultTokenizeConfig(),
 		Search:                DefaultSearchConfig(),
 		Choose:                DefaultChooseConfig(),
+		Bands:                 DefaultBandsConfig(),
 		ProbeTimeout:          50 * time.Millisecond,
 		RoutedLoadTTL:         DefaultRoutedLoadTTL,
 		ConnectTimeout:        p.ConnectTimeout,
@@ -164,6 +168,9 @@ func (c Config) Validate() error {
 		return bad("max_idle_conns_per_cell", c.MaxIdleConnsPerCell, "must not be negative")
 	case c.ShutdownTimeout <= 0:
 		return bad("shutdown_timeout", c.ShutdownTimeout, "must be positive")
+	}
+	if err := c.Bands.Validate(); err != nil {
+		return err
 	}
 	if err := c.Tokenize.Validate(); err != nil {
 		return err

@@ -70,7 +70,15 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 		if p, _ := edge.PrincipalFrom(r.Context()); p.Tenant != nil {
 			r.Header.Set(edge.TenantHeader, p.Tenant.Name)
 		}
+		band, ok := g.requestBand(w, r)
+		if !ok {
+			return
+		}
+		if g.shed(w, band, time.Now()) {
+			return
+		}
 		req := requestOf(kind, oreq)
+		req.Band = bandOf(band)
 		rec := g.beginRecord(ctx, r, start, oreq.Model)
 		var notes *explainNotes
 		if rec != nil {

@@ -144,6 +144,7 @@ func (d *GossipDirectory) convert(entries []gossip.Entry, now time.Time) []CellV
 			Alive:      e.Member.State == gossip.StateAlive,
 			SummaryGen: e.Gen,
 			Load:       CellLoad(e.Load),
+			WaitsAt:    e.BandsUpdatedAt,
 		}
 		for _, ep := range e.Endpoints {
 			if ep.Member.State == gossip.StateAlive && ep.Member.HTTPAddr != "" {

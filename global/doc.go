@@ -138,6 +138,25 @@
 // durations: GET /v1/global/decisions[/{id}] (admin),
 // Global.RecentDecisions and Global.Decision.
 //
+// # Priority bands
+//
+// A request's band (internal/auth: critical, standard, sheddable) is
+// decided where it enters: its key's tenant's, lowered by the client's
+// X-Cellrouter-Priority header (never raised; a header naming no band is
+// 400), and sent on to the cell in that header, which the cell trusts from
+// globald. Cells gossip, per band, how long a new request would wait in
+// their flow control (gossip.BandWaits). The choice charges a probed cell
+// BandsConfig.WaitWeight blocks per millisecond of its wait for the
+// request's band (as RTTWeight charges the hop: a waiting cell must save
+// that much prefill), and a cold prompt's two choices and fallbacks put
+// the cells that can take it now first (bands.go; a cell whose waits were
+// not refreshed for MaxAge waits for nothing). When every usable cell
+// announces a wait above ShedAfter for the sheddable band, a sheddable
+// request is refused with 429 (type requests, code fleet_saturated,
+// Retry-After the shortest wait) before any probe or wide-area hop, counted
+// in cellrouter_global_shed_total; the other bands are never refused here,
+// their cells queue them (shed.go).
+//
 // # Tokens
 //
 // Nearly every OpenAI client sends text (/v1/completions "prompt") or

@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cellrouter/cellrouter/internal/auth"
 )
 
 // metrics are the global tier's Prometheus metrics.
@@ -26,6 +28,7 @@ type metrics struct {
 	endpoints    *prometheus.GaugeVec
 	tokenizeTime *prometheus.HistogramVec
 	tokenizeErrs *prometheus.CounterVec
+	shed         *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -40,6 +43,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Cells probed per request.", Buckets: []float64{0, 1, 2, 3, 4, 6, 8}}),
 		candidates: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cellrouter_global_candidates_per_request",
 			Help: "Cells whose summary suggested the prefix.", Buckets: []float64{0, 1, 2, 3, 4, 8, 16, 32, 64}}),
+		shed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellrouter_global_shed_total",
+			Help: "Requests refused with 429 before the hand-off because every usable cell announced a wait for their " +
+				"priority band (only sheddable requests are), by band."}, []string{"band"}),
 		unprobed: prometheus.NewCounter(prometheus.CounterOpts{Name: "cellrouter_global_unprobed_handoffs_total",
 			Help: "Requests routed by summary to their only candidate cell without a probe (see probe_lone)."}),
 		probeErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "cellrouter_global_probe_errors_total",
@@ -75,7 +81,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, s := range []string{SourceLocal, SourceRemote} {
 		m.tokenizeErrs.WithLabelValues(s)
 	}
-	reg.MustRegister(m.tokenizeTime, m.tokenizeErrs)
+	m.shed.WithLabelValues(auth.PrioritySheddable.String())
+	reg.MustRegister(m.tokenizeTime, m.tokenizeErrs, m.shed)
 	reg.MustRegister(m.requests, m.decisionTime, m.probes, m.unprobed, m.candidates, m.probeErrors, m.handoffs, m.retries,
 		m.predictedTok, m.realisedTok, m.promptTok, m.cells, m.summaryAge, m.summaryBytes, m.endpoints)
 	return m

@@ -28,6 +28,9 @@ type Request struct {
 	// Chat says the prompt is Messages (a /v1/chat/completions request).
 	Chat     bool
 	Messages []tokenizer.Message
+	// Band is the request's priority band: the cells' waits for it weigh
+	// in the choice (see BandsConfig).
+	Band gossip.Band
 }
 
 // Kind says what the request's prompt is.
@@ -323,7 +326,11 @@ func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool, note
 			}
 			a.Distance = rt.dist.of(id)
 		}
+		chargeWaits(rt.cfg.Bands, d.Answers, views, req.Band, start)
 		d.Order = Choose(rt.cfg.Choose, d.Answers, len(chain))
+	}
+	if cold {
+		d.Order = preferReady(rt.cfg.Bands, d.Order, views, req.Band, start)
 	}
 	if notes != nil {
 		notes.chosen = len(d.Order)

@@ -34,6 +34,11 @@ func (s *service) Route(ctx context.Context, req *globalv1.RouteRequest) (*globa
 		return nil, edge.GRPCError(err)
 	}
 	r := &Request{Model: req.GetModel(), CacheSalt: salt, TokenIDs: req.GetTokenIds(), Prompt: req.GetPrompt()}
+	// The dry run weighs the cells' waits for the caller's tenant's band,
+	// as its request on the data plane would be (standard without one).
+	p, _ := edge.PrincipalFrom(ctx)
+	band, _ := p.RequestPriority("")
+	r.Band = bandOf(band)
 	if msgs := req.GetMessages(); len(msgs) > 0 {
 		r.Chat, r.TokenIDs, r.Prompt = true, nil, ""
 		r.Messages = make([]tokenizer.Message, len(msgs))

@@ -90,8 +90,10 @@ type CellView struct {
 	SummaryAge time.Duration
 	// SummaryBytes is the summary's size.
 	SummaryBytes int
-	// Load rides along with the summary.
-	Load CellLoad
+	// Load rides along with the summary; its Waits (per priority band)
+	// were announced at WaitsAt (zero: never; see BandsConfig.MaxAge).
+	Load    CellLoad
+	WaitsAt time.Time
 	// Models lists every model the cell serves, nil when the cell does not
 	// know (see Router.ModelServed).
 	Models ModelSet

@@ -85,6 +85,19 @@ func (d *delegate) NotifyMsg(buf []byte) {
 			}
 			n.logger.Printf("[DEBUG] gossip: delta of %s not applied: %v", x.Cell, err)
 		}
+	case typeBands:
+		b, err := DecodeBandLoad(buf)
+		if err != nil {
+			n.stats.dropped.Add(1)
+			n.logger.Printf("[WARN] gossip: dropped bands: %v", err)
+			return
+		}
+		if n.pub != nil && b.Cell == n.pub.Cell() {
+			return
+		}
+		if err := n.table.ApplyBands(b); err != nil {
+			n.logger.Printf("[DEBUG] gossip: bands of %s not applied: %v", b.Cell, err)
+		}
 	case typePeer:
 		m, err := DecodePeer(buf)
 		if err != nil {

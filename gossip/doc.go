@@ -67,6 +67,15 @@
 // length before allocating (strings by MaxCellIDLen and friends, filters by
 // MaxFilterBits = 16 MiB, roaring container counts by the filter size),
 // reject trailing bytes, never panic (fuzz tests), and wrap ErrMalformed.
+// A cell's band waits (Load.Waits: how long a new request of each priority
+// band would wait in its flow control) travel in a message of their own,
+// BandLoad (type 8, no version bump), queued beside the header while any
+// wait is not zero and once when they return to zero: an earlier node drops
+// a message of an unknown type and keeps decoding headers, whose strict
+// decoder would refuse extra bytes. A Table applies a replica's bands in
+// (Epoch, Seq) order, keeps them across headers, drops them when the
+// replica restarts, and stamps Entry.BandsUpdatedAt so readers can ignore
+// waits a cell stopped refreshing. Push/pull state does not carry them.
 // Node metadata (NodeMeta) is at most 328 bytes, inside memberlist's 512,
 // before the models a cell serves (ModelSet, 8 bytes a model; SetModels
 // advertises them as unknown when they do not fit).

@@ -169,3 +169,24 @@ func FuzzDecodePeer(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDecodeBandLoad(f *testing.F) {
+	f.Add(EncodeBandLoad(&BandLoad{Cell: "c", Node: "n", Epoch: 1, Seq: 2, Waits: BandWaits{0, 1e6, 2e9}}))
+	f.Add(EncodeBandLoad(&BandLoad{Cell: "c"}))
+	f.Add([]byte{WireVersion, typeBands, 1, 'c', 0, 1, 1, 5, 1, 2, 3, 4, 5})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		x, err := DecodeBandLoad(b)
+		if err != nil {
+			return
+		}
+		for _, w := range x.Waits {
+			if w < 0 || w > MaxBandWait {
+				t.Fatalf("wait %v out of range", w)
+			}
+		}
+		x2, err := DecodeBandLoad(EncodeBandLoad(x))
+		if err != nil || !reflect.DeepEqual(x, x2) {
+			t.Fatalf("re-decode: %+v, %v; want %+v", x2, err, x)
+		}
+	})
+}

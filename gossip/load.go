@@ -24,6 +24,11 @@ type Load struct {
 	// next least is known. Wire version 4 added them.
 	Lightest  [LightestPods]int
 	NLightest int
+	// Waits are how long a new request of each priority band would wait
+	// in the cell's flow control (zero: admitted at once). The header does
+	// not carry them: a BandLoad message beside it does, so that nodes of
+	// earlier versions keep decoding headers. Publish and SetLoad send it.
+	Waits BandWaits
 }
 
 // LightestPods is how many of its least loaded pods a cell's load names.

@@ -50,6 +50,8 @@ type Node struct {
 	pub   *Publisher // nil unless a cell
 	load  Load
 	seq   uint64
+	// lastWaits are the band waits last announced (see bandsLocked).
+	lastWaits BandWaits
 
 	fetchMu      sync.Mutex
 	fetchPending map[endpointKey]bool // replica -> force a snapshot
@@ -254,12 +256,18 @@ func (n *Node) Publish(s *Summary, load Load) (uint64, error) {
 	n.load = load
 	n.seq++
 	h := n.currentHeaderLocked()
+	bands := n.bandsLocked(h)
 	n.pubMu.Unlock()
 	n.bq.QueueBroadcast(&headerBroadcast{cell: h.Cell, msg: EncodeHeader(h)})
+	if bands != nil {
+		n.bq.QueueBroadcast(bands)
+	}
 	return gen, nil
 }
 
-// SetLoad announces a new load without a new summary generation.
+// SetLoad announces a new load without a new summary generation. The
+// load's band waits (Load.Waits) go in a bands message beside the header
+// (see BandLoad), and only while some are not zero or just became zero.
 func (n *Node) SetLoad(load Load) error {
 	if n.pub == nil {
 		return ErrNotCell
@@ -271,8 +279,12 @@ func (n *Node) SetLoad(load Load) error {
 	n.load = load
 	n.seq++
 	h := n.currentHeaderLocked()
+	bands := n.bandsLocked(h)
 	n.pubMu.Unlock()
 	n.bq.QueueBroadcast(&headerBroadcast{cell: h.Cell, msg: EncodeHeader(h)})
+	if bands != nil {
+		n.bq.QueueBroadcast(bands)
+	}
 	return nil
 }
 

@@ -31,6 +31,18 @@ type Endpoint struct {
 	// UpdatedAt is when the replica's summary last changed; LoadUpdatedAt
 	// when its load did (zero: never).
 	UpdatedAt, LoadUpdatedAt time.Time
+	// BandsUpdatedAt is when Load.Waits last came in a bands message
+	// (zero: never; the waits are then zero).
+	BandsUpdatedAt time.Time
+}
+
+// loadHeard is when the replica's load (a header or a bands message) last
+// came in.
+func (e *Endpoint) loadHeard() time.Time {
+	if e.BandsUpdatedAt.After(e.LoadUpdatedAt) {
+		return e.BandsUpdatedAt
+	}
+	return e.LoadUpdatedAt
 }
 
 // Behind reports whether the replica announced a newer generation than held.
@@ -71,6 +83,9 @@ type Entry struct {
 	UpdatedAt time.Time
 	// LoadUpdatedAt is when Load last changed (zero: never).
 	LoadUpdatedAt time.Time
+	// BandsUpdatedAt is when Load.Waits last changed (zero: never), so a
+	// reader can ignore waits a cell stopped refreshing.
+	BandsUpdatedAt time.Time
 }
 
 // Age returns how old the held summary is at now (0 when there is none).
@@ -113,6 +128,8 @@ type tableEndpoint struct {
 	ep        Endpoint
 	replica   Replica
 	loadEpoch uint64
+	// bandEpoch and bandSeq order the bands messages applied.
+	bandEpoch, bandSeq uint64
 }
 
 // NewTable returns an empty table reading time from now (time.Now if nil).
@@ -164,8 +181,8 @@ func (c *tableCell) entry(id string) Entry {
 			(te.ep.UpdatedAt.Equal(src.ep.UpdatedAt) && te.ep.Member.Name < src.ep.Member.Name)) {
 			src = te
 		}
-		if !te.ep.LoadUpdatedAt.IsZero() && (ld == nil || te.ep.LoadUpdatedAt.After(ld.ep.LoadUpdatedAt) ||
-			(te.ep.LoadUpdatedAt.Equal(ld.ep.LoadUpdatedAt) && te.ep.Member.Name < ld.ep.Member.Name)) {
+		if h := te.ep.loadHeard(); !h.IsZero() && (ld == nil || h.After(ld.ep.loadHeard()) ||
+			(h.Equal(ld.ep.loadHeard()) && te.ep.Member.Name < ld.ep.Member.Name)) {
 			ld = te
 		}
 	}
@@ -177,7 +194,7 @@ func (c *tableCell) entry(id string) Entry {
 	e.Member, e.Epoch, e.Gen, e.Summary, e.UpdatedAt = s.Member, s.Epoch, s.Gen, src.replica.Summary, s.UpdatedAt
 	e.AnnouncedEpoch, e.AnnouncedGen = s.AnnouncedEpoch, s.AnnouncedGen
 	if ld != nil {
-		e.Seq, e.Load, e.LoadUpdatedAt = ld.ep.Seq, ld.ep.Load, ld.ep.LoadUpdatedAt
+		e.Seq, e.Load, e.LoadUpdatedAt, e.BandsUpdatedAt = ld.ep.Seq, ld.ep.Load, ld.ep.LoadUpdatedAt, ld.ep.BandsUpdatedAt
 	}
 	return e
 }
@@ -274,7 +291,16 @@ func (t *Table) ApplyHeader(h *Header) (behind bool, err error) {
 	}
 	e := &te.ep
 	if newer(h.Epoch, h.Seq, te.loadEpoch, e.Seq) || e.LoadUpdatedAt.IsZero() {
+		// The header does not carry the band waits (a bands message
+		// does): keep the last ones.
+		waits := e.Load.Waits
 		te.loadEpoch, e.Seq, e.Load, e.LoadUpdatedAt = h.Epoch, h.Seq, h.Load, t.now()
+		e.Load.Waits = waits
+	}
+	if h.Epoch > te.bandEpoch && !e.BandsUpdatedAt.IsZero() {
+		// The replica restarted: its flow control starts empty, and a
+		// bands message of the new life says otherwise.
+		te.bandEpoch, te.bandSeq, e.Load.Waits, e.BandsUpdatedAt = h.Epoch, 0, BandWaits{}, t.now()
 	}
 	if te.replica.Gen != 0 && h.Epoch > te.replica.Epoch {
 		// The replica restarted: the held summary describes its previous

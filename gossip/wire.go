@@ -26,6 +26,10 @@ const (
 	typeFetch    = 5
 	typeState    = 6
 	typePeer     = 7
+	// typeBands (BandLoad) came without a version bump: a node of an
+	// earlier version drops a message of a type it does not know and
+	// carries on, so pools of mixed versions keep working.
+	typeBands = 8
 )
 
 // Limits on strings inside messages.

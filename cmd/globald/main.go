@@ -113,6 +113,9 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	routedTTL := fs.Duration("routed-load-ttl", d.RoutedLoadTTL, "longest time the load globald adds to a cell by its own hand-offs counts before the cell's gossiped load alone does (keep above the cells' summary interval)")
 	prefillW := fs.Float64("prefill-weight", d.Choose.PrefillWeight, "cost of a block to prefill against a block of load")
 	rttW := fs.Float64("rtt-weight", d.Choose.RTTWeight, "cost of a millisecond of probe round trip, in blocks")
+	waitW := fs.Float64("wait-weight", d.Bands.WaitWeight, "cost of a millisecond a cell announces a request of its priority band would wait there, in blocks (0: ignore the cells' waits)")
+	shedAfter := fs.Duration("shed-after", d.Bands.ShedAfter, "refuse a sheddable request with 429 before the hand-off when every cell announces a longer wait for the sheddable band (negative: never)")
+	bandAge := fs.Duration("band-wait-max-age", d.Bands.MaxAge, "how long a cell's announced band waits count without a refresh")
 	attempts := fs.Int("max-attempts", d.MaxAttempts, "cells tried before the first byte")
 	reqTimeout := fs.Duration("request-timeout", d.RequestTimeout, "bound of a whole hand-off")
 	firstByte := fs.Duration("first-byte-timeout", d.Watch.FirstByteTimeout, "floor of the first-byte bound of a hand-off, past which a silent cell replica's /healthz is checked and a frozen one given up for the next (0: off)")
@@ -199,6 +202,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	cfg.Search.MaxProbes, cfg.Search.Slack, cfg.Search.ColdBlocks = *maxProbes, *slack, *coldBlocks
 	cfg.RoutedLoadTTL = *routedTTL
 	cfg.ProbeTimeout, cfg.Choose.PrefillWeight, cfg.Choose.RTTWeight = *probeTimeout, *prefillW, *rttW
+	cfg.Bands = global.BandsConfig{WaitWeight: *waitW, ShedAfter: *shedAfter, MaxAge: *bandAge}
 	cfg.RelayResponseHeaders = splitList(*relayHeaders)
 	cfg.MaxAttempts, cfg.RequestTimeout, cfg.ProbeLone, cfg.MaxIdleConnsPerCell = *attempts, *reqTimeout, *probeLone, *idlePerCell
 	cfg.Watch.FirstByteTimeout, cfg.Watch.FirstByteFactor, cfg.Watch.FirstByteTimeoutMax = *firstByte, *firstByteFactor, *firstByteMax

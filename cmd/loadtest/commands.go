@@ -33,6 +33,7 @@ var commands = map[string]command{
 	"eventlog":  {summary: "record the KV events engines publish for a trace into an event log file", run: runEventlog},
 	"compare":   {summary: "replay a trace slice through a cell against a simulated fleet: random, round-robin, cache-aware with and without speculative entries, approximate (no events)", run: runCompare},
 	"failover":  {summary: "kill and restart cell replicas, a globald and an engine pod of a real multi-process fleet under a trace replay: failed requests, detection, recovery, cache hits", run: runFailover},
+	"fairness":  {summary: "tenants replaying a trace through a saturated cell with flow control on and off: quiet tenant's TTFT against solo, token shares against weights, critical work shed, reuse lost", run: runFairness},
 	"burst":     {summary: "bursts of requests sharing a new long prefix through a cell, with and without speculative entries: pods that prefill it", run: runBurst},
 	"restart":   {summary: "restart to ready with a trace's final index state: loading a snapshot against replaying every event into an empty index (time, peak memory)", run: runRestart},
 	"bodyflood": {summary: "start a globald binary with a key file and flood it with large authenticated bodies at once: answers by status, peak and settled RSS", run: runBodyflood},
