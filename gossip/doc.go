@@ -68,7 +68,9 @@
 // MaxFilterBits = 16 MiB, roaring container counts by the filter size),
 // reject trailing bytes, never panic (fuzz tests), and wrap ErrMalformed.
 // Node metadata (NodeMeta) is at most 328 bytes, inside memberlist's 512,
-// before the models a cell serves (ModelSet, 8 bytes a model; SetModels
+// and at most 459 with a gateway address (NodeMeta.GatewayAddr, an
+// optional tagged section that nodes without a gateway leave out, so their
+// bytes are those of earlier versions), before the models a cell serves (ModelSet, 8 bytes a model; SetModels
 // advertises them as unknown when they do not fit).
 //
 // # Membership and transport
