@@ -70,8 +70,18 @@ func (pc *poolCell) stop() {
 
 func startDaemon(t *testing.T, seeds ...string) *Daemon {
 	t.Helper()
+	return startDaemonWith(t, nil, seeds...)
+}
+
+// startDaemonWith is startDaemon with mod applied to the configuration
+// (nil: none) before it starts.
+func startDaemonWith(t *testing.T, mod func(*Config), seeds ...string) *Daemon {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.HTTPAddr, cfg.GRPCAddr, cfg.ProbeTimeout = "127.0.0.1:0", "127.0.0.1:0", 5*time.Second
+	if mod != nil {
+		mod(&cfg)
+	}
 	pool := DefaultPoolConfig()
 	pool.Bind = "127.0.0.1:0"
 	pool.ProbeInterval, pool.ProbeTimeout = 100*time.Millisecond, 50*time.Millisecond
