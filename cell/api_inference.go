@@ -7,17 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/cell/index"
-	"github.com/cellrouter/cellrouter/cell/load"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/logging"
@@ -52,10 +49,10 @@ type routeExt struct {
 }
 
 // pipelineRequest turns a parsed OpenAI request into the pipeline's view.
-func pipelineRequest(r *http.Request, body []byte, req *openai.Request) (*pipeline.Request, error) {
+func pipelineRequest(header http.Header, body []byte, req *openai.Request) (*pipeline.Request, error) {
 	pr := &pipeline.Request{
 		Chat: req.Kind == openai.KindChat, Model: req.Model, LoRA: "", CacheSalt: req.CacheSalt,
-		MaxTokens: req.MaxTokens, Stream: req.Stream, Header: r.Header,
+		MaxTokens: req.MaxTokens, Stream: req.Stream, Header: header,
 	}
 	if pr.Chat {
 		for _, m := range req.Messages {
@@ -78,7 +75,7 @@ func pipelineRequest(r *http.Request, body []byte, req *openai.Request) (*pipeli
 			}
 		}
 	}
-	if err := parseOverrides(r.Header, &pr.Overrides); err != nil {
+	if err := parseOverrides(header, &pr.Overrides); err != nil {
 		return nil, err
 	}
 	return pr, nil
@@ -108,55 +105,72 @@ func (c *Cell) serveInference(kind openai.Kind) http.HandlerFunc {
 			return
 		}
 		access.SetModel(oreq.Model)
-		if !c.modelServed(oreq.Model) {
-			openai.WriteModelNotFound(w, oreq.Model)
+		p, refuse := c.plan(ctx, r.Header, body, oreq, nil)
+		if refuse != nil {
+			refuse(w)
 			return
 		}
-		// A prompt longer than its model takes is refused before it costs
-		// tokenizer time; its tokens are checked once the pipeline has
-		// them.
-		limit := c.cfg.Routing.PromptLimits.For(oreq.Model)
-		if err := limit.CheckText(oreq); err != nil {
-			c.refusePrompt(w, err)
-			return
-		}
-		if oreq.Prompt.IsTokens() {
-			if err := limit.CheckTokens(false, len(oreq.Prompt.Tokens)); err != nil {
-				c.refusePrompt(w, err)
-				return
-			}
-		}
-		// The tenant's cache salt joins the request's identity here and
-		// goes to the pod in the body.
-		if body, err = edge.Salt(r.Context(), body, oreq); err != nil {
-			edge.WriteHTTP(w, err)
-			return
-		}
-		preq, err := pipelineRequest(r, body, oreq)
-		if err != nil {
-			openai.WriteRequestError(w, err)
-			return
-		}
-		d, err := c.router.decide(ctx, preq)
-		if err != nil {
-			c.rm.decisions.WithLabelValues(c.cfg.Routing.Profile, "error").Inc()
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-			status, body := decideFailure(err)
-			c.logFailure("cell: cannot route request", status, err, "path", r.URL.Path, "model", preq.Model)
-			openai.WriteErrorBody(w, status, body)
-			return
-		}
-		defer c.router.release(d)
-		if toks, ok := pipeline.Tokens.Get(d.rc); ok {
-			if err := limit.CheckTokens(preq.Chat, len(toks)); err != nil {
-				c.refusePrompt(w, err)
-				return
-			}
-		}
-		c.rm.decisionTime.Observe(d.took.Seconds())
-		c.execute(w, r.WithContext(ctx), body, preq, d, start, access)
+		defer c.router.release(p.d)
+		c.execute(w, r.WithContext(ctx), p.body, p.preq, p.d, start, access)
 	}
+}
+
+// planned is a request the pipeline decided: its body as the pod gets it
+// (the tenant's salt in), the pipeline's view and the decision.
+type planned struct {
+	body []byte
+	preq *pipeline.Request
+	d    *decision
+}
+
+// plan is what both data planes (proxy mode here, picker mode in
+// api_epp.go) do between a parsed body and a decision: the model check,
+// the prompt limits, the tenant's salt, the pipeline among the candidates
+// allow accepts (nil: all). A refusal is returned as the writer of its
+// answer; otherwise the caller releases p.d.
+func (c *Cell) plan(ctx context.Context, header http.Header, body []byte, oreq *openai.Request, allow func(string) bool) (p planned, refuse func(http.ResponseWriter)) {
+	if !c.modelServed(oreq.Model) {
+		return p, func(w http.ResponseWriter) { openai.WriteModelNotFound(w, oreq.Model) }
+	}
+	// A prompt longer than its model takes is refused before it costs
+	// tokenizer time; its tokens are checked once the pipeline has them.
+	limit := c.cfg.Routing.PromptLimits.For(oreq.Model)
+	if err := limit.CheckText(oreq); err != nil {
+		return p, func(w http.ResponseWriter) { c.refusePrompt(w, err) }
+	}
+	if oreq.Prompt.IsTokens() {
+		if err := limit.CheckTokens(false, len(oreq.Prompt.Tokens)); err != nil {
+			return p, func(w http.ResponseWriter) { c.refusePrompt(w, err) }
+		}
+	}
+	// The tenant's cache salt joins the request's identity here and goes
+	// to the pod in the body.
+	body, err := edge.Salt(ctx, body, oreq)
+	if err != nil {
+		return p, func(w http.ResponseWriter) { edge.WriteHTTP(w, err) }
+	}
+	preq, err := pipelineRequest(header, body, oreq)
+	if err != nil {
+		return p, func(w http.ResponseWriter) { openai.WriteRequestError(w, err) }
+	}
+	d, err := c.router.decideIn(ctx, preq, allow)
+	if err != nil {
+		c.rm.decisions.WithLabelValues(c.cfg.Routing.Profile, "error").Inc()
+		span := trace.SpanFromContext(ctx)
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		status, ebody := decideFailure(err)
+		c.logFailure("cell: cannot route request", status, err, "kind", oreq.Kind.String(), "model", preq.Model)
+		return p, func(w http.ResponseWriter) { openai.WriteErrorBody(w, status, ebody) }
+	}
+	if toks, ok := pipeline.Tokens.Get(d.rc); ok {
+		if err := limit.CheckTokens(preq.Chat, len(toks)); err != nil {
+			c.router.release(d)
+			return p, func(w http.ResponseWriter) { c.refusePrompt(w, err) }
+		}
+	}
+	c.rm.decisionTime.Observe(d.took.Seconds())
+	return planned{body: body, preq: preq, d: d}, nil
 }
 
 // refusePrompt answers a prompt over its model's limit (a
@@ -177,166 +191,21 @@ func (c *Cell) refusePrompt(w http.ResponseWriter, err error) {
 }
 
 // execute carries a plan out through the proxy, keeping the load tracker,
-// sessions, metrics and spans up to date.
+// sessions, metrics and spans up to date (through a call, api_call.go).
 func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq *pipeline.Request, d *decision, start time.Time, access *logging.Entry) {
-	rc := d.rc
-	hashes, _ := pipeline.BlockHashes.Get(rc)
-	match, _ := pipeline.Match.Get(rc)
-	blocks := len(hashes)
-	outBlocks := 0
-	if preq.MaxTokens > 0 {
-		outBlocks = (preq.MaxTokens + c.cfg.Events.BlockSize - 1) / c.cfg.Events.BlockSize
-	}
+	k := c.newCall(r.Context(), preq, d, start, r.Header.Get(c.cfg.Routing.SessionHeader), access)
 	// The pod set is read once more as the request leaves: a pod that
 	// turned not Ready, or was deleted, since the decision gets nothing new.
 	view := c.pods.Load()
-	targets := func(dec pipeline.Decision) []proxy.Target {
-		out := make([]proxy.Target, 0, len(dec.Order))
-		for _, ci := range dec.Order {
-			cand := &rc.Candidates[ci]
-			if !view.Routable(cand.Pod) {
-				continue
-			}
-			t := proxy.Target{Pod: cand.Pod, Address: cand.Address}
-			if len(out) == 0 {
-				t.Header = c.cacheHint(cand, match, hashes)
-			}
-			out = append(out, t)
-		}
-		return out
-	}
-	depthOf := func(pod string) int {
-		for _, cand := range rc.Candidates {
-			if cand.Pod == pod && cand.HasSlot && match != nil {
-				return match.Depth(cand.Slot)
-			}
-		}
-		return 0
-	}
-	// What the cell learns from its own routing (see run_learned.go): the
-	// chosen pod's blocks are speculative from the attempt until its events
-	// confirm them, and a pod without events holds them, approximately,
-	// from its first token on.
-	speculate := func(pod string) {
-		if s, ok := slotOf(rc, pod); ok {
-			c.learner.Speculate(s, hashes, time.Now())
-			c.touchMatched(s, hashes, match)
-		}
-	}
-	touch := func(pod string) {
-		if s, ok := slotOf(rc, pod); ok {
-			c.learner.Touch(s, hashes, time.Now())
-		}
-	}
-	main := d.plan.Single
-	if d.plan.Disaggregated {
-		main = d.plan.Decode
-	}
-	c.rm.decisions.WithLabelValues(main.Profile, "routed").Inc()
-	source := c.matchSource(rc, main, match, hashes)
-	c.rm.matchSource.WithLabelValues(source).Inc()
-	access.SetDecision(source, d.took, blocks)
-	if main.FailedOpen || d.plan.Prefill.FailedOpen {
-		c.rm.failOpen.Inc()
-	}
-	session := r.Header.Get(c.cfg.Routing.SessionHeader)
-
-	var ticket *load.Ticket
-	var upstream trace.Span
-	answered := false // the relayed answer is a success (2xx)
-	leg := "single"
-	hooks := proxy.Hooks{
-		OnAttempt: func(t proxy.Target, attempt int) {
-			if ticket != nil {
-				c.router.tracker.Done(ticket)
-			}
-			depth := depthOf(t.Pod)
-			prefill := blocks - depth
-			if d.plan.Disaggregated && leg == "decode" {
-				prefill = 0 // the KV cache arrives from the prefill pod
-			}
-			ticket = c.router.tracker.Start(t.Pod, blocks+outBlocks, prefill, preq.RouteTemplate)
-			speculate(t.Pod)
-		},
-		OnRequest: func(t proxy.Target, out *http.Request) {
-			var ctx = r.Context()
-			if c.tr.Enabled() { // the attributes cost allocations; only for a recording span
-				ctx, upstream = c.tr.Get().Start(ctx, "cell.upstream", trace.WithSpanKind(trace.SpanKindClient),
-					trace.WithAttributes(telemetry.CellKey.String(c.cfg.CellID), attribute.String("cellrouter.pod", t.Pod), attribute.String("cellrouter.leg", leg),
-						attribute.Int("cellrouter.matched_blocks", depthOf(t.Pod)), attribute.Int("cellrouter.blocks", blocks)))
-			}
-			telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(out.Header))
-			out.Header.Set(PodSetVersionHeader, strconv.FormatUint(view.Version, 10))
-		},
-		OnRetry: func(t proxy.Target, attempt int, err error) {
-			c.rm.retries.Inc()
-			if upstream != nil {
-				upstream.RecordError(err)
-				upstream.End()
-				upstream = nil
-			}
-		},
-		OnPrefillDone: func(t proxy.Target, res proxy.Result) {
-			c.rm.upstream.WithLabelValues("prefill", proxy.StatusClass(res.Status)).Inc()
-			c.observeUsage(res.Usage, depthOf(t.Pod), blocks)
-			if res.Err == nil && res.Status/100 == 2 {
-				touch(t.Pod) // the prefill pod computed the prompt's blocks
-			}
-			if ticket != nil {
-				c.router.tracker.Done(ticket)
-				ticket = nil
-			}
-			if upstream != nil {
-				upstream.End()
-				upstream = nil
-			}
-			leg = "decode"
-		},
-		OnStatus: func(t proxy.Target, status int) { answered = status/100 == 2 },
-		OnResponse: func(t proxy.Target, h http.Header) {
-			h.Set(PodHeader, t.Pod)
-			h.Set(CellIDHeader, c.cfg.CellID)
-			h.Set(proxy.MatchedBlocksHeader, strconv.Itoa(depthOf(t.Pod)))
-		},
-		OnFirstByte: func(t proxy.Target) {
-			c.rm.ttft.Observe(time.Since(start).Seconds())
-			if ticket != nil {
-				c.router.tracker.FirstToken(ticket)
-			}
-			c.router.sessions.Record(session, t.Pod)
-			if answered {
-				touch(t.Pod) // an error answer computed nothing
-			}
-		},
-		OnDone: func(t proxy.Target, res proxy.Result) {
-			c.rm.upstream.WithLabelValues(leg, proxy.StatusClass(res.Status)).Inc()
-			if !d.plan.Disaggregated {
-				c.observeUsage(res.Usage, depthOf(t.Pod), blocks)
-			}
-			if ticket != nil {
-				c.router.tracker.Done(ticket)
-				ticket = nil
-			}
-			if upstream != nil {
-				upstream.SetAttributes(attribute.Int("http.response.status_code", res.Status))
-				if res.Err != nil {
-					upstream.RecordError(res.Err)
-				}
-				upstream.End()
-				upstream = nil
-			}
-		},
-	}
+	hooks := k.hooks(view.Version)
 	var err error
 	if d.plan.Disaggregated {
-		leg = "prefill"
-		err = c.proxy.ForwardDisaggregated(w, r, body, targets(d.plan.Prefill), targets(d.plan.Decode), hooks)
+		k.leg = "prefill"
+		err = c.proxy.ForwardDisaggregated(w, r, body, k.targets(view, d.plan.Prefill), k.targets(view, d.plan.Decode), hooks)
 	} else {
-		err = c.proxy.Forward(w, r, body, targets(d.plan.Single), hooks)
+		err = c.proxy.Forward(w, r, body, k.targets(view, d.plan.Single), hooks)
 	}
-	if ticket != nil { // a call that ended without OnDone
-		c.router.tracker.Done(ticket)
-	}
+	k.end()
 	if err != nil {
 		trace.SpanFromContext(r.Context()).RecordError(err)
 		c.logFailure("cell: upstream call failed", proxy.StatusOf(err), err, "path", r.URL.Path, "model", preq.Model)

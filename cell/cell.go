@@ -65,6 +65,7 @@ type Cell struct {
 
 	grpcLis, httpLis net.Listener
 	grpcSrv          *grpc.Server
+	epp              *eppServer // the Endpoint Picker, nil without epp_addr (run_epp.go)
 	httpSrv          *http.Server
 	transports       []transport
 	metrics          []func(chan<- prometheus.Metric) // transports' exporters
@@ -241,6 +242,11 @@ func (c *Cell) buildServers() error {
 		c.grpcLis.Close()
 		return fmt.Errorf("cell: listen http_addr: %w", err)
 	}
+	if err := c.buildEPP(); err != nil {
+		c.grpcLis.Close()
+		c.httpLis.Close()
+		return err
+	}
 	return nil
 }
 
@@ -297,7 +303,7 @@ func (c *Cell) Run(ctx context.Context) error {
 	defer cancel()
 
 	var wg sync.WaitGroup
-	errc := make(chan error, 2+len(c.transports))
+	errc := make(chan error, 3+len(c.transports))
 	fail := func(err error) {
 		if err != nil && ctx.Err() == nil {
 			errc <- err
@@ -307,6 +313,10 @@ func (c *Cell) Run(ctx context.Context) error {
 	wg.Add(2)
 	go func() { defer wg.Done(); fail(servers.ServeGRPC("cell", c.grpcSrv, c.grpcLis)) }()
 	go func() { defer wg.Done(); fail(servers.ServeHTTP("cell", c.httpSrv, c.httpLis)) }()
+	if c.epp != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); fail(c.epp.run(ctx, c.cfg.ShutdownTimeout)) }()
+	}
 	for _, t := range c.transports {
 		wg.Add(1)
 		go func(t transport) {
@@ -355,7 +365,7 @@ func (c *Cell) Run(ctx context.Context) error {
 	c.sec.run(ctx, &wg)
 	edge.WarnIfExposed(c.log, c.sec.authenticated(), edge.Listener{Name: "http", Addr: c.HTTPAddr()},
 		edge.Listener{Name: "grpc", Addr: c.GRPCAddr()})
-	c.log.Info("celld serving", "http", c.HTTPAddr(), "grpc", c.GRPCAddr(), "transports", len(c.transports))
+	c.log.Info("celld serving", "http", c.HTTPAddr(), "grpc", c.GRPCAddr(), "epp", c.EPPAddr(), "transports", len(c.transports))
 
 	<-ctx.Done()
 	servers.Stop(c.httpSrv, c.grpcSrv, c.cfg.ShutdownTimeout)

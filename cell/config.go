@@ -30,6 +30,11 @@ type Config struct {
 	HTTPAddr string `yaml:"http_addr"`
 	// GRPCAddr is the gRPC listen address: EventPublisher and CellService.
 	GRPCAddr string `yaml:"grpc_addr"`
+	// EPPAddr is the listen address of the Endpoint Picker (a gRPC
+	// envoy.service.ext_proc.v3.ExternalProcessor a gateway calls to pick
+	// a pod, with the same TLS as grpc_addr); empty (the default) serves
+	// none. See run_epp.go.
+	EPPAddr string `yaml:"epp_addr"`
 
 	// Index configures the block index.
 	Index IndexConfig `yaml:"index"`
@@ -314,6 +319,9 @@ func (c Config) Validate() error {
 		if _, _, err := net.SplitHostPort(a.v); err != nil {
 			return bad(a.field, fmt.Sprintf("%q", a.v), "want host:port")
 		}
+	}
+	if _, _, err := net.SplitHostPort(c.EPPAddr); c.EPPAddr != "" && err != nil {
+		return bad("epp_addr", fmt.Sprintf("%q", c.EPPAddr), "want host:port, or empty for no picker")
 	}
 	if err := c.validateReplica(); err != nil {
 		return err

@@ -226,12 +226,32 @@ func (rt *router) release(d *decision) {
 // decide plans req. It changes no state: the executor records the load of
 // what it actually sends.
 func (rt *router) decide(ctx context.Context, req *pipeline.Request) (*decision, error) {
+	return rt.decideIn(ctx, req, nil)
+}
+
+// decideIn plans req among the candidates whose address allow accepts (all
+// when allow is nil): a gateway's subset hint. None accepted is
+// pipeline.ErrNoCandidate.
+func (rt *router) decideIn(ctx context.Context, req *pipeline.Request, allow func(addr string) bool) (*decision, error) {
 	start := time.Now()
 	sc, _ := rt.ctxPool.Get().(*scratch)
 	if sc == nil {
 		sc = &scratch{rc: pipeline.NewContext(req, nil, nil)}
 	}
 	sc.cands = rt.candidates(sc.cands)
+	if allow != nil {
+		kept := sc.cands[:0]
+		for _, c := range sc.cands {
+			if allow(c.Address) {
+				kept = append(kept, c)
+			}
+		}
+		sc.cands = kept
+		if len(kept) == 0 {
+			rt.ctxPool.Put(sc)
+			return nil, pipeline.ErrNoCandidate
+		}
+	}
 	rc := sc.rc
 	rc.Reset(req, sc.cands)
 	rc.Rand = rand.New(rand.NewPCG(rt.seed, uint64(start.UnixNano())))

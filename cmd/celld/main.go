@@ -41,6 +41,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	version := fs.Bool("version", false, "print the version and exit")
 	httpAddr := fs.String("http-addr", "", "override http_addr")
 	grpcAddr := fs.String("grpc-addr", "", "override grpc_addr")
+	eppAddr := fs.String("epp-addr", "", "override epp_addr: serve the Endpoint Picker (gRPC ext_proc for a gateway) on HOST:PORT")
 	cellID := fs.String("cell-id", "", "override cell_id")
 	replicaID := fs.String("replica-id", "", "override replica.id: this replica's name within its cell (default $NODE_NAME, $POD_NAME or the host name)")
 	gossipAdv := fs.String("gossip-advertise", "", "override gossip.advertise: the IP:port other members reach this cell at (its API addresses take the same host)")
@@ -101,6 +102,9 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	}
 	if *grpcAddr != "" {
 		cfg.GRPCAddr = *grpcAddr
+	}
+	if *eppAddr != "" {
+		cfg.EPPAddr = *eppAddr
 	}
 	if *cellID != "" {
 		cfg.CellID = *cellID
