@@ -1,0 +1,168 @@
+package overhead
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"time"
+
+	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/cellrouter/cellrouter/internal/epp/epptest"
+)
+
+// The sides of the picker measurement: the pod called directly, the cell
+// in proxy mode (the request through celld's HTTP data plane), and the
+// cell as the endpoint picker of a gateway (the gateway asks celld over
+// ext_proc, then sends the request to the picked pod itself).
+const (
+	SidePod    = "pod"
+	SideProxy  = "proxy"
+	SidePicker = "picker"
+)
+
+var pickerSides = []string{SidePod, SideProxy, SidePicker}
+
+// PickerReport compares the cell's two modes for the same requests,
+// interleaved one by one in the same run: added latency against calling
+// the pod directly, and process CPU per request beyond the pod path's.
+// In picker mode the gateway is played in process by epptest (the
+// go-control-plane types, headers and body frames, response headers and
+// body relayed through the picker, as Envoy's ext_proc filter does in
+// FULL_DUPLEX_STREAMED), so the picker's CPU figure includes the
+// gateway's own ext_proc work, which a real deployment spends in Envoy:
+// it is an upper bound on the cell's share.
+type PickerReport struct {
+	Requests int `json:"requests"`
+	// OverheadP50Ms and OverheadP99Ms are picker mode minus the pod
+	// called directly, non-streaming; CPUUsPerRequest the picker path's
+	// process CPU per request minus the pod path's, in microseconds.
+	OverheadP50Ms   float64 `json:"overhead_p50_ms"`
+	OverheadP99Ms   float64 `json:"overhead_p99_ms"`
+	CPUUsPerRequest float64 `json:"cpu_us_per_request"`
+	// ProxyOverheadP50Ms, ProxyOverheadP99Ms and ProxyCPUUsPerRequest are
+	// the same for proxy mode, measured beside it.
+	ProxyOverheadP50Ms   float64 `json:"proxy_overhead_p50_ms"`
+	ProxyOverheadP99Ms   float64 `json:"proxy_overhead_p99_ms"`
+	ProxyCPUUsPerRequest float64 `json:"proxy_cpu_us_per_request"`
+	// NonStreaming and Streaming hold each side's latency.
+	NonStreaming map[string]Side `json:"non_streaming"`
+	Streaming    map[string]Side `json:"streaming"`
+	// StreamingOverheadP50Ms and StreamingOverheadP99Ms are picker mode
+	// minus the pod, streaming.
+	StreamingOverheadP50Ms float64 `json:"streaming_overhead_p50_ms"`
+	StreamingOverheadP99Ms float64 `json:"streaming_overhead_p99_ms"`
+	// CPUByPathUs is each path's process CPU per request (median of
+	// cpuRounds rounds).
+	CPUByPathUs map[string]float64 `json:"cpu_by_path_us"`
+}
+
+// pickerBench sends the same requests to the three sides.
+type pickerBench struct {
+	client *http.Client
+	ep     extprocv3.ExternalProcessorClient
+	pod    string // base URL of the pod
+	cell   string // base URL of the cell's data plane
+}
+
+// one sends request i of the mode to side and returns its latency.
+func (b *pickerBench) one(ctx context.Context, side, path string, body []byte) (time.Duration, error) {
+	switch side {
+	case SidePod:
+		return call(ctx, b.client, b.pod+path, body)
+	case SideProxy:
+		return call(ctx, b.client, b.cell+path, body)
+	}
+	start := time.Now()
+	out, err := epptest.Do(ctx, b.ep, epptest.Call{Method: http.MethodPost, Path: path,
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: body, Frames: 2})
+	d := time.Since(start)
+	switch {
+	case err != nil:
+		return 0, err
+	case out.Immediate != nil:
+		return 0, fmt.Errorf("picker answered %d: %s", out.Immediate.GetStatus().GetCode(), out.Immediate.GetBody())
+	case out.Status != http.StatusOK:
+		return 0, fmt.Errorf("picked pod %s answered %d", out.Served, out.Status)
+	}
+	return d, nil
+}
+
+// measurePicker compares picker mode with proxy mode for the cell at
+// eppAddr, whose pods include pod.
+func measurePicker(ctx context.Context, client *http.Client, cfg Config, p *prompts, pod, cellHTTP, eppAddr string) (*PickerReport, error) {
+	cc, err := grpc.NewClient(eppAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	defer cc.Close()
+	b := &pickerBench{client: client, ep: extprocv3.NewExternalProcessorClient(cc), pod: "http://" + pod, cell: "http://" + cellHTTP}
+	rep := &PickerReport{Requests: cfg.Requests, CPUByPathUs: map[string]float64{}}
+	for _, stream := range []bool{false, true} {
+		chunks := 1
+		if stream {
+			chunks = cfg.Chunks
+		}
+		lat := map[string][]time.Duration{}
+		for i := 0; i < cfg.Warmup+cfg.Requests; i++ {
+			path, body := p.body(PromptTokens, i, chunks, stream)
+			for _, side := range pickerSides {
+				d, err := b.one(ctx, side, path, body)
+				if err != nil {
+					return nil, fmt.Errorf("overhead: picker, %s request %d (streaming %v): %w", side, i, stream, err)
+				}
+				if i >= cfg.Warmup {
+					lat[side] = append(lat[side], d)
+				}
+			}
+		}
+		sides := map[string]Side{}
+		for _, side := range pickerSides {
+			sides[side] = summarize(lat[side])
+		}
+		if stream {
+			rep.Streaming = sides
+			rep.StreamingOverheadP50Ms = sides[SidePicker].P50Ms - sides[SidePod].P50Ms
+			rep.StreamingOverheadP99Ms = sides[SidePicker].P99Ms - sides[SidePod].P99Ms
+			continue
+		}
+		rep.NonStreaming = sides
+		rep.OverheadP50Ms = sides[SidePicker].P50Ms - sides[SidePod].P50Ms
+		rep.OverheadP99Ms = sides[SidePicker].P99Ms - sides[SidePod].P99Ms
+		rep.ProxyOverheadP50Ms = sides[SideProxy].P50Ms - sides[SidePod].P50Ms
+		rep.ProxyOverheadP99Ms = sides[SideProxy].P99Ms - sides[SidePod].P99Ms
+	}
+	if err := b.cpu(ctx, cfg, p, rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// cpu measures each path's process CPU per request: cpuRounds rounds, each
+// sending cfg.Requests non-streaming requests to every side in turn, one
+// at a time; the median round counts.
+func (b *pickerBench) cpu(ctx context.Context, cfg Config, p *prompts, rep *PickerReport) error {
+	per := map[string][]float64{}
+	for r := 0; r < cpuRounds; r++ {
+		for _, side := range pickerSides {
+			cpu0 := processCPU()
+			for i := 0; i < cfg.Requests; i++ {
+				path, body := p.body(PromptTokens, i, 1, false)
+				if _, err := b.one(ctx, side, path, body); err != nil {
+					return fmt.Errorf("overhead: picker CPU, %s request %d: %w", side, i, err)
+				}
+			}
+			per[side] = append(per[side], float64(processCPU()-cpu0)/float64(time.Microsecond)/float64(cfg.Requests))
+		}
+	}
+	for side, xs := range per {
+		sort.Float64s(xs)
+		rep.CPUByPathUs[side] = xs[len(xs)/2]
+	}
+	rep.CPUUsPerRequest = rep.CPUByPathUs[SidePicker] - rep.CPUByPathUs[SidePod]
+	rep.ProxyCPUUsPerRequest = rep.CPUByPathUs[SideProxy] - rep.CPUByPathUs[SidePod]
+	return nil
+}
