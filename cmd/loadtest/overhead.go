@@ -81,6 +81,8 @@ func runOverhead(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintf(stdout, "picker adds p50 %+.3f ms, p99 %+.3f ms (streaming %+.3f / %+.3f), %.1f us CPU; proxy adds p50 %+.3f ms, p99 %+.3f ms, %.1f us CPU\n",
 			pk.OverheadP50Ms, pk.OverheadP99Ms, pk.StreamingOverheadP50Ms, pk.StreamingOverheadP99Ms, pk.CPUUsPerRequest,
 			pk.ProxyOverheadP50Ms, pk.ProxyOverheadP99Ms, pk.ProxyCPUUsPerRequest)
+		fmt.Fprintf(stdout, "the decision alone (picker minus a picker that decides nothing, same gateway): p50 %+.3f ms, %.1f us CPU\n",
+			pk.DecisionP50Ms, pk.DecisionCPUUsPerRequest)
 	}
 	g := rep.GlobalTier
 	if g == nil {

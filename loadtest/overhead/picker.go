@@ -3,6 +3,7 @@ package overhead
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"sort"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/cellrouter/cellrouter/internal/epp"
 	"github.com/cellrouter/cellrouter/internal/epp/epptest"
 )
 
@@ -22,9 +24,13 @@ const (
 	SidePod    = "pod"
 	SideProxy  = "proxy"
 	SidePicker = "picker"
+	// SideFixedPicker is the same gateway with a picker that decides
+	// nothing (it names the pod at once): the protocol's and the
+	// in-process gateway's own cost, which picker minus it leaves out.
+	SideFixedPicker = "fixed_picker"
 )
 
-var pickerSides = []string{SidePod, SideProxy, SidePicker}
+var pickerSides = []string{SidePod, SideProxy, SidePicker, SideFixedPicker}
 
 // PickerReport compares the cell's two modes for the same requests,
 // interleaved one by one in the same run: added latency against calling
@@ -34,7 +40,9 @@ var pickerSides = []string{SidePod, SideProxy, SidePicker}
 // body relayed through the picker, as Envoy's ext_proc filter does in
 // FULL_DUPLEX_STREAMED), so the picker's CPU figure includes the
 // gateway's own ext_proc work, which a real deployment spends in Envoy:
-// it is an upper bound on the cell's share.
+// it is an upper bound on the cell's share. A fourth side sends the same
+// requests through the same gateway to a picker that decides nothing
+// (SideFixedPicker), so picker minus it is the cell's decision alone.
 type PickerReport struct {
 	Requests int `json:"requests"`
 	// OverheadP50Ms and OverheadP99Ms are picker mode minus the pod
@@ -58,14 +66,20 @@ type PickerReport struct {
 	// CPUByPathUs is each path's process CPU per request (median of
 	// cpuRounds rounds).
 	CPUByPathUs map[string]float64 `json:"cpu_by_path_us"`
+	// DecisionCPUUsPerRequest and DecisionP50Ms are picker mode minus the
+	// fixed picker (SideFixedPicker): the cell's decision and its
+	// bookkeeping, without the protocol's exchange or the gateway's work.
+	DecisionCPUUsPerRequest float64 `json:"decision_cpu_us_per_request"`
+	DecisionP50Ms           float64 `json:"decision_p50_ms"`
 }
 
 // pickerBench sends the same requests to the three sides.
 type pickerBench struct {
 	client *http.Client
 	ep     extprocv3.ExternalProcessorClient
-	pod    string // base URL of the pod
-	cell   string // base URL of the cell's data plane
+	fixed  extprocv3.ExternalProcessorClient // the fixed picker
+	pod    string                            // base URL of the pod
+	cell   string                            // base URL of the cell's data plane
 }
 
 // one sends request i of the mode to side and returns its latency.
@@ -76,8 +90,12 @@ func (b *pickerBench) one(ctx context.Context, side, path string, body []byte) (
 	case SideProxy:
 		return call(ctx, b.client, b.cell+path, body)
 	}
+	ep := b.ep
+	if side == SideFixedPicker {
+		ep = b.fixed
+	}
 	start := time.Now()
-	out, err := epptest.Do(ctx, b.ep, epptest.Call{Method: http.MethodPost, Path: path,
+	out, err := epptest.Do(ctx, ep, epptest.Call{Method: http.MethodPost, Path: path,
 		Header: http.Header{"Content-Type": {"application/json"}}, Body: body, Frames: 2})
 	d := time.Since(start)
 	switch {
@@ -99,7 +117,13 @@ func measurePicker(ctx context.Context, client *http.Client, cfg Config, p *prom
 		return nil, err
 	}
 	defer cc.Close()
-	b := &pickerBench{client: client, ep: extprocv3.NewExternalProcessorClient(cc), pod: "http://" + pod, cell: "http://" + cellHTTP}
+	fixed, stop, err := startFixedPicker(pod)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	b := &pickerBench{client: client, ep: extprocv3.NewExternalProcessorClient(cc), fixed: extprocv3.NewExternalProcessorClient(fixed),
+		pod: "http://" + pod, cell: "http://" + cellHTTP}
 	rep := &PickerReport{Requests: cfg.Requests, CPUByPathUs: map[string]float64{}}
 	for _, stream := range []bool{false, true} {
 		chunks := 1
@@ -134,6 +158,7 @@ func measurePicker(ctx context.Context, client *http.Client, cfg Config, p *prom
 		rep.OverheadP99Ms = sides[SidePicker].P99Ms - sides[SidePod].P99Ms
 		rep.ProxyOverheadP50Ms = sides[SideProxy].P50Ms - sides[SidePod].P50Ms
 		rep.ProxyOverheadP99Ms = sides[SideProxy].P99Ms - sides[SidePod].P99Ms
+		rep.DecisionP50Ms = sides[SidePicker].P50Ms - sides[SideFixedPicker].P50Ms
 	}
 	if err := b.cpu(ctx, cfg, p, rep); err != nil {
 		return nil, err
@@ -164,5 +189,32 @@ func (b *pickerBench) cpu(ctx context.Context, cfg Config, p *prompts, rep *Pick
 	}
 	rep.CPUUsPerRequest = rep.CPUByPathUs[SidePicker] - rep.CPUByPathUs[SidePod]
 	rep.ProxyCPUUsPerRequest = rep.CPUByPathUs[SideProxy] - rep.CPUByPathUs[SidePod]
+	rep.DecisionCPUUsPerRequest = rep.CPUByPathUs[SidePicker] - rep.CPUByPathUs[SideFixedPicker]
 	return nil
+}
+
+// startFixedPicker serves, on loopback, an endpoint picker that names pod
+// for every request, and returns a connection to it and its stop.
+func startFixedPicker(pod string) (*grpc.ClientConn, func(), error) {
+	s, err := epp.NewServer(epp.DefaultConfig(), epp.PickerFunc(func(context.Context, *epp.Request) (*epp.Result, error) {
+		return &epp.Result{Endpoints: []string{pod}}, nil
+	}))
+	if err != nil {
+		return nil, nil, err
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := grpc.NewServer()
+	epp.Register(srv, s, epp.NewHealth(nil))
+	done := make(chan struct{})
+	go labelled("fixed-picker", func() { defer close(done); srv.Serve(lis) })
+	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		srv.Stop()
+		<-done
+		return nil, nil, err
+	}
+	return cc, func() { cc.Close(); srv.Stop(); <-done }, nil
 }

@@ -157,6 +157,10 @@ func checkPicker(t *testing.T, rep *Report, cfg Config) {
 		pk.ProxyCPUUsPerRequest != pk.CPUByPathUs[SideProxy]-pk.CPUByPathUs[SidePod] {
 		t.Errorf("picker CPU per request is not the difference from the pod path: %+v", pk)
 	}
+	if pk.DecisionCPUUsPerRequest != pk.CPUByPathUs[SidePicker]-pk.CPUByPathUs[SideFixedPicker] ||
+		pk.DecisionP50Ms != ns[SidePicker].P50Ms-ns[SideFixedPicker].P50Ms {
+		t.Errorf("the decision's share is not picker minus the fixed picker: %+v", pk)
+	}
 }
 
 func TestValidate(t *testing.T) {
