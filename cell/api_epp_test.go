@@ -1,15 +1,19 @@
 package cell
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	extprocv3 "github.com/envoyproxy/go-control-plane/envoy/service/ext_proc/v3"
 	"google.golang.org/grpc"
@@ -40,7 +44,7 @@ func eppCell(t *testing.T, pods []*fakePod, mod func(*Config)) (*Cell, extprocv3
 
 // holdAt makes pod hold the first blocks of toks as holdPrefix does, with
 // the pod's next sequence number (a batch repeating one is dropped).
-func holdAt(t *testing.T, c *Cell, seqs map[string]uint64, pod string, toks []uint32, blocks int) {
+func holdAt(t testing.TB, c *Cell, seqs map[string]uint64, pod string, toks []uint32, blocks int) {
 	t.Helper()
 	h := blockhash.DefaultHasher()
 	engine := h.Chain(blockhash.Seed(blockhash.Keys{Model: "m"}), toks, nil)
@@ -337,4 +341,83 @@ func TestEPPAgainstNaiveModel(t *testing.T) {
 			t.Fatalf("round %d: depths %v subset %v: got %v, want %v", round, depthOf, subset, got, want)
 		}
 	}
+}
+
+// cpuTime is the process's user and system CPU time.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkEPPDecision is one picker-mode decision end to end on a real
+// cell: the gateway's stream (headers, a 64-block prompt in 3 frames), the
+// plan among 16 pods holding prefixes of it, the answer, the stream's end.
+// cpu-us/decision is the whole process's CPU (the client's share
+// included) per decision; BenchmarkProxyDecision is the same request in
+// proxy mode, the pod's answer included.
+func BenchmarkEPPDecision(b *testing.B) {
+	_, client, body := benchCell(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime(b)
+	for b.Loop() {
+		out, err := epptest.Do(context.Background(), client, epptest.Call{Method: "POST", Path: "/v1/completions", Body: body, Frames: 3, NoUpstream: true})
+		if err != nil || out.Immediate != nil {
+			b.Fatalf("%v %v", err, out.Immediate)
+		}
+	}
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-us/decision")
+}
+
+// BenchmarkProxyDecision is BenchmarkEPPDecision's request through proxy
+// mode (the fake pod's answer relayed).
+func BenchmarkProxyDecision(b *testing.B) {
+	c, _, body := benchCell(b)
+	url := "http://" + c.HTTPAddr() + "/v1/completions"
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime(b)
+	for b.Loop() {
+		resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-us/decision")
+}
+
+func benchCell(b *testing.B) (*Cell, extprocv3.ExternalProcessorClient, []byte) {
+	var pods []*fakePod
+	for i := range 16 {
+		pods = append(pods, newFakePod(b, fmt.Sprintf("p%d", i)))
+	}
+	cfg := testConfig()
+	cfg.EPPAddr = "127.0.0.1:0"
+	for _, p := range pods {
+		cfg.Pods = append(cfg.Pods, PodConfig{ID: p.id, Address: p.addr(), KVBlocks: 10000})
+	}
+	c, stop := runCellB(b, cfg)
+	b.Cleanup(stop)
+	toks := promptTokens(77)
+	seqs := map[string]uint64{}
+	for i, p := range pods {
+		if i > 0 {
+			holdAt(b, c, seqs, p.id, toks, 4*i)
+		}
+	}
+	cc, err := grpc.NewClient(c.EPPAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cc.Close() })
+	body, _ := json.Marshal(map[string]any{"model": "m", "prompt": toks, "max_tokens": 16})
+	return c, extprocv3.NewExternalProcessorClient(cc), body
 }

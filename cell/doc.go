@@ -72,6 +72,17 @@
 // (10,000 batches in vLLM) hold only the recent past, so an empty start
 // loses most of a busy pod's cache; the snapshot keeps it.
 //
+// Picker mode (run_epp.go, api_epp.go): with epp_addr the cell also serves
+// the Endpoint Picker Protocol (package internal/epp) to a gateway that
+// carries requests to the pods itself. Both data planes share one plan
+// (Cell.plan: model, prompt limits, tenant salt, the pipeline, among the
+// gateway's subset hint in picker mode) and one call bookkeeping
+// (api_call.go: the load tracker, speculative entries, sessions, first
+// token, usage, metrics), driven by the proxy's hooks in proxy mode and by
+// what the gateway reports of the response (served endpoint, status, body,
+// end or cancellation) in picker mode. A served fallback is a retry, as
+// when the proxy moves to the next target.
+//
 // Tracing: a data-plane request is the span cell.request (continuing the
 // caller's W3C context), with a span per pipeline stage (cell.stage.*), one
 // for the tokenization of a text prompt inside prepare (cell.tokenize: the

@@ -37,7 +37,7 @@ type recorded struct {
 	header http.Header
 }
 
-func newFakePod(t *testing.T, id string) *fakePod {
+func newFakePod(t testing.TB, id string) *fakePod {
 	t.Helper()
 	p := &fakePod{id: id, cancelled: make(chan struct{})}
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
