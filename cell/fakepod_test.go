@@ -128,7 +128,13 @@ func (p *fakePod) serve(w http.ResponseWriter, r *http.Request) {
 		if hold {
 			select {
 			case <-r.Context().Done():
-				close(p.cancelled)
+				p.mu.Lock()
+				select {
+				case <-p.cancelled: // a cancellation before this one
+				default:
+					close(p.cancelled)
+				}
+				p.mu.Unlock()
 			case <-time.After(30 * time.Second):
 			}
 			return
