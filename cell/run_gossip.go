@@ -28,6 +28,14 @@ type GossipConfig struct {
 	// Advertise is the address (IP:port) other nodes reach this one at,
 	// when Bind is a wildcard or behind NAT. Empty: the bind address.
 	Advertise string `yaml:"advertise"`
+	// GatewayAddress is where the gateway that runs this cell as its
+	// endpoint picker takes requests (host:port: an InferencePool's
+	// Gateway, or the standalone Envoy of deploy/envoy), advertised to the
+	// pool beside the cell's own addresses. globald's endpoint picker
+	// answers with it, so a global gateway sends the request to this
+	// gateway, whose picker is this cell. Empty (the default): the cell has
+	// no gateway and globald's picker passes it over.
+	GatewayAddress string `yaml:"gateway_address"`
 	// Seeds are pool members to join (host:port), such as globald's gossip
 	// address; the cell retries until one answers. None: the cell waits to
 	// be joined.
@@ -96,6 +104,7 @@ func (c Config) gossipConfig(httpAddr, grpcAddr string) (gossip.Config, error) {
 	g.NodeName = c.nodeName()
 	g.Role, g.CellID = gossip.RoleCell, c.CellID
 	g.HTTPAddr, g.GRPCAddr = c.advertisedAPI(httpAddr), c.advertisedAPI(grpcAddr)
+	g.GatewayAddr = c.Gossip.GatewayAddress
 	// The seeds are joined in the background and rejoined whenever they
 	// leave the pool: a seed that is not up yet (globald starting or
 	// restarting beside this cell) must not stop the cell.
@@ -140,6 +149,17 @@ func (c Config) validateGossip() error {
 	}
 	if err := c.summaryConfig().Validate(); err != nil {
 		return fmt.Errorf("%w: gossip: %v", ErrConfig, err)
+	}
+	if a := c.Gossip.GatewayAddress; a != "" {
+		host, port, err := net.SplitHostPort(a)
+		switch {
+		case err != nil:
+			return fmt.Errorf("%w: gossip.gateway_address = %q: not host:port: %v", ErrConfig, a, err)
+		case wildcardHost(host) || port == "0" || port == "":
+			return fmt.Errorf("%w: gossip.gateway_address = %q: must name a host and port another gateway can dial", ErrConfig, a)
+		case len(a) > gossip.MaxAddrLen:
+			return fmt.Errorf("%w: gossip.gateway_address = %q: longer than %d bytes", ErrConfig, a, gossip.MaxAddrLen)
+		}
 	}
 	_, err := c.gossipConfig("127.0.0.1:1", "127.0.0.1:2")
 	return err

@@ -19,6 +19,12 @@ type Config struct {
 	// HTTPAddr serves the OpenAI data plane, /metrics, /healthz, /readyz
 	// and REST of GlobalService; GRPCAddr serves GlobalService.
 	HTTPAddr, GRPCAddr string
+	// EPPAddr, when set, serves the Endpoint Picker Protocol (an Envoy
+	// ext_proc gRPC server, package internal/epp) for a global gateway:
+	// globald decides as its data plane does and answers with the chosen
+	// cell's gateway (the cells' gossip.gateway_address), then the next
+	// cells' gateways as fallbacks. Empty (the default): off.
+	EPPAddr string
 	// BlockSize is the cells' router block size: the global tier hashes
 	// requests exactly as cells do, or summaries never match.
 	BlockSize int
@@ -139,6 +145,11 @@ func (c Config) Validate() error {
 	for _, a := range []struct{ f, v string }{{"http_addr", c.HTTPAddr}, {"grpc_addr", c.GRPCAddr}} {
 		if _, _, err := net.SplitHostPort(a.v); err != nil {
 			return bad(a.f, fmt.Sprintf("%q", a.v), "want host:port")
+		}
+	}
+	if c.EPPAddr != "" {
+		if _, _, err := net.SplitHostPort(c.EPPAddr); err != nil {
+			return bad("epp_addr", fmt.Sprintf("%q", c.EPPAddr), "want host:port")
 		}
 	}
 	if err := c.AccessLog.Validate(); err != nil {

@@ -140,7 +140,7 @@ func (d *GossipDirectory) convert(entries []gossip.Entry, now time.Time) []CellV
 	for i := range entries {
 		e := &entries[i]
 		v := CellView{
-			ID: e.Cell, HTTPAddr: e.Member.HTTPAddr, GRPCAddr: e.Member.GRPCAddr,
+			ID: e.Cell, HTTPAddr: e.Member.HTTPAddr, GRPCAddr: e.Member.GRPCAddr, GatewayAddr: e.Member.GatewayAddr,
 			Alive:      e.Member.State == gossip.StateAlive,
 			SummaryGen: e.Gen,
 			Load:       CellLoad(e.Load),
@@ -148,7 +148,8 @@ func (d *GossipDirectory) convert(entries []gossip.Entry, now time.Time) []CellV
 		}
 		for _, ep := range e.Endpoints {
 			if ep.Member.State == gossip.StateAlive && ep.Member.HTTPAddr != "" {
-				v.Endpoints = append(v.Endpoints, Endpoint{Name: ep.Member.Name, HTTPAddr: ep.Member.HTTPAddr, GRPCAddr: ep.Member.GRPCAddr})
+				v.Endpoints = append(v.Endpoints, Endpoint{Name: ep.Member.Name, HTTPAddr: ep.Member.HTTPAddr, GRPCAddr: ep.Member.GRPCAddr,
+					GatewayAddr: ep.Member.GatewayAddr})
 			}
 		}
 		if e.Member.ModelsKnown {

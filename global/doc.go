@@ -216,6 +216,25 @@
 // receives traffic as soon as its first summary arrives: nothing is
 // reconfigured.
 //
+// # The endpoint picker
+//
+// With Config.EPPAddr (globald --epp-addr) globald also serves the Endpoint
+// Picker Protocol (package internal/epp) for a global gateway: a request
+// the gateway routes through it is parsed, refused and salted exactly as
+// on the data plane, and decided by the same code (decideToSend: search,
+// probes, choice, the lone candidate unprobed); instead of a hand-off the
+// picker answers with the chosen cell's gateway, the host:port the cell
+// advertises in gossip (celld gossip.gateway_address,
+// gossip.NodeMeta.GatewayAddr), then the gateways of the next cells of the
+// decision's order as fallbacks. A cell without a gateway is passed over
+// (the first cell with one is the one charged the request's load), and a
+// decision none of whose cells has a gateway the subset hint allows is
+// answered 503 no_cell_available. The request then crosses the global
+// gateway, the cell's gateway and the pod, whose gateway asks the cell's
+// own picker: two pickers and no proxy of ours in the data path. The
+// response carries X-Cellrouter-Cell (the cell whose gateway served); its
+// status class is counted in cellrouter_global_epp_exchanges_total.
+//
 // # Replicas
 //
 // A cell may run as several celld replicas (same cell id; see package

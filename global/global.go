@@ -55,6 +55,10 @@ type Global struct {
 	grpcSrv          *grpc.Server
 	httpSrv          *http.Server
 	sec              *security
+	// epp is the endpoint picker a global gateway calls (nil unless
+	// Config.EPPAddr is set); eppm its metrics.
+	epp  *eppServer
+	eppm *eppMetrics
 }
 
 // New builds a global router over the cells of dir. A nil prober probes
@@ -133,6 +137,14 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option)
 		g.grpcLis.Close()
 		return nil, fmt.Errorf("global: listen http_addr: %w", err)
 	}
+	if cfg.EPPAddr != "" {
+		g.eppm = newEPPMetrics(reg)
+		if g.epp, err = g.newEPPServer(o.tracerProvider); err != nil {
+			g.grpcLis.Close()
+			g.httpLis.Close()
+			return nil, fmt.Errorf("global: listen epp_addr: %w", err)
+		}
+	}
 	return g, nil
 }
 
@@ -140,6 +152,9 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option)
 func (g *Global) closeListeners() {
 	g.grpcLis.Close()
 	g.httpLis.Close()
+	if g.epp != nil {
+		g.epp.lis.Close()
+	}
 }
 
 // metricsHandler refreshes the per-cell gauges at scrape time.
@@ -183,7 +198,7 @@ func (g *Global) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	fail := func(err error) {
 		if err != nil {
 			errc <- err
@@ -194,12 +209,19 @@ func (g *Global) Run(ctx context.Context) error {
 	wg.Add(2)
 	go func() { defer wg.Done(); fail(servers.ServeGRPC("global", g.grpcSrv, g.grpcLis)) }()
 	go func() { defer wg.Done(); fail(servers.ServeHTTP("global", g.httpSrv, g.httpLis)) }()
+	if g.epp != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); fail(servers.ServeGRPC("global epp", g.epp.srv, g.epp.lis)) }()
+	}
 	g.sec.run(ctx, &wg)
-	g.log.Info("globald serving", "http", g.HTTPAddr(), "grpc", g.GRPCAddr(), "api_keys", g.sec.guard.Enabled(),
+	g.log.Info("globald serving", "http", g.HTTPAddr(), "grpc", g.GRPCAddr(), "epp", g.EPPAddr(), "api_keys", g.sec.guard.Enabled(),
 		"tls_to_cells", g.sec.tls != nil, "tls_served", g.cfg.Security.ServeTLS)
 	edge.WarnIfExposed(g.log, g.sec.guard.Enabled(), edge.Listener{Name: "http", Addr: g.HTTPAddr()},
 		edge.Listener{Name: "grpc", Addr: g.GRPCAddr()})
 	<-ctx.Done()
+	if g.epp != nil {
+		g.epp.stop(g.cfg.ShutdownTimeout)
+	}
 	servers.Stop(g.httpSrv, g.grpcSrv, g.cfg.ShutdownTimeout)
 	wg.Wait()
 	close(errc)

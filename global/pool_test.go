@@ -29,6 +29,13 @@ func startPoolCell(t *testing.T, id, seed string, hits *sync.Map) *poolCell {
 // them for routing tests).
 func startPoolReplica(t *testing.T, id, rid, seed string, hits *sync.Map) *poolCell {
 	t.Helper()
+	return startPoolReplicaWith(t, id, rid, seed, hits, nil)
+}
+
+// startPoolReplicaWith is startPoolReplica with mod applied to the cell's
+// configuration (nil: none) before it starts.
+func startPoolReplicaWith(t *testing.T, id, rid, seed string, hits *sync.Map, mod func(*cell.Config)) *poolCell {
+	t.Helper()
 	cfg := cell.DefaultConfig()
 	cfg.CellID, cfg.HTTPAddr, cfg.GRPCAddr, cfg.HealthInterval = id, "127.0.0.1:0", "127.0.0.1:0", 0
 	cfg.Replica.ID = rid
@@ -39,6 +46,9 @@ func startPoolReplica(t *testing.T, id, rid, seed string, hits *sync.Map) *poolC
 	cfg.Gossip.Bind, cfg.Gossip.Seeds = "127.0.0.1:0", []string{seed}
 	cfg.Gossip.SummaryInterval = 100 * time.Millisecond
 	cfg.Gossip.ProbeInterval, cfg.Gossip.ProbeTimeout = 100*time.Millisecond, 50*time.Millisecond
+	if mod != nil {
+		mod(&cfg)
+	}
 	c, err := cell.New(cfg, quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -60,8 +70,18 @@ func (pc *poolCell) stop() {
 
 func startDaemon(t *testing.T, seeds ...string) *Daemon {
 	t.Helper()
+	return startDaemonWith(t, nil, seeds...)
+}
+
+// startDaemonWith is startDaemon with mod applied to the configuration
+// (nil: none) before it starts.
+func startDaemonWith(t *testing.T, mod func(*Config), seeds ...string) *Daemon {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.HTTPAddr, cfg.GRPCAddr, cfg.ProbeTimeout = "127.0.0.1:0", "127.0.0.1:0", 5*time.Second
+	if mod != nil {
+		mod(&cfg)
+	}
 	pool := DefaultPoolConfig()
 	pool.Bind = "127.0.0.1:0"
 	pool.ProbeInterval, pool.ProbeTimeout = 100*time.Millisecond, 50*time.Millisecond

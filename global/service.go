@@ -117,7 +117,7 @@ func endpointInfos(v *CellView) []*globalv1.CellEndpoint {
 	eps := v.endpoints()
 	out := make([]*globalv1.CellEndpoint, len(eps))
 	for i, e := range eps {
-		out[i] = &globalv1.CellEndpoint{Name: e.Name, HttpAddr: e.HTTPAddr, GrpcAddr: e.GRPCAddr}
+		out[i] = &globalv1.CellEndpoint{Name: e.Name, HttpAddr: e.HTTPAddr, GrpcAddr: e.GRPCAddr, GatewayAddr: e.GatewayAddr}
 	}
 	return out
 }

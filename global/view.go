@@ -71,13 +71,18 @@ type Endpoint struct {
 	// Name is the replica's gossip node name; HTTPAddr takes requests;
 	// GRPCAddr takes probes.
 	Name, HTTPAddr, GRPCAddr string
+	// GatewayAddr is where the gateway that uses the replica as its
+	// endpoint picker takes requests (empty: none); the global tier's
+	// endpoint picker answers with it.
+	GatewayAddr string
 }
 
 // CellView is what the global router knows of one cell when it decides.
 type CellView struct {
-	// ID names the cell; HTTPAddr takes requests; GRPCAddr takes probes
-	// (those of one replica, the one whose summary is held).
-	ID, HTTPAddr, GRPCAddr string
+	// ID names the cell; HTTPAddr takes requests; GRPCAddr takes probes;
+	// GatewayAddr is its gateway's (those of one replica, the one whose
+	// summary is held).
+	ID, HTTPAddr, GRPCAddr, GatewayAddr string
 	// Endpoints are the cell's live replicas sorted by name; empty means
 	// the one at HTTPAddr and GRPCAddr (a static directory).
 	Endpoints []Endpoint
@@ -122,7 +127,7 @@ func (v *CellView) endpoints() []Endpoint {
 	if len(v.Endpoints) > 0 {
 		return v.Endpoints
 	}
-	return []Endpoint{{Name: v.ID, HTTPAddr: v.HTTPAddr, GRPCAddr: v.GRPCAddr}}
+	return []Endpoint{{Name: v.ID, HTTPAddr: v.HTTPAddr, GRPCAddr: v.GRPCAddr, GatewayAddr: v.GatewayAddr}}
 }
 
 // rotated returns v's endpoints starting at the k-th (mod their count):

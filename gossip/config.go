@@ -66,6 +66,10 @@ type Config struct {
 	// GRPCAddr is the host:port of this node's gRPC services, advertised in
 	// its metadata; may be empty.
 	GRPCAddr string
+	// GatewayAddr is the host:port of the gateway that uses this cell as
+	// its endpoint picker, advertised in its metadata (NodeMeta.GatewayAddr);
+	// may be empty.
+	GatewayAddr string
 	// LeaveTimeout bounds the leave broadcast made by Shutdown.
 	LeaveTimeout time.Duration
 	// ResyncInterval is how often a node re-asks for summaries it knows are
@@ -201,7 +205,7 @@ func (c Config) Validate() error {
 
 // meta returns the node metadata the config advertises.
 func (c Config) meta() NodeMeta {
-	return NodeMeta{Role: c.Role, CellID: c.CellID, HTTPAddr: c.HTTPAddr, GRPCAddr: c.GRPCAddr}
+	return NodeMeta{Role: c.Role, CellID: c.CellID, HTTPAddr: c.HTTPAddr, GRPCAddr: c.GRPCAddr, GatewayAddr: c.GatewayAddr}
 }
 
 // SetAddrs fills BindAddr/BindPort from bind (host:port, an empty host

@@ -77,7 +77,9 @@
 // replica restarts, and stamps Entry.BandsUpdatedAt so readers can ignore
 // waits a cell stopped refreshing. Push/pull state does not carry them.
 // Node metadata (NodeMeta) is at most 328 bytes, inside memberlist's 512,
-// before the models a cell serves (ModelSet, 8 bytes a model; SetModels
+// and at most 459 with a gateway address (NodeMeta.GatewayAddr, an
+// optional tagged section that nodes without a gateway leave out, so their
+// bytes are those of earlier versions), before the models a cell serves (ModelSet, 8 bytes a model; SetModels
 // advertises them as unknown when they do not fit).
 //
 // # Membership and transport

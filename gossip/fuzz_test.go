@@ -110,6 +110,8 @@ func FuzzDecodeFetch(f *testing.F) {
 func FuzzDecodeMeta(f *testing.F) {
 	f.Add(EncodeMeta(NodeMeta{Role: RoleCell, CellID: "c1", HTTPAddr: "127.0.0.1:8080", GRPCAddr: "127.0.0.1:9090"}))
 	f.Add(EncodeMeta(NodeMeta{Role: RoleGlobal}))
+	f.Add(EncodeMeta(NodeMeta{Role: RoleCell, CellID: "c1", HTTPAddr: "127.0.0.1:8080", GatewayAddr: "127.0.0.1:8443"}))
+	f.Add(EncodeMeta(NodeMeta{Role: RoleCell, CellID: "c1", GatewayAddr: "[::1]:443", ModelsKnown: true, Models: NewModelSet("m")}))
 	f.Add([]byte{WireVersion, typeMeta, 1})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := DecodeMeta(b)

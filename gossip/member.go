@@ -35,12 +35,13 @@ type Member struct {
 	Name string
 	// Addr is the node's gossip address, host:port.
 	Addr string
-	// Role, CellID, HTTPAddr and GRPCAddr come from the node's metadata;
-	// Role is 0 when the metadata did not decode.
-	Role     Role
-	CellID   string
-	HTTPAddr string
-	GRPCAddr string
+	// Role, CellID, HTTPAddr, GRPCAddr and GatewayAddr come from the node's
+	// metadata; Role is 0 when the metadata did not decode.
+	Role        Role
+	CellID      string
+	HTTPAddr    string
+	GRPCAddr    string
+	GatewayAddr string
 	// ModelsKnown and Models are the models the node's metadata lists
 	// (see NodeMeta).
 	ModelsKnown bool
@@ -50,6 +51,6 @@ type Member struct {
 }
 
 func memberFromMeta(name, addr string, m NodeMeta, st State) Member {
-	return Member{Name: name, Addr: addr, Role: m.Role, CellID: m.CellID, HTTPAddr: m.HTTPAddr, GRPCAddr: m.GRPCAddr,
+	return Member{Name: name, Addr: addr, Role: m.Role, CellID: m.CellID, HTTPAddr: m.HTTPAddr, GRPCAddr: m.GRPCAddr, GatewayAddr: m.GatewayAddr,
 		ModelsKnown: m.ModelsKnown, Models: m.Models, State: st}
 }

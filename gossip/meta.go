@@ -54,6 +54,11 @@ type NodeMeta struct {
 	HTTPAddr string
 	// GRPCAddr is the host:port of the node's gRPC services, or empty.
 	GRPCAddr string
+	// GatewayAddr is the host:port where the cell's gateway (a Gateway API
+	// implementation or Envoy that uses the cell as its endpoint picker)
+	// takes requests, or empty when the cell has none. The global tier's
+	// endpoint picker answers with it (see package global).
+	GatewayAddr string
 	// ModelsKnown says Models lists every model the cell's pods serve, so
 	// that a model it does not list is one the cell cannot serve. False
 	// (the cell does not know yet, or has too many to list) says nothing.
@@ -73,7 +78,7 @@ func (m NodeMeta) Validate() error {
 	if len(m.CellID) > MaxCellIDLen {
 		return fmt.Errorf("gossip: meta: cell id of %d bytes is longer than %d", len(m.CellID), MaxCellIDLen)
 	}
-	for _, a := range []struct{ name, v string }{{"HTTPAddr", m.HTTPAddr}, {"GRPCAddr", m.GRPCAddr}} {
+	for _, a := range []struct{ name, v string }{{"HTTPAddr", m.HTTPAddr}, {"GRPCAddr", m.GRPCAddr}, {"GatewayAddr", m.GatewayAddr}} {
 		if a.v == "" {
 			continue
 		}
@@ -93,19 +98,35 @@ func (m NodeMeta) Validate() error {
 	return nil
 }
 
+// Optional sections of node metadata, after the three addresses: each
+// starts with its tag byte. The models section, when present, is the last.
+const (
+	metaModels  = 1 // the models: their count, then 8 bytes each
+	metaGateway = 2 // the gateway address, length-prefixed (GatewayAddr)
+)
+
 // EncodeMeta returns the wire form of m: version, type, role, then the three
-// strings length-prefixed, then, when the models are known, a 1, their
-// count and each hash as 8 big-endian bytes. Without models it is at
-// most 328 bytes, within memberlist's 512; SetModels keeps the whole
-// within it.
+// strings length-prefixed, then the optional sections: when there is a
+// gateway address, a 2 and the address; when the models are known, a 1,
+// their count and each hash as 8 big-endian bytes. Without a gateway the
+// bytes are those of the earlier versions, so a node that sets none is read
+// by every globald; a gateway needs a globald that knows the section (one
+// of this version refuses a tag it does not know, and an older one reads
+// such a cell's metadata as malformed). Without models it is at most 459
+// bytes (328 without a gateway), within memberlist's 512; SetModels keeps
+// the whole within it.
 func EncodeMeta(m NodeMeta) []byte {
-	e := newEncoder(typeMeta, 16+len(m.CellID)+len(m.HTTPAddr)+len(m.GRPCAddr)+len(m.Models))
+	e := newEncoder(typeMeta, 20+len(m.CellID)+len(m.HTTPAddr)+len(m.GRPCAddr)+len(m.GatewayAddr)+len(m.Models))
 	e.u8(byte(m.Role))
 	e.str(m.CellID)
 	e.str(m.HTTPAddr)
 	e.str(m.GRPCAddr)
+	if m.GatewayAddr != "" {
+		e.u8(metaGateway)
+		e.str(m.GatewayAddr)
+	}
 	if m.ModelsKnown {
-		e.u8(1)
+		e.u8(metaModels)
 		e.uv(uint64(m.Models.Len()))
 		e.b = append(e.b, m.Models...)
 	}
@@ -122,10 +143,18 @@ func DecodeMeta(b []byte) (NodeMeta, error) {
 	m.CellID = d.str("cell id", MaxCellIDLen)
 	m.HTTPAddr = d.str("http addr", MaxAddrLen)
 	m.GRPCAddr = d.str("grpc addr", MaxAddrLen)
-	// A node of an earlier version ends here: its models are unknown.
+	// A node of an earlier version ends here (its models are unknown) or
+	// goes on with the models; a gateway comes before them.
+	if d.err == nil && d.remaining() > 0 && d.b[d.off] == metaGateway {
+		d.off++
+		m.GatewayAddr = d.str("gateway addr", MaxAddrLen)
+		if d.err == nil && m.GatewayAddr == "" {
+			d.fail("meta: empty gateway addr")
+		}
+	}
 	if d.err == nil && d.remaining() > 0 {
-		if d.u8("models flag") != 1 && d.err == nil {
-			d.fail("meta: models flag is not 1")
+		if d.u8("models flag") != metaModels && d.err == nil {
+			d.fail("meta: section tag is not %d (models)", metaModels)
 		}
 		m.ModelsKnown = true
 		n := d.uv("model count", MaxMetaSize/8)

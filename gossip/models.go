@@ -63,7 +63,8 @@ func (s ModelSet) valid() bool {
 }
 
 // MaxModels is the most models a cell can list with the longest id and
-// addresses; with shorter ones SetModels fits more.
+// addresses and no gateway address (one of the longest takes 16 of them);
+// with shorter ones SetModels fits more.
 const MaxModels = (MaxMetaSize - 328 - 8) / 8
 
 // SetModels advertises the models the cell serves, when known (see

@@ -47,6 +47,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	cellID := fs.String("cell-id", "", "override cell_id")
 	replicaID := fs.String("replica-id", "", "override replica.id: this replica's name within its cell (default $NODE_NAME, $POD_NAME or the host name)")
 	gossipAdv := fs.String("gossip-advertise", "", "override gossip.advertise: the IP:port other members reach this cell at (its API addresses take the same host)")
+	gatewayAddr := fs.String("gateway-address", "", "override gossip.gateway_address: host:port of the gateway that runs this cell as its endpoint picker, advertised to globald's picker")
 	secret := fs.String("gossip-secret-key", "", "override gossip.secret_key: the pool's base64 encryption key")
 	logOpts := logging.BindFlags(fs, logging.DefaultOptions())
 	applyAccess := logging.BindAccessFlags(fs, logging.DefaultAccessConfig())
@@ -117,6 +118,9 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	}
 	if *gossipAdv != "" {
 		cfg.Gossip.Advertise = *gossipAdv
+	}
+	if *gatewayAddr != "" {
+		cfg.Gossip.GatewayAddress = *gatewayAddr
 	}
 	if *secret != "" {
 		cfg.Gossip.SecretKey = *secret

@@ -76,6 +76,8 @@ func TestCheckConfig(t *testing.T) {
 		{"replica id flag", []string{"--check-config", example, "--replica-id", "r7"}, "replica r7", ""},
 		{"advertise flag", []string{"--check-config", wildcard, "--gossip-advertise", "10.1.2.3:7947"}, "gossip :7947", ""},
 		{"bad advertise flag", []string{"--check-config", wildcard, "--gossip-advertise", "10.1.2.3"}, "", "advertise"},
+		{"gateway address flag", []string{"--check-config", wildcard, "--gateway-address", "10.1.2.3:8081"}, "gossip :7947", ""},
+		{"bad gateway address flag", []string{"--check-config", wildcard, "--gateway-address", "0.0.0.0:8081"}, "", "gossip.gateway_address"},
 		{"bad secret flag", []string{"--check-config", wildcard, "--gossip-secret-key", "not base64!"}, "", "secret key"},
 		{"index layout flag", []string{"--check-config", example, "--index-layout", "paged"}, "ok: cell cell-a", ""},
 		{"watch flags", []string{"--check-config", example, "--first-byte-timeout", "500ms", "--stream-idle-timeout", "5s", "--liveness-timeout", "300ms", "--eject-base-time", "1s"}, "ok: cell cell-a", ""},

@@ -104,6 +104,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	demoPods := fs.Int("demo-pods", 4, "simulated pods per demo cell")
 	httpAddr := fs.String("http-addr", d.HTTPAddr, "OpenAI data plane, /metrics, /healthz, /readyz, REST control plane")
 	grpcAddr := fs.String("grpc-addr", d.GRPCAddr, "gRPC GlobalService")
+	eppAddr := fs.String("epp-addr", d.EPPAddr, "serve the Endpoint Picker Protocol (Envoy ext_proc) for a global gateway at host:port, answering with the chosen cell's gateway; empty: off")
 	blockSize := fs.Int("block-size", d.BlockSize, "the cells' router block size in tokens")
 	maxProbes := fs.Int("max-probes", d.Search.MaxProbes, "most cells probed per request")
 	slack := fs.Int("probe-slack", d.Search.Slack, "also probe cells whose estimate is within this many blocks of the best")
@@ -199,6 +200,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 		TLS: tlsconf.Config{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA, ServerName: *tlsName}}
 	cfg := d
 	cfg.HTTPAddr, cfg.GRPCAddr, cfg.BlockSize = *httpAddr, *grpcAddr, *blockSize
+	cfg.EPPAddr = *eppAddr
 	cfg.Search.MaxProbes, cfg.Search.Slack, cfg.Search.ColdBlocks = *maxProbes, *slack, *coldBlocks
 	cfg.RoutedLoadTTL = *routedTTL
 	cfg.ProbeTimeout, cfg.Choose.PrefillWeight, cfg.Choose.RTTWeight = *probeTimeout, *prefillW, *rttW

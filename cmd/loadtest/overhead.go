@@ -26,6 +26,7 @@ func runOverhead(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	prompt := fs.Int("prompt-tokens", d.PromptTokens, "prompt length in tokens (token ids, or text of about that many tokens)")
 	kind := fs.String("prompt", d.Prompt, "what the direct and cell sides send: tokens, text (the cell tokenizes it) or chat")
 	glob := fs.Bool("global", d.Global, "also measure the global tier in front of the cell, for token, text and chat prompts")
+	picker := fs.Bool("picker", d.Picker, "also measure the cell as a gateway's endpoint picker (ext_proc) against proxy mode, side by side for the same requests")
 	withTLS := fs.Bool("tls", false, "also measure the global tier's hop to the cell over mutual TLS against plaintext, side by side (needs --global)")
 	chunks := fs.Int("chunks", d.Chunks, "stream chunks per response")
 	pods := fs.Int("pods", d.Pods, "pods behind the cell")
@@ -41,7 +42,7 @@ func runOverhead(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	cfg := overhead.Config{Requests: *requests, Warmup: *warmup, PromptTokens: *prompt, Chunks: *chunks, Pods: *pods,
-		Prompt: *kind, Global: *glob, TLS: *withTLS, Path: *path && *glob, RampStep: *rampStep, CPURate: *cpuRate, CPUStep: *cpuStep}
+		Prompt: *kind, Global: *glob, Picker: *picker, TLS: *withTLS, Path: *path && *glob, RampStep: *rampStep, CPURate: *cpuRate, CPUStep: *cpuStep}
 	var err error
 	if cfg.Concurrency, err = parseList(*conc, strconv.Atoi); err != nil {
 		return fmt.Errorf("--concurrency: %w", err)
@@ -74,6 +75,14 @@ func runOverhead(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}{{"non-streaming", rep.NonStreaming}, {"streaming", rep.Streaming}} {
 		fmt.Fprintf(stdout, "%-14s %8.3f %8.3f %8.3f %8.3f %8.3f %8.3f\n", m.name, m.m.Direct.P50Ms, m.m.Direct.P99Ms,
 			m.m.Cell.P50Ms, m.m.Cell.P99Ms, m.m.OverheadP50Ms, m.m.OverheadP99Ms)
+	}
+	if pk := rep.Picker; pk != nil {
+		fmt.Fprintf(stdout, "\nthe cell as a gateway's endpoint picker against proxy mode, token prompts, interleaved (ms; CPU in us per request)\n")
+		fmt.Fprintf(stdout, "picker adds p50 %+.3f ms, p99 %+.3f ms (streaming %+.3f / %+.3f), %.1f us CPU; proxy adds p50 %+.3f ms, p99 %+.3f ms, %.1f us CPU\n",
+			pk.OverheadP50Ms, pk.OverheadP99Ms, pk.StreamingOverheadP50Ms, pk.StreamingOverheadP99Ms, pk.CPUUsPerRequest,
+			pk.ProxyOverheadP50Ms, pk.ProxyOverheadP99Ms, pk.ProxyCPUUsPerRequest)
+		fmt.Fprintf(stdout, "the decision alone (picker minus a picker that decides nothing, same gateway): p50 %+.3f ms, %.1f us CPU\n",
+			pk.DecisionP50Ms, pk.DecisionCPUUsPerRequest)
 	}
 	g := rep.GlobalTier
 	if g == nil {

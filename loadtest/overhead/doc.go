@@ -23,6 +23,20 @@
 // go through the plaintext and the mutual-TLS global tiers, interleaved
 // one by one with the cell alone.
 //
+// # Picker mode
+//
+// With Config.Picker (the default) the cell also serves its Endpoint
+// Picker (epp_addr) and the same token requests go, interleaved one by
+// one, to the pod directly, through the cell in proxy mode, through a
+// gateway that asks the cell over ext_proc and then calls the picked pod
+// itself (package internal/epp/epptest plays the gateway in process), and
+// through the same gateway asking a picker that decides nothing (it names
+// the pod at once). Report.Picker carries each mode's added latency
+// against the pod and process CPU per request beyond the pod path's;
+// picker minus the fixed picker is the cell's decision alone, since the
+// in-process gateway's ext_proc work (which Envoy would do) costs more than
+// the decision on this machine (README, Measured).
+//
 // # The whole path
 //
 // With Config.Path (the default) the run measures the whole path last:

@@ -42,6 +42,9 @@ type Config struct {
 	// pod, cell and global tier side by side at each Concurrency, the rate
 	// ramp and the CPU per request; it needs Global.
 	Path bool
+	// Picker also measures the cell as a gateway's endpoint picker against
+	// proxy mode, side by side for the same requests (Report.Picker).
+	Picker bool
 	// Concurrency lists the path's client counts (1 gives the headline).
 	Concurrency []int
 	// RampRates are the rates (requests per second) each tier's ramp
@@ -63,7 +66,7 @@ type Config struct {
 // prompts, and the global tier.
 func DefaultConfig() Config {
 	return Config{Requests: 2000, Warmup: 200, PromptTokens: 1024, Chunks: 16, Pods: 16, Prompt: PromptTokens, Global: true,
-		Path: true, Concurrency: []int{1, 16, 64}, RampRates: []float64{500, 1000, 2000, 3000, 4000, 5000, 6000, 8000, 10000, 12000, 16000},
+		Picker: true, Path: true, Concurrency: []int{1, 16, 64}, RampRates: []float64{500, 1000, 2000, 3000, 4000, 5000, 6000, 8000, 10000, 12000, 16000},
 		RampStep: time.Second, CPURate: 1000, CPUStep: time.Second}
 }
 
@@ -143,6 +146,9 @@ type Report struct {
 	// unless Config.Path).
 	Global *GlobalSummary `json:"global,omitempty"`
 	Path   *Path          `json:"path,omitempty"`
+	// Picker is the cell as an endpoint picker against proxy mode (nil
+	// unless Config.Picker).
+	Picker *PickerReport `json:"picker,omitempty"`
 }
 
 // Run starts the pods and a cell, measures, and stops everything.
@@ -180,6 +186,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// lasts longer than that): once a second, 16 tiny requests.
 	ccfg.HealthInterval = time.Second
 	ccfg.Routing.TokenizerJSON, ccfg.Routing.ChatTemplate = tokFile, tokenizer.DemoChatTemplate
+	if cfg.Picker {
+		ccfg.EPPAddr = "127.0.0.1:0"
+	}
 	for i := 0; i < cfg.Pods; i++ {
 		p, err := startPod(cfg.Chunks)
 		if err != nil {
@@ -214,6 +223,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	rep.DirectP99Ms, rep.CellP99Ms, rep.OverheadP99Ms = rep.NonStreaming.Direct.P99Ms, rep.NonStreaming.Cell.P99Ms, rep.NonStreaming.OverheadP99Ms
+	if cfg.Picker {
+		if rep.Picker, err = measurePicker(ctx, client, cfg, prompts, pods[0].addr(), c.HTTPAddr(), c.EPPAddr()); err != nil {
+			return nil, err
+		}
+	}
 	if !cfg.Global {
 		return rep, nil
 	}

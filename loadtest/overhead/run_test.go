@@ -15,6 +15,7 @@ func TestRunSmall(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.Requests, cfg.Warmup, cfg.Pods, cfg.Prompt = 20, 2, 3, prompt
 			cfg.Global = prompt == PromptText
+			cfg.Picker = prompt == PromptTokens
 			cfg.TLS = cfg.Global
 			cfg.Path = cfg.Global
 			cfg.Concurrency, cfg.RampRates, cfg.RampStep, cfg.CPURate, cfg.CPUStep = []int{1, 4}, []float64{50, 100}, 200*time.Millisecond, 200, 100*time.Millisecond
@@ -33,6 +34,7 @@ func TestRunSmall(t *testing.T) {
 			if rep.Prompt != prompt {
 				t.Fatalf("report prompt %q, want %q", rep.Prompt, prompt)
 			}
+			checkPicker(t, rep, cfg)
 			if !cfg.Global {
 				if rep.GlobalTier != nil || rep.Path != nil || rep.Global != nil {
 					t.Fatalf("global tier measured without Config.Global")
@@ -115,6 +117,49 @@ func checkPath(t *testing.T, rep *Report, cfg Config) {
 	}
 	if g.MaxRPS != p.MaxRPS[TierGlobal] || g.PeakRPS != p.PeakRPS[TierGlobal] || g.CPUUsPerRequest != p.CPU.BothUs {
 		t.Errorf("global headline %+v does not mirror the path", g)
+	}
+}
+
+// checkPicker checks the picker report: present only with Config.Picker,
+// every side's percentiles, the overheads the differences from the pod,
+// and a CPU figure for every path.
+func checkPicker(t *testing.T, rep *Report, cfg Config) {
+	t.Helper()
+	pk := rep.Picker
+	if !cfg.Picker {
+		if pk != nil {
+			t.Fatalf("picker measured without Config.Picker")
+		}
+		return
+	}
+	if pk == nil || pk.Requests != cfg.Requests {
+		t.Fatalf("picker report %+v, want one of %d requests", pk, cfg.Requests)
+	}
+	for _, sides := range []map[string]Side{pk.NonStreaming, pk.Streaming} {
+		for _, side := range pickerSides {
+			if !consistent(sides[side]) {
+				t.Errorf("picker side %s: inconsistent %+v", side, sides[side])
+			}
+		}
+	}
+	ns := pk.NonStreaming
+	if pk.OverheadP50Ms != ns[SidePicker].P50Ms-ns[SidePod].P50Ms || pk.OverheadP99Ms != ns[SidePicker].P99Ms-ns[SidePod].P99Ms ||
+		pk.ProxyOverheadP50Ms != ns[SideProxy].P50Ms-ns[SidePod].P50Ms ||
+		pk.StreamingOverheadP99Ms != pk.Streaming[SidePicker].P99Ms-pk.Streaming[SidePod].P99Ms {
+		t.Errorf("picker overheads are not the differences from the pod: %+v", pk)
+	}
+	for _, side := range pickerSides {
+		if pk.CPUByPathUs[side] <= 0 {
+			t.Errorf("picker CPU of the %s path: %v", side, pk.CPUByPathUs[side])
+		}
+	}
+	if pk.CPUUsPerRequest != pk.CPUByPathUs[SidePicker]-pk.CPUByPathUs[SidePod] ||
+		pk.ProxyCPUUsPerRequest != pk.CPUByPathUs[SideProxy]-pk.CPUByPathUs[SidePod] {
+		t.Errorf("picker CPU per request is not the difference from the pod path: %+v", pk)
+	}
+	if pk.DecisionCPUUsPerRequest != pk.CPUByPathUs[SidePicker]-pk.CPUByPathUs[SideFixedPicker] ||
+		pk.DecisionP50Ms != ns[SidePicker].P50Ms-ns[SideFixedPicker].P50Ms {
+		t.Errorf("the decision's share is not picker minus the fixed picker: %+v", pk)
 	}
 }
 

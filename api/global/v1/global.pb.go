@@ -1114,10 +1114,14 @@ func (x *CellInfo) GetEndpoints() []*CellEndpoint {
 }
 
 type CellEndpoint struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	HttpAddr      string                 `protobuf:"bytes,2,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
-	GrpcAddr      string                 `protobuf:"bytes,3,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Name     string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	HttpAddr string                 `protobuf:"bytes,2,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
+	GrpcAddr string                 `protobuf:"bytes,3,opt,name=grpc_addr,json=grpcAddr,proto3" json:"grpc_addr,omitempty"`
+	// Gateway_addr is where the gateway that uses this replica as its
+	// endpoint picker takes requests (celld --gateway-address), empty when
+	// it has none; globald's endpoint picker answers with it.
+	GatewayAddr   string `protobuf:"bytes,4,opt,name=gateway_addr,json=gatewayAddr,proto3" json:"gateway_addr,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1169,6 +1173,13 @@ func (x *CellEndpoint) GetHttpAddr() string {
 func (x *CellEndpoint) GetGrpcAddr() string {
 	if x != nil {
 		return x.GrpcAddr
+	}
+	return ""
+}
+
+func (x *CellEndpoint) GetGatewayAddr() string {
+	if x != nil {
+		return x.GatewayAddr
 	}
 	return ""
 }
@@ -1552,11 +1563,12 @@ const file_api_global_v1_global_proto_rawDesc = "" +
 	"\vfree_blocks\x18\v \x01(\x04R\n" +
 	"freeBlocks\x12\x12\n" +
 	"\x04pods\x18\f \x01(\rR\x04pods\x12@\n" +
-	"\tendpoints\x18\r \x03(\v2\".cellrouter.global.v1.CellEndpointR\tendpoints\"\\\n" +
+	"\tendpoints\x18\r \x03(\v2\".cellrouter.global.v1.CellEndpointR\tendpoints\"\x7f\n" +
 	"\fCellEndpoint\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\thttp_addr\x18\x02 \x01(\tR\bhttpAddr\x12\x1b\n" +
-	"\tgrpc_addr\x18\x03 \x01(\tR\bgrpcAddr\"I\n" +
+	"\tgrpc_addr\x18\x03 \x01(\tR\bgrpcAddr\x12!\n" +
+	"\fgateway_addr\x18\x04 \x01(\tR\vgatewayAddr\"I\n" +
 	"\x11ListCellsResponse\x124\n" +
 	"\x05cells\x18\x01 \x03(\v2\x1e.cellrouter.global.v1.CellInfoR\x05cells\":\n" +
 	"\x10DrainCellRequest\x12\x0e\n" +

@@ -69,6 +69,7 @@ locals {
     { bind = ":${var.gossip.port}", seeds = var.gossip.seeds },
     var.gossip.advertise_address == null ? {} : { advertise = "${var.gossip.advertise_address}:${var.gossip.port}" },
     { for k, v in var.gossip : k => v if v != null && contains(["summary_interval", "stride", "false_positive_rate", "probe_interval", "probe_timeout"], k) },
+    try(var.epp.gateway_address, null) == null ? {} : { gateway_address = var.epp.gateway_address },
   )
 
   snapshot_dir = "/var/lib/celld/snapshots"
@@ -86,6 +87,7 @@ locals {
       http_addr = ":${var.ports.http}"
       grpc_addr = ":${var.ports.grpc}"
     },
+    var.epp == null ? {} : { epp_addr = ":${var.epp.port}" },
     length(local.pods) == 0 ? {} : { pods = local.pods },
     { for k, v in {
       index   = { for k, v in var.index : k => v if v != null }

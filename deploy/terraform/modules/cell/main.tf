@@ -32,6 +32,7 @@ locals {
       { name = "gossip-udp", port = var.gossip.port, protocol = "UDP" },
     ],
     var.zmq.bind_port == null ? [] : [{ name = "zmq", port = var.zmq.bind_port, protocol = "TCP" }],
+    var.epp == null ? [] : [{ name = "epp", port = var.epp.port, protocol = "TCP" }],
   )
 
   scrape_annotations = {
