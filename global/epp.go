@@ -5,8 +5,10 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/cellrouter/cellrouter/api/openai"
+	"github.com/cellrouter/cellrouter/internal/auth"
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/epp"
 	"github.com/cellrouter/cellrouter/internal/proxy"
@@ -58,8 +60,21 @@ func (p gatewayPicker) Pick(ctx context.Context, req *epp.Request) (*epp.Result,
 	if string(salted) != string(body) {
 		res.Body = salted
 	}
+	// The band is decided here as on the data plane (the key's tenant's,
+	// lowered by the client's header) and sent on to the cell; a sheddable
+	// request is refused before the hop when every cell is saturated.
+	pr, _ := edge.PrincipalFrom(ctx)
+	band, err := pr.RequestPriority(req.Header.Get(auth.PriorityHeader))
+	if err != nil {
+		return nil, epp.Answer(func(w http.ResponseWriter) { edge.WriteHTTP(w, err) })
+	}
+	if e := epp.Answer(func(w http.ResponseWriter) { g.shed(w, band, time.Now()) }); e.Body != nil {
+		return nil, e
+	}
+	res.Header.Set(auth.PriorityHeader, band.String())
 	r := requestOf(req.Kind, oreq)
-	d, err := g.rt.decideToSend(ctx, r)
+	r.Band = bandOf(band)
+	d, err := g.rt.decideToSend(ctx, r, nil)
 	path := "cold_" + r.Kind().String()
 	if d != nil {
 		path = routePath(d)

@@ -85,7 +85,7 @@ func TestGlobalPickerDecidesAsTheDataPlane(t *testing.T) {
 
 			// The model: the data plane's decision, its cells' gateways in
 			// order, those the hint allows.
-			d, derr := ref.decideToSend(context.Background(), &Request{Model: "m", TokenIDs: toks})
+			d, derr := ref.decideToSend(context.Background(), &Request{Model: "m", TokenIDs: toks}, nil)
 			var want []string
 			if derr == nil {
 				for _, i := range d.Order {
