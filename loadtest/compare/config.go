@@ -39,6 +39,12 @@ type Config struct {
 	// 2.3x/0.85-0.92/1.4-1.5, 8 gave 3.1x/0.89/1.5, 12 gave
 	// 3.4-3.6x/0.91-0.94/1.8-2.0. Higher weights trade balance for reuse.
 	KVOverlapWeight float64
+	// Cost is the cell's cost model for the cache-aware modes
+	// (routing.cost.model): "ttft" (default), the expected time to first
+	// token from the engines' timing model below (PrefillPerToken,
+	// DecodePerToken, MaxRunning, with MaxTokensCap output tokens), or
+	// "blocks", the reference router's cost weighed by KVOverlapWeight.
+	Cost string
 	// KVMaxRequests, when positive, caps the requests the kv mode sends to
 	// one pod at a time (a soft filter: ignored when every pod is at the
 	// cap). 0 routes with the cell's plain default profile.
@@ -98,6 +104,7 @@ func DefaultConfig() Config {
 		MaxTokensCap:      16,
 		Timeout:           2 * time.Minute,
 		KVOverlapWeight:   12,
+		Cost:              cell.CostTTFT,
 		SpeculativeTTL:    cell.DefaultConfig().Speculative.TTL,
 		SpeculativeWeight: cell.DefaultConfig().Speculative.Weight,
 		Modes:             ModeNames,
@@ -135,6 +142,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("compare: SpeculativeWeight %v out of [0, 1]", c.SpeculativeWeight)
 	}
 	switch {
+	case c.Cost != cell.CostTTFT && c.Cost != cell.CostBlocks:
+		return fmt.Errorf("compare: Cost %q, want %q or %q", c.Cost, cell.CostTTFT, cell.CostBlocks)
 	case c.TracePath == "":
 		return fmt.Errorf("compare: TracePath is empty")
 	case c.Sample < 1:

@@ -119,6 +119,10 @@ type Report struct {
 	Modes map[string]*ModeResult `json:"modes"`
 	// Checks are present when round_robin and kv both ran.
 	Checks *Checks `json:"checks,omitempty"`
+	// Saturation is kv against round-robin, kv-nospec and approx at
+	// three percentiles and each mode's share of the reachable reuse;
+	// present when kv ran.
+	Saturation *Saturation `json:"saturation,omitempty"`
 	// Bypass sets kv-engine against kv when traffic bypassed the cell
 	// (Config.Bypass) and both ran.
 	Bypass *BypassFigure `json:"bypass,omitempty"`
@@ -186,6 +190,7 @@ func (r *Report) finish(wall time.Duration) {
 		b.Pass = b.TTFTP90Ratio >= 1.3
 		r.Bypass = b
 	}
+	r.Saturation = r.saturation()
 	kv, rr := r.Modes[ModeKV], r.Modes[ModeRoundRobin]
 	if rr != nil {
 		for name, m := range r.Modes {

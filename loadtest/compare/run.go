@@ -204,6 +204,13 @@ func cellConfig(cfg Config, fleet *enginesim.Fleet, name string) cell.Config {
 	}
 	cc.Routing.RequestTimeout = cfg.Timeout
 	cc.Routing.KVOverlapScoreWeight = cfg.KVOverlapWeight
+	// The ttft cost is the engines' own timing model: the router is told
+	// what a prefilled token and a decoded one cost and how many requests
+	// a pod runs at once, as an operator measures them on a real fleet.
+	cc.Routing.Cost = cell.CostConfig{Model: cfg.Cost,
+		PrefillPerTokenUs: float64(cfg.PrefillPerToken) / float64(time.Microsecond),
+		DecodePerTokenMs:  float64(cfg.DecodePerToken) / float64(time.Millisecond),
+		DecodeTokens:      float64(cfg.MaxTokensCap), MaxRunning: cfg.MaxRunning}
 	if m.cacheAware && cfg.KVMaxRequests > 0 {
 		// The cache-aware profile with a per-pod concurrency cap: the
 		// default profile plus a soft "concurrency" filter, so a pod whose
