@@ -26,6 +26,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	out := fs.String("out", "", "directory for report.json, SVG plots and index.html (none when empty)")
 	d := compare.DefaultConfig()
+	wl := fs.String("workload", d.Workload, "conversation (the trace) or cold (generated conversations with no shared prefix, more than half the requests cold; see loadtest/workload)")
+	wlRequests := fs.Int("workload-requests", d.WorkloadRequests, "cold workload: requests generated before sampling (0: about the trace's)")
+	seed := fs.Uint64("seed", d.Seed, "cold workload: generator seed")
 	tracePath := fs.String("trace", d.TracePath, "Mooncake trace (JSON Lines); a relative path is also looked for above the working directory and the executable")
 	sample := fs.Int("sample", d.Sample, "keep one conversation in N (1 = the whole trace)")
 	maxReq := fs.Int("max-requests", d.MaxRequests, "cap the slice at N requests after sampling (0 = no cap)")
@@ -54,6 +57,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		cfg = compare.QuickConfig()
 	}
 	apply := explicitly(fs)
+	apply("workload", func() { cfg.Workload = *wl })
+	apply("workload-requests", func() { cfg.WorkloadRequests = *wlRequests })
+	apply("seed", func() { cfg.Seed = *seed })
 	apply("trace", func() { cfg.TracePath = *tracePath })
 	apply("sample", func() { cfg.Sample = *sample })
 	apply("max-requests", func() { cfg.MaxRequests = *maxReq })
@@ -75,11 +81,13 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		cfg.Modes = []string{compare.ModeKV, compare.ModeKVEngine}
 	}
 	apply("modes", func() { cfg.Modes = strings.Split(*modes, ",") })
-	tracePathFound, err := locateTrace("compare", cfg.TracePath)
-	if err != nil {
-		return err
+	if cfg.Workload == compare.WorkloadConversation { // the cold workload is generated: no trace to find
+		tracePathFound, err := locateTrace("compare", cfg.TracePath)
+		if err != nil {
+			return err
+		}
+		cfg.TracePath = tracePathFound
 	}
-	cfg.TracePath = tracePathFound
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

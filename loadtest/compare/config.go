@@ -11,6 +11,13 @@ import (
 
 // Config says what the comparison replays and on what fleet.
 type Config struct {
+	// Workload is WorkloadConversation (the trace at TracePath, default)
+	// or WorkloadCold (generated; see workload.go).
+	Workload string
+	// WorkloadRequests is the cold workload's length before sampling
+	// (0: workload.ColdRequests, about the trace's); Seed seeds it.
+	WorkloadRequests int
+	Seed             uint64
 	// TracePath is the Mooncake trace.
 	TracePath string
 	// Sample keeps one conversation in Sample (see SampleConversations);
@@ -97,6 +104,8 @@ type Config struct {
 // queueing, which the simulator's independent sleeps would otherwise hide.
 func DefaultConfig() Config {
 	return Config{
+		Workload:          WorkloadConversation,
+		Seed:              42,
 		TracePath:         "loadtest/traces/conversation_trace.jsonl",
 		Sample:            20,
 		TimeScale:         0.015,
@@ -144,7 +153,11 @@ func (c Config) Validate() error {
 	switch {
 	case c.Cost != cell.CostTTFT && c.Cost != cell.CostBlocks:
 		return fmt.Errorf("compare: Cost %q, want %q or %q", c.Cost, cell.CostTTFT, cell.CostBlocks)
-	case c.TracePath == "":
+	case c.Workload != WorkloadConversation && c.Workload != WorkloadCold:
+		return fmt.Errorf("compare: Workload %q, want %s or %s", c.Workload, WorkloadConversation, WorkloadCold)
+	case c.WorkloadRequests < 0:
+		return fmt.Errorf("compare: WorkloadRequests = %d, want >= 0", c.WorkloadRequests)
+	case c.TracePath == "" && c.Workload == WorkloadConversation:
 		return fmt.Errorf("compare: TracePath is empty")
 	case c.Sample < 1:
 		return fmt.Errorf("compare: Sample = %d, want >= 1", c.Sample)

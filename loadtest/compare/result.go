@@ -99,6 +99,8 @@ type Report struct {
 	ReachableReuseMethod string  `json:"reachable_reuse_method"`
 	UnboundedReuse       float64 `json:"unbounded_reuse"`
 
+	// Workload is the workload replayed (conversation or cold).
+	Workload     string  `json:"workload"`
 	Requests     int     `json:"requests"`
 	Sample       int     `json:"sample"`
 	PromptTokens int64   `json:"prompt_tokens"`
@@ -137,7 +139,7 @@ type Report struct {
 // newReport starts the report of cfg on recs.
 func newReport(cfg Config, recs []trace.Record) *Report {
 	r := &Report{
-		ReachableReuseMethod: ReuseMethod, Requests: len(recs), Sample: cfg.Sample,
+		ReachableReuseMethod: ReuseMethod, Workload: cfg.Workload, Requests: len(recs), Sample: cfg.Sample,
 		TimeScale: cfg.TimeScale, MaxTokensCap: cfg.MaxTokensCap, Pods: cfg.Pods, BlocksPerPod: cfg.BlocksPerPod,
 		BlockSize: cfg.BlockSize, MaxRunning: cfg.MaxRunning, KVOverlapWeight: cfg.KVOverlapWeight,
 		PrefillPerTokenUs: float64(cfg.PrefillPerToken) / float64(time.Microsecond),

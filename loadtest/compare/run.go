@@ -34,7 +34,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 		return nil, err
 	}
 	started := time.Now()
-	all, err := trace.ReadFile(cfg.TracePath, 0)
+	all, err := records(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +43,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 		recs = recs[:cfg.MaxRequests]
 	}
 	if len(recs) == 0 {
-		return nil, fmt.Errorf("compare: the slice of %s is empty", cfg.TracePath)
+		return nil, fmt.Errorf("compare: the slice of %s is empty", workloadName(cfg))
 	}
 	rep := newReport(cfg, recs)
 	reach, err := ReachableReuse(recs, cfg.Model, cfg.BlockSize, cfg.Pods*cfg.BlocksPerPod)
@@ -55,8 +55,8 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 		return nil, err
 	}
 	rep.ReachableReuse, rep.UnboundedReuse = reach.Ratio, unbounded.Ratio
-	say(opt.Progress, "compare: %d requests (one conversation in %d) over %.0f s of trace, replayed in %.0f s per mode; reachable reuse %.1f%% (unbounded cache %.1f%%)\n",
-		len(recs), cfg.Sample, rep.TraceSpanS, rep.TraceSpanS*cfg.TimeScale, 100*reach.Ratio, 100*unbounded.Ratio)
+	say(opt.Progress, "compare: %s: %d requests (one conversation in %d) over %.0f s of trace, replayed in %.0f s per mode; reachable reuse %.1f%% (unbounded cache %.1f%%)\n",
+		workloadName(cfg), len(recs), cfg.Sample, rep.TraceSpanS, rep.TraceSpanS*cfg.TimeScale, 100*reach.Ratio, 100*unbounded.Ratio)
 	for _, name := range cfg.Modes {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -270,4 +270,12 @@ func say(w io.Writer, format string, args ...any) {
 	if w != nil {
 		fmt.Fprintf(w, format, args...)
 	}
+}
+
+// workloadName names cfg's workload for progress lines and errors.
+func workloadName(cfg Config) string {
+	if cfg.Workload == WorkloadCold {
+		return fmt.Sprintf("the cold workload (%d requests, seed %d)", cfg.WorkloadRequests, cfg.Seed)
+	}
+	return cfg.TracePath
 }
