@@ -28,16 +28,20 @@ import (
 //	wait = m * (2/(S+1) + (k-1)/S)    otherwise
 //
 // Speculative blocks (a request was routed there moments ago; no event
-// has confirmed them) are not cached yet: the request that will store them
-// is still queued or prefilling. They count, at SpeculativeWeight, only
-// when the new request would start after they could have been prefilled
-// (wait at least their prefill time), so a burst of one prefix spreads
-// while its holder has a free server and follows the holder once waiting
-// there is no worse than recomputing. Blocks the index knows from events
-// or from a pod without events (approximate) count fully.
+// has confirmed them) may not be cached yet: the request that will store
+// them may still be queued or prefilling, and an engine that starts
+// another request over them before then recomputes them. They count, at
+// SpeculativeWeight, only when they are expected stored by the time the
+// new request starts (specReady): the pod has fewer blocks left to
+// prefill than the speculative ones, or the wait covers their prefill and
+// the pod's pending prefill. A burst of one prefix thus spreads while its
+// holder has free servers and follows the holder once waiting there is no
+// worse than recomputing. Blocks the index knows from events or from a
+// pod without events (approximate) count fully.
 //
 // Ties (equal expected time, such as idle pods without the prefix) go to
-// the pod with fewer requests in flight.
+// the pod with fewer requests in flight, then to the one whose KV cache
+// its active requests fill least.
 type TTFTCost struct {
 	// PrefillPerTokenUs is the engine's prefill time per uncached prompt
 	// token, in microseconds.
@@ -123,16 +127,38 @@ func (s *TTFTCost) Score(rc *pipeline.Context, out []float64) {
 			held = float64(d)
 			if hasSpec && spec.Has(c.Slot) {
 				exact := m.ExactDepth(c.Slot)
-				specBlocks := float64(d - exact)
 				held = float64(exact)
-				if wait >= specBlocks*blockMs {
-					held += s.SpeculativeWeight * specBlocks
+				if s.specReady(d-exact, c.PrefillBlocks, wait, blockMs) {
+					held += s.SpeculativeWeight * float64(d-exact)
 				}
 			}
 		}
 		prefill := (float64(total) - held) * blockMs
-		out[k] = -(wait + prefill + tieBreakMs*float64(c.ActiveRequests))
+		out[k] = -(wait + prefill + tieBreakMs*(float64(c.ActiveRequests)+occupancy(c)))
 	}
+}
+
+// specReady reports whether specBlocks speculative blocks are expected
+// stored when a request that waits wait ms starts on a pod with
+// pendingBlocks blocks still to prefill: either the pod has fewer blocks
+// pending than the speculative ones (the request that speculated them has
+// finished its prefill; only their events are on the way), or the wait
+// covers their prefill and the pod's pending prefill shared over its
+// servers.
+func (s *TTFTCost) specReady(specBlocks, pendingBlocks int, wait, blockMs float64) bool {
+	if pendingBlocks < specBlocks {
+		return true
+	}
+	return wait >= max(float64(specBlocks), float64(pendingBlocks)/float64(s.MaxRunning))*blockMs
+}
+
+// occupancy is the share of the candidate's KV cache its active requests
+// occupy, in [0, 1] (0 when its size is unknown): the second tie-break.
+func occupancy(c *pipeline.Candidate) float64 {
+	if c.TotalBlocks <= 0 {
+		return 0
+	}
+	return min(1, float64(c.ActiveBlocks)/float64(c.TotalBlocks))
 }
 
 // queueWait is the model's expected wait, in milliseconds, before a new

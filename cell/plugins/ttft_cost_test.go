@@ -199,6 +199,38 @@ func TestTTFTCostBurst(t *testing.T) {
 	})
 }
 
+// TestTTFTCostSpeculativeStored checks when speculative blocks count: pod
+// 0 holds 10 blocks exactly and 50 more speculatively, pod 1 holds 30
+// exactly, both with one request in flight (a free server, no wait).
+// With nothing left to prefill on pod 0 the speculating request is past
+// its prefill: the blocks are stored, their events on the way, and pod 0
+// wins; with 50 blocks still to prefill they are not, and pod 1 wins.
+func TestTTFTCostSpeculativeStored(t *testing.T) {
+	toks := tokens(64*16, 6)
+	for _, tt := range []struct {
+		pending int
+		want    string
+	}{{0, "pod-000"}, {49, "pod-000"}, {50, "pod-001"}} {
+		t.Run(fmt.Sprint(tt.pending), func(t *testing.T) {
+			f := newFleet(t, 2)
+			l, err := index.NewLearner(f.ix, index.DefaultLearnConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs := f.hasher.Chain(blockhash.Seed(blockhash.Keys{Model: "m"}), toks, nil)
+			f.hold(0, toks, 10)
+			l.Speculate(f.cands[0].Slot, hs[:60], time.Now())
+			f.hold(1, toks, 30)
+			f.cands[0].ActiveRequests, f.cands[0].PrefillBlocks = 1, tt.pending
+			f.cands[1].ActiveRequests = 1
+			d := f.decide(t, f.selector(t, ttftProfile(t, testEngine), nil), &pipeline.Request{Model: "m", TokenIDs: toks}, 1)
+			if got := f.cands[d.Pick()].Pod; got != tt.want {
+				t.Fatalf("pending %d: picked %s, want %s (scores %v)", tt.pending, got, tt.want, d.Scores)
+			}
+		})
+	}
+}
+
 // TestTTFTCostMatchesReference sets the scorer's output against a naive
 // computation of the same model over random fleets: per pod, the depth
 // the test stored (exact and speculative), the wait formula written out,
@@ -228,6 +260,7 @@ func TestTTFTCostMatchesReference(t *testing.T) {
 			}
 			f.cands[i].ActiveRequests = rng.IntN(6)
 			f.cands[i].PrefillBlocks = rng.IntN(100) * min(1, f.cands[i].ActiveRequests)
+			f.cands[i].ActiveBlocks = rng.IntN(900) * min(1, f.cands[i].ActiveRequests)
 		}
 		e := testEngine
 		e.SpeculativeWeight = float64(rng.IntN(3)) / 2
@@ -243,10 +276,13 @@ func TestTTFTCostMatchesReference(t *testing.T) {
 				wait = mean*2/(servers+1) + mean*(r-servers)/servers
 			}
 			held := float64(exact[i])
-			if extra := spec[i] - exact[i]; extra > 0 && wait >= float64(extra)*0.4 {
+			extra := spec[i] - exact[i]
+			stored := c.PrefillBlocks < extra || wait >= math.Max(float64(extra), float64(c.PrefillBlocks)/float64(e.MaxRunning))*0.4
+			if extra > 0 && stored {
 				held += e.SpeculativeWeight * float64(extra)
 			}
-			want := -(wait + (32-held)*0.4 + tieBreakMs*r)
+			occ := float64(c.ActiveBlocks) / float64(c.TotalBlocks)
+			want := -(wait + (32-held)*0.4 + tieBreakMs*(r+occ))
 			if got := d.Scores[k]; math.Abs(got-want) > 1e-9 {
 				t.Fatalf("round %d, rank %d (%s: exact %d, speculative to %d, R %d, pending %d): score %v, want %v",
 					round, k, c.Pod, exact[i], spec[i], c.ActiveRequests, c.PrefillBlocks, got, want)
