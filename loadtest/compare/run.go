@@ -15,6 +15,7 @@ import (
 	"github.com/cellrouter/cellrouter/loadtest/replay"
 	"github.com/cellrouter/cellrouter/loadtest/report"
 	"github.com/cellrouter/cellrouter/loadtest/trace"
+	"github.com/cellrouter/cellrouter/loadtest/workload"
 )
 
 // readyTimeout bounds the wait for a fresh cell and fleet to be connected.
@@ -275,7 +276,11 @@ func say(w io.Writer, format string, args ...any) {
 // workloadName names cfg's workload for progress lines and errors.
 func workloadName(cfg Config) string {
 	if cfg.Workload == WorkloadCold {
-		return fmt.Sprintf("the cold workload (%d requests, seed %d)", cfg.WorkloadRequests, cfg.Seed)
+		n := cfg.WorkloadRequests
+		if n <= 0 {
+			n = workload.ColdRequests
+		}
+		return fmt.Sprintf("the cold workload (%d requests generated, seed %d)", n, cfg.Seed)
 	}
 	return cfg.TracePath
 }
