@@ -32,12 +32,11 @@
 // first of S running requests ends after 2m/(S+1) on average, each further
 // one m/S later. A saturated pod that holds the prefix thus loses to an
 // idle one exactly when its wait exceeds the prefill the prefix saves.
-// Speculative blocks count only when the request would start after they
-// could have been prefilled (wait at least their prefill time): the
-// request that will store them is still queued or prefilling, and an
-// engine that starts a copy before they are stored recomputes them, so a
-// burst of one prefix spreads over free servers instead of queueing behind
-// its first request. Every coefficient is a key of routing.cost:
+// Speculative blocks count at speculative.weight, as in kv-cost: a burst
+// of a new prefix follows its first request while that pod has free
+// servers and spreads once its queue wait exceeds the prefill the prefix
+// saves: the wait, not a weight tuned to one load, stops the pile. Every
+// coefficient is a key of routing.cost:
 //
 //	prefill_per_token_us 25   40k tokens/s, an 8B model's chunked prefill
 //	                          on one H100-class GPU

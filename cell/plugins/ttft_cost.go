@@ -28,16 +28,16 @@ import (
 //	wait = m * (2/(S+1) + (k-1)/S)    otherwise
 //
 // Speculative blocks (a request was routed there moments ago; no event
-// has confirmed them) may not be cached yet: the request that will store
-// them may still be queued or prefilling, and an engine that starts
-// another request over them before then recomputes them. They count, at
-// SpeculativeWeight, only when they are expected stored by the time the
-// new request starts (specReady): the pod has fewer blocks left to
-// prefill than the speculative ones, or the wait covers their prefill and
-// the pod's pending prefill. A burst of one prefix thus spreads while its
-// holder has free servers and follows the holder once waiting there is no
-// worse than recomputing. Blocks the index knows from events or from a
-// pod without events (approximate) count fully.
+// has confirmed them) count at SpeculativeWeight, approximate ones (pods
+// without events) and exact ones fully. A burst of one new prefix thus
+// follows its first request while that pod has free servers (the copies
+// run beside it), and spreads once the pod's queue wait exceeds the
+// prefill the prefix saves: the wait, not a weight tuned to one load, is
+// what stops the pile. (Counting a speculative block only once it is
+// expected stored, from the pod's pending prefill, lost more reuse than it
+// saved in loadtest compare: a pod busy with another request's prefill
+// hid follow-ups whose prefix had been stored, while the KV events lagged
+// behind under load.)
 //
 // Ties (equal expected time, such as idle pods without the prefix) go to
 // the pod with fewer requests in flight, then to the one whose KV cache
@@ -110,7 +110,7 @@ func (s *TTFTCost) Score(rc *pipeline.Context, out []float64) {
 		for _, g := range m.Groups() {
 			g.Pods.ForEach(func(s index.Slot) { depth[s] = int32(g.Depth) })
 		}
-		if s.split != nil && !m.Matched().IsEmpty() {
+		if s.SpeculativeWeight != 1 && s.split != nil && !m.Matched().IsEmpty() {
 			s.split.SplitLearned(hs, m, m.Matched())
 			spec = m.Learned().AndNot(m.Approximate())
 		}
@@ -128,28 +128,12 @@ func (s *TTFTCost) Score(rc *pipeline.Context, out []float64) {
 			if hasSpec && spec.Has(c.Slot) {
 				exact := m.ExactDepth(c.Slot)
 				held = float64(exact)
-				if s.specReady(d-exact, c.PrefillBlocks, wait, blockMs) {
-					held += s.SpeculativeWeight * float64(d-exact)
-				}
+				held += s.SpeculativeWeight * float64(d-exact)
 			}
 		}
 		prefill := (float64(total) - held) * blockMs
 		out[k] = -(wait + prefill + tieBreakMs*(float64(c.ActiveRequests)+occupancy(c)))
 	}
-}
-
-// specReady reports whether specBlocks speculative blocks are expected
-// stored when a request that waits wait ms starts on a pod with
-// pendingBlocks blocks still to prefill: either the pod has fewer blocks
-// pending than the speculative ones (the request that speculated them has
-// finished its prefill; only their events are on the way), or the wait
-// covers their prefill and the pod's pending prefill shared over its
-// servers.
-func (s *TTFTCost) specReady(specBlocks, pendingBlocks int, wait, blockMs float64) bool {
-	if pendingBlocks < specBlocks {
-		return true
-	}
-	return wait >= max(float64(specBlocks), float64(pendingBlocks)/float64(s.MaxRunning))*blockMs
 }
 
 // occupancy is the share of the candidate's KV cache its active requests
