@@ -213,6 +213,21 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 		}
 		return 0
 	}
+	// storedDepthOf is the part of pod's match that counts as cached in the
+	// load tracker's pending prefill: not speculative blocks, which the
+	// request that will store them may still be prefilling (a request
+	// that starts before then computes them again), so that a pod a burst
+	// of one new prefix piled onto shows the queue it has and the cost's
+	// queue wait spreads the rest. Approximate blocks (a pod without
+	// events learns them at first token, when they are stored) count.
+	storedDepthOf := func(pod string) int {
+		s, ok := slotOf(rc, pod)
+		if !ok || match == nil || match.Depth(s) == 0 || match.Approximate().Has(s) {
+			return depthOf(pod)
+		}
+		c.ix.SplitLearned(hashes, match, index.BitmapOf(s))
+		return match.ExactDepth(s)
+	}
 	// What the cell learns from its own routing (see run_learned.go): the
 	// chosen pod's blocks are speculative from the attempt until its events
 	// confirm them, and a pod without events holds them, approximately,
@@ -250,8 +265,7 @@ func (c *Cell) execute(w http.ResponseWriter, r *http.Request, body []byte, preq
 			if ticket != nil {
 				c.router.tracker.Done(ticket)
 			}
-			depth := depthOf(t.Pod)
-			prefill := blocks - depth
+			prefill := blocks - storedDepthOf(t.Pod)
 			if d.plan.Disaggregated && leg == "decode" {
 				prefill = 0 // the KV cache arrives from the prefill pod
 			}
