@@ -107,6 +107,22 @@ func (k *call) depthOf(pod string) int {
 	return 0
 }
 
+// storedDepthOf is the part of pod's match that counts as cached in the
+// load tracker's pending prefill: not speculative blocks, which the request
+// that will store them may still be prefilling (a request that starts
+// before then computes them again), so that a pod a burst of one new
+// prefix piled onto shows the queue it has and the cost's queue wait
+// spreads the rest. Approximate blocks (a pod without events learns them
+// at first token, when they are stored) count.
+func (k *call) storedDepthOf(pod string) int {
+	s, ok := slotOf(k.rc, pod)
+	if !ok || k.match == nil || k.match.Depth(s) == 0 || k.match.Approximate().Has(s) {
+		return k.depthOf(pod)
+	}
+	k.c.ix.SplitLearned(k.hashes, k.match, index.BitmapOf(s))
+	return k.match.ExactDepth(s)
+}
+
 // What the cell learns from its own routing (see run_learned.go): the
 // chosen pod's blocks are speculative from the attempt until its events
 // confirm them, and a pod without events holds them, approximately, from
@@ -132,7 +148,7 @@ func (k *call) attempt(pod string) {
 	if k.ticket != nil {
 		k.c.router.tracker.Done(k.ticket)
 	}
-	prefill := k.blocks - k.depthOf(pod)
+	prefill := k.blocks - k.storedDepthOf(pod)
 	if k.d.plan.Disaggregated && k.leg == "decode" {
 		prefill = 0 // the KV cache arrives from the prefill pod
 	}

@@ -25,6 +25,9 @@ type RoutingConfig struct {
 	// KVOverlapScoreWeight is the default profile's weight of prefill
 	// blocks against decode blocks in its cost.
 	KVOverlapScoreWeight float64 `yaml:"kv_overlap_score_weight"`
+	// Cost is the default profile's cost model: the expected time to first
+	// token (queue wait plus prefill) or the reference router's blocks.
+	Cost CostConfig `yaml:"cost"`
 	// RouterTemperature is the default profile's softmax temperature over
 	// normalised costs; 0 picks the lowest cost.
 	RouterTemperature float64 `yaml:"router_temperature"`
@@ -82,6 +85,7 @@ func DefaultRoutingConfig() RoutingConfig {
 	return RoutingConfig{
 		Profile:               "default",
 		KVOverlapScoreWeight:  1,
+		Cost:                  DefaultCostConfig(),
 		RouterTemperature:     0,
 		BusyThreshold:         0.95,
 		SessionHeader:         "X-Session-Id",
@@ -139,6 +143,9 @@ func (r RoutingConfig) validate() error {
 		return bad("candidates_ttl", r.CandidatesTTL, "must not be negative")
 	case r.ChatTemplate != "" && r.TokenizerJSON == "":
 		return bad("chat_template", r.ChatTemplate, "needs tokenizer_json")
+	}
+	if err := r.Cost.validate(); err != nil {
+		return err
 	}
 	if err := proxy.CheckRelayHeaders(r.RelayResponseHeaders); err != nil {
 		return bad("relay_response_headers", r.RelayResponseHeaders, err.Error())

@@ -72,6 +72,13 @@ func newRouter(cfg Config, ix *index.Index, reg *events.Registry, learned *learn
 			// stale, so they are safe on whenever scraping is.
 			profiles["default"] = plugins.WithEngineLoad(profiles["default"], cfg.EngineMetrics.LoRAAffinityWeight)
 		}
+		if cfg.Routing.Cost.Model == CostTTFT {
+			p, err := plugins.WithTTFTCost(profiles["default"], cfg.Routing.Cost.ttft(specWeight), cfg.Events.BlockSize)
+			if err != nil {
+				return nil, fmt.Errorf("%w: routing.cost: %v", ErrConfig, err)
+			}
+			profiles["default"] = p
+		}
 	}
 	// Build every profile, used or not: a broken profile stops the daemon.
 	built := map[string]*pipeline.Profile{}

@@ -1,14 +1,56 @@
 // Package plugins holds the in-tree plug-ins of the cell's routing
 // pipeline, one concept per file: preparers (token ids, block hashes,
 // prefix match, session and hash keys), filters (healthy, role, concurrency
-// cap, busy threshold), scorers (KV cost, cache affinity, least load,
+// cap, busy threshold), scorers (KV cost, expected TTFT, cache affinity, least load,
 // round-robin, session affinity, locality, route-template affinity), the
 // engine-load plug-ins (the engine-load preparer and the
 // engine-active-blocks, kv-usage, queue-depth and lora-affinity scorers,
 // fed by the engines' own metrics) and pickers (max score, softmax,
-// round-robin, sticky session, consistent hash with bounded load). Register
+// round-robin, sticky session, consistent hash with bounded load). The
+// default profile's cost is ttft-cost (below). Register
 // adds all their factories to a registry; it is the one place that says
 // what a cell can load.
+//
+// # Cost under saturation: ttft-cost
+//
+// kv-cost adds blocks to prefill and blocks of decode load, a sum whose
+// balance depends on the overlap weight: tuned for one load it piles
+// requests onto the holder of a prefix when the fleet is busy (the
+// holder's queue costs more than the prefill it saves) or scatters them
+// when it is idle. ttft-cost, the default profile's cost unless
+// routing.cost.model is "blocks" (WithTTFTCost swaps it in), prices both
+// in the one unit a client feels, the expected time to first token:
+//
+//	ttft = queue wait + (blocks not held) * block_size * prefill_per_token
+//
+// from a model of the engine (TTFTCost): max_running servers fed by one
+// FIFO queue, each request holding a server for its prefill and
+// decode_tokens of decode. With R requests in flight on a pod, S =
+// max_running and m their mean remaining work (the router's pending
+// prefill blocks at one block's prefill time each, plus R decodes, over
+// R), the wait is 0 while R < S and m * (2/(S+1) + (R-S)/S) after: the
+// first of S running requests ends after 2m/(S+1) on average, each further
+// one m/S later. A saturated pod that holds the prefix thus loses to an
+// idle one exactly when its wait exceeds the prefill the prefix saves.
+// Speculative blocks count at speculative.weight, as in kv-cost: a burst
+// of a new prefix follows its first request while that pod has free
+// servers and spreads once its queue wait exceeds the prefill the prefix
+// saves: the wait, not a weight tuned to one load, stops the pile. Every
+// coefficient is a key of routing.cost:
+//
+//	prefill_per_token_us 25   40k tokens/s, an 8B model's chunked prefill
+//	                          on one H100-class GPU
+//	decode_per_token_ms  10   one request's inter-token time in a batch of
+//	                          a few dozen on the same GPU
+//	decode_tokens        128  the mean output of chat traffic
+//	max_running          8    requests that run without slowing each
+//	                          other's first token much (not vLLM's
+//	                          max_num_seqs, which bounds the batch, not the
+//	                          prefill compute a new request shares)
+//
+// They are starting points; measure the engines (the prefill and decode
+// rates under load, the output lengths) and set them. loadtest compare
+// tells the cell its simulated engines' own values.
 //
 // # Engine load
 //

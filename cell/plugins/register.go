@@ -75,6 +75,18 @@ func Register(r *pipeline.Registry, d Deps) {
 		s.split, _ = d.Index.(Splitter)
 		return s, nil
 	})
+	r.Register("ttft-cost", func(p pipeline.Params) (pipeline.Plugin, error) {
+		s := DefaultTTFTCost()
+		if err := p.Decode(&s); err != nil {
+			return nil, err
+		}
+		if err := s.validate(); err != nil {
+			return nil, err
+		}
+		s.blockSize = d.Hasher.BlockSize
+		s.split, _ = d.Index.(Splitter)
+		return &s, nil
+	})
 	r.Register("cache-affinity", simple(CacheAffinity{}))
 	r.Register("least-load", func(p pipeline.Params) (pipeline.Plugin, error) {
 		s := &LeastLoad{}

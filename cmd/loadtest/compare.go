@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/cellrouter/cellrouter/loadtest/compare"
@@ -25,6 +26,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	out := fs.String("out", "", "directory for report.json, SVG plots and index.html (none when empty)")
 	d := compare.DefaultConfig()
+	wl := fs.String("workload", d.Workload, "conversation (the trace) or cold (generated conversations with no shared prefix, more than half the requests cold; see loadtest/workload)")
+	wlRequests := fs.Int("workload-requests", d.WorkloadRequests, "cold workload: requests generated before sampling (0: about the trace's)")
+	seed := fs.Uint64("seed", d.Seed, "cold workload: generator seed")
 	tracePath := fs.String("trace", d.TracePath, "Mooncake trace (JSON Lines); a relative path is also looked for above the working directory and the executable")
 	sample := fs.Int("sample", d.Sample, "keep one conversation in N (1 = the whole trace)")
 	maxReq := fs.Int("max-requests", d.MaxRequests, "cap the slice at N requests after sampling (0 = no cap)")
@@ -40,6 +44,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	kvCap := fs.Int("kv-max-requests", d.KVMaxRequests, "kv mode: per-pod concurrency cap (soft filter); 0 for the plain default profile")
 	specTTL := fs.Duration("speculative-ttl", d.SpeculativeTTL, "kv mode: speculative entries' lifetime (kv-nospec runs without them)")
 	specWeight := fs.Float64("speculative-weight", d.SpeculativeWeight, "kv mode: what a speculative block counts for in the cost, in [0, 1]")
+	cost := fs.String("cost", d.Cost, "cache-aware modes' cost model (routing.cost.model): ttft (queue wait + prefill, from the engine model above) or blocks (the reference router's)")
+	rates := fs.String("rate", "", "sweep: comma-separated arrival-rate multipliers (time scale / rate each), e.g. 1,2,3,5; reports per rate kv against round-robin, kv-nospec and approx")
+	sweepLimit := fs.Float64("sweep-limit-ms", compare.DefaultSweepLimitMs, "sweep: stop after the first rate where round-robin's TTFT p90 reaches this (0: run every rate)")
 	bypass := fs.Float64("bypass", d.Bypass, "share of requests sent straight to pods around the cell, in [0, 1); with no -modes, runs kv against kv-engine (the engines' load metrics)")
 	bypassPods := fs.Int("bypass-pods", d.BypassPods, "the bypassed requests go to the first N pods")
 	if help, err := parseFlags("compare", fs, args); help || err != nil {
@@ -50,6 +57,9 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		cfg = compare.QuickConfig()
 	}
 	apply := explicitly(fs)
+	apply("workload", func() { cfg.Workload = *wl })
+	apply("workload-requests", func() { cfg.WorkloadRequests = *wlRequests })
+	apply("seed", func() { cfg.Seed = *seed })
 	apply("trace", func() { cfg.TracePath = *tracePath })
 	apply("sample", func() { cfg.Sample = *sample })
 	apply("max-requests", func() { cfg.MaxRequests = *maxReq })
@@ -64,23 +74,37 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	apply("kv-max-requests", func() { cfg.KVMaxRequests = *kvCap })
 	apply("speculative-ttl", func() { cfg.SpeculativeTTL = *specTTL })
 	apply("speculative-weight", func() { cfg.SpeculativeWeight = *specWeight })
+	apply("cost", func() { cfg.Cost = *cost })
 	apply("bypass", func() { cfg.Bypass = *bypass })
 	apply("bypass-pods", func() { cfg.BypassPods = *bypassPods })
 	if cfg.Bypass > 0 {
 		cfg.Modes = []string{compare.ModeKV, compare.ModeKVEngine}
 	}
 	apply("modes", func() { cfg.Modes = strings.Split(*modes, ",") })
-	tracePathFound, err := locateTrace("compare", cfg.TracePath)
-	if err != nil {
-		return err
+	if cfg.Workload == compare.WorkloadConversation { // the cold workload is generated: no trace to find
+		tracePathFound, err := locateTrace("compare", cfg.TracePath)
+		if err != nil {
+			return err
+		}
+		cfg.TracePath = tracePathFound
 	}
-	cfg.TracePath = tracePathFound
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	var opt compare.Options
 	if !*quiet {
 		opt.Progress = stderr
+	}
+	if *rates != "" {
+		rs, err := parseRates(*rates)
+		if err != nil {
+			return err
+		}
+		sw, err := compare.RunSweep(ctx, cfg, rs, *sweepLimit, opt)
+		if err != nil {
+			return err
+		}
+		return writeSweep(sw, *out, *asJSON, *quiet, stdout, stderr)
 	}
 	rep, err := compare.Run(ctx, cfg, opt)
 	if err != nil {
@@ -106,4 +130,51 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	return rep.WriteTable(stdout)
+}
+
+// parseRates reads --rate: comma-separated positive multipliers.
+func parseRates(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(r > 0) {
+			return nil, fmt.Errorf("compare: -rate %q: %q is not a positive number", s, f)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// writeSweep prints a rate sweep as JSON or a table and, with out, writes
+// report.json (the sweep) and each rate's plots under out/rate-xR.
+func writeSweep(sw *compare.Sweep, out string, asJSON, quiet bool, stdout, stderr io.Writer) error {
+	data, err := json.MarshalIndent(sw, "", "  ")
+	if err != nil {
+		return err
+	}
+	if out != "" {
+		for _, p := range sw.Points {
+			if err := p.Report.WriteDir(filepath.Join(out, fmt.Sprintf("rate-x%g", p.Rate))); err != nil {
+				return err
+			}
+		}
+		if err := os.WriteFile(filepath.Join(out, "report.json"), append(data, '\n'), 0o644); err != nil {
+			return fmt.Errorf("compare: %v", err)
+		}
+		if !quiet {
+			fmt.Fprintf(stderr, "sweep written to %s (report.json, rate-x*/index.html)\n", out)
+		}
+	}
+	if asJSON {
+		_, err := fmt.Fprintf(stdout, "%s\n", data)
+		return err
+	}
+	for _, p := range sw.Points {
+		fmt.Fprintf(stdout, "== rate x%g (time scale %g, %.1f requests/s)\n", p.Rate, p.TimeScale, p.RequestsPerS)
+		if err := p.Report.WriteTable(stdout); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout)
+	}
+	return sw.WriteTable(stdout)
 }

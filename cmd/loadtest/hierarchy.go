@@ -48,7 +48,7 @@ func runHierarchy(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	loads := fs.String("loads", joinFloats(hierarchy.DefaultLoads), "load sweep: comma-separated decode-ms-per-token values, one run each "+
 		"(\"\" runs once; the default is the sweep unless --decode-ms-per-token is given)")
 	prefillMs := fs.Float64("prefill-ms-per-block", d.PrefillMsPerBlock, "TTFT estimate: prefill ms of one block on an idle pod")
-	workload := fs.String("workload", d.Workload, "conversation (the trace) or agents (generated agent sessions with long shared system prompts)")
+	workload := fs.String("workload", d.Workload, "conversation (the trace), agents (generated agent sessions with long shared system prompts) or cold (generated conversations with no shared prefix, more than half the requests cold)")
 	scale := fs.Bool("scale", false, "fleet-scale mode: the global tier over --cells cells (default 1024) of many tenants, against an exact oracle; "+
 		"its defaults differ (see loadtest/hierarchy.DefaultScaleConfig) and only the flags given apply")
 	tenants := fs.Int("tenants", 0, fmt.Sprintf("scale mode: tenants, each a copy of the trace with its own cache salt and time offset (0 = one per %d cells)",
@@ -135,7 +135,7 @@ func runHierarchy(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	apply("prompt", func() { cfg.Prompt = *prompt })
 	apply("tokenizer-json", func() { cfg.TokenizerJSON = *tokJSON })
 	apply("chat-template", func() { cfg.ChatTemplate = *chatTmpl })
-	if cfg.Workload != hierarchy.WorkloadAgents { // generated: no trace to find
+	if cfg.Workload == hierarchy.WorkloadConversation { // the others are generated: no trace to find
 		found, err := locateTrace("hierarchy", cfg.TracePath)
 		if err != nil {
 			return err

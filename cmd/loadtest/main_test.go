@@ -80,11 +80,18 @@ func TestIndexJSON(t *testing.T) {
 	}
 }
 
-// TestHierarchyAgentsNeedsNoTrace: the agents workload is generated, so
-// it runs without the trace file the conversation workload reads.
+// TestHierarchyAgentsNeedsNoTrace: the agents and cold workloads are
+// generated, so they run without the trace file the conversation workload
+// reads.
 func TestHierarchyAgentsNeedsNoTrace(t *testing.T) {
+	for _, w := range []string{"agents", "cold"} {
+		t.Run(w, func(t *testing.T) { hierarchyNeedsNoTrace(t, w) })
+	}
+}
+
+func hierarchyNeedsNoTrace(t *testing.T, workload string) {
 	var out, errOut bytes.Buffer
-	args := []string{"hierarchy", "--workload", "agents", "--trace", "does-not-exist.jsonl", "--max-requests", "150",
+	args := []string{"hierarchy", "--workload", workload, "--trace", "does-not-exist.jsonl", "--max-requests", "150",
 		"--cells", "2", "--pods-per-cell", "4", "--seeds", "1", "--loads", "20", "--json", "--quiet"}
 	if err := dispatch(context.Background(), args, &out, &errOut); err != nil {
 		t.Fatalf("dispatch: %v\nstderr:\n%s", err, errOut.String())
@@ -97,7 +104,7 @@ func TestHierarchyAgentsNeedsNoTrace(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Workload != "agents" || rep.Requests != 150 || len(rep.Seeds) != 1 {
-		t.Fatalf("report %+v, want agents, 150 requests, one seed", rep)
+	if rep.Workload != workload || rep.Requests != 150 || len(rep.Seeds) != 1 {
+		t.Fatalf("report %+v, want %s, 150 requests, one seed", rep, workload)
 	}
 }

@@ -212,6 +212,10 @@ func TestConfigValidate(t *testing.T) {
 		{"bypass", func(c *Config) { c.Bypass = 1 }, "Bypass = 1"},
 		{"bypass pods", func(c *Config) { c.Bypass, c.BypassPods = 0.2, 9 }, "BypassPods = 9"},
 		{"kv-engine", func(c *Config) { c.Modes = []string{ModeKV, ModeKVEngine} }, ""},
+		{"cost", func(c *Config) { c.Cost = "cheapest" }, `Cost "cheapest"`},
+		{"blocks cost", func(c *Config) { c.Cost = "blocks" }, ""},
+		{"workload", func(c *Config) { c.Workload = "warm" }, `Workload "warm"`},
+		{"cold without a trace", func(c *Config) { c.Workload, c.TracePath = WorkloadCold, "" }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,13 @@ import (
 
 // Config says what the comparison replays and on what fleet.
 type Config struct {
+	// Workload is WorkloadConversation (the trace at TracePath, default)
+	// or WorkloadCold (generated; see workload.go).
+	Workload string
+	// WorkloadRequests is the cold workload's length before sampling
+	// (0: workload.ColdRequests, about the trace's); Seed seeds it.
+	WorkloadRequests int
+	Seed             uint64
 	// TracePath is the Mooncake trace.
 	TracePath string
 	// Sample keeps one conversation in Sample (see SampleConversations);
@@ -39,6 +46,12 @@ type Config struct {
 	// 2.3x/0.85-0.92/1.4-1.5, 8 gave 3.1x/0.89/1.5, 12 gave
 	// 3.4-3.6x/0.91-0.94/1.8-2.0. Higher weights trade balance for reuse.
 	KVOverlapWeight float64
+	// Cost is the cell's cost model for the cache-aware modes
+	// (routing.cost.model): "ttft" (default), the expected time to first
+	// token from the engines' timing model below (PrefillPerToken,
+	// DecodePerToken, MaxRunning, with MaxTokensCap output tokens), or
+	// "blocks", the reference router's cost weighed by KVOverlapWeight.
+	Cost string
 	// KVMaxRequests, when positive, caps the requests the kv mode sends to
 	// one pod at a time (a soft filter: ignored when every pod is at the
 	// cap). 0 routes with the cell's plain default profile.
@@ -91,6 +104,8 @@ type Config struct {
 // queueing, which the simulator's independent sleeps would otherwise hide.
 func DefaultConfig() Config {
 	return Config{
+		Workload:          WorkloadConversation,
+		Seed:              42,
 		TracePath:         "loadtest/traces/conversation_trace.jsonl",
 		Sample:            20,
 		TimeScale:         0.015,
@@ -98,6 +113,7 @@ func DefaultConfig() Config {
 		MaxTokensCap:      16,
 		Timeout:           2 * time.Minute,
 		KVOverlapWeight:   12,
+		Cost:              cell.CostTTFT,
 		SpeculativeTTL:    cell.DefaultConfig().Speculative.TTL,
 		SpeculativeWeight: cell.DefaultConfig().Speculative.Weight,
 		Modes:             ModeNames,
@@ -135,7 +151,13 @@ func (c Config) Validate() error {
 		return fmt.Errorf("compare: SpeculativeWeight %v out of [0, 1]", c.SpeculativeWeight)
 	}
 	switch {
-	case c.TracePath == "":
+	case c.Cost != cell.CostTTFT && c.Cost != cell.CostBlocks:
+		return fmt.Errorf("compare: Cost %q, want %q or %q", c.Cost, cell.CostTTFT, cell.CostBlocks)
+	case c.Workload != WorkloadConversation && c.Workload != WorkloadCold:
+		return fmt.Errorf("compare: Workload %q, want %s or %s", c.Workload, WorkloadConversation, WorkloadCold)
+	case c.WorkloadRequests < 0:
+		return fmt.Errorf("compare: WorkloadRequests = %d, want >= 0", c.WorkloadRequests)
+	case c.TracePath == "" && c.Workload == WorkloadConversation:
 		return fmt.Errorf("compare: TracePath is empty")
 	case c.Sample < 1:
 		return fmt.Errorf("compare: Sample = %d, want >= 1", c.Sample)

@@ -51,9 +51,10 @@ type mode struct {
 // healthy filter and nothing else, so they differ from the cache-aware
 // default profile only in the decision: random is max-score over no
 // scorers (every pod scores 0, and max-score breaks ties at random);
-// round-robin takes the pods in turn. kv is the cell's default profile,
-// the reference KV router (cost = overlap weight x blocks to prefill +
-// active blocks, lowest cost wins); kv-nospec and approx are the same
+// round-robin takes the pods in turn. kv is the cell's default profile
+// (cost = the expected time to first token from the engines' timing, or
+// with Config.Cost "blocks" overlap weight x blocks to prefill + active
+// blocks; lowest cost wins); kv-nospec and approx are the same
 // profile with speculative entries off, and on a fleet without events.
 var modes = map[string]mode{
 	ModeRandom: {profile: "random", about: "random pod (max-score over equal scores, random tie-break)",
@@ -65,7 +66,7 @@ var modes = map[string]mode{
 			Filter: []pipeline.PluginSpec{{Type: "healthy"}},
 			Pick:   pipeline.PluginSpec{Type: "round-robin-pick"}}},
 	ModeKV: {profile: "default", cacheAware: true,
-		about: "cache-aware: the default KV-cost profile (prefix match on the block index fed by KV events, with speculative entries, plus load)"},
+		about: "cache-aware: the default profile (prefix match on the block index fed by KV events, with speculative entries; cost from prefill and load)"},
 	ModeKVNoSpec: {profile: "default", cacheAware: true, noSpec: true,
 		about: "cache-aware without speculative entries: the index knows only what KV events said"},
 	ModeApprox: {profile: "default", cacheAware: true, noEvents: true,

@@ -56,6 +56,22 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "kv max pod share / even share: %.2f (want <= 2) %s\n", c.KVMaxShareOverMean, verdict(c.BalancePass))
 		fmt.Fprintf(w, "eviction happened: %v\n", c.Evicting)
 	}
+	if s := r.Saturation; s != nil {
+		fmt.Fprint(w, "cached / reachable reuse:")
+		for _, n := range r.Names() {
+			fmt.Fprintf(w, " %s %.2f", n, s.CachedOverReachable[n])
+		}
+		fmt.Fprintln(w)
+		if v := s.KVOverRoundRobin; v != nil {
+			fmt.Fprintf(w, "kv / round_robin TTFT p50 %.2f, p90 %.2f, p99 %.2f (want <= 1) %s\n", v.P50, v.P90, v.P99, verdict(s.RoundRobinPass))
+		}
+		if v := s.KVOverNoSpec; v != nil {
+			fmt.Fprintf(w, "kv / kv-nospec TTFT p50 %.2f, p90 %.2f, p99 %.2f (want <= 1) %s\n", v.P50, v.P90, v.P99, verdict(s.NoSpecPass))
+		}
+		if s.ApproxOverKVP50 > 0 {
+			fmt.Fprintf(w, "approx / kv TTFT p50 %.2f (want <= 1.5) %s\n", s.ApproxOverKVP50, verdict(s.ApproxPass))
+		}
+	}
 	if b := r.Bypass; b != nil {
 		fmt.Fprintf(w, "\n%.0f%% of requests around the cell (to %d pods): TTFT p90 kv %.1f ms, kv-engine %.1f ms: %.2fx (want >= 1.3) %s; p50 %.2fx, p99 %.2fx\n",
 			100*b.Share, b.Pods, b.KVTTFTP90Ms, b.KVEngineTTFTP90Ms, b.TTFTP90Ratio, verdict(b.Pass), b.TTFTP50Ratio, b.TTFTP99Ratio)

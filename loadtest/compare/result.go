@@ -99,6 +99,8 @@ type Report struct {
 	ReachableReuseMethod string  `json:"reachable_reuse_method"`
 	UnboundedReuse       float64 `json:"unbounded_reuse"`
 
+	// Workload is the workload replayed (conversation or cold).
+	Workload     string  `json:"workload"`
 	Requests     int     `json:"requests"`
 	Sample       int     `json:"sample"`
 	PromptTokens int64   `json:"prompt_tokens"`
@@ -119,6 +121,10 @@ type Report struct {
 	Modes map[string]*ModeResult `json:"modes"`
 	// Checks are present when round_robin and kv both ran.
 	Checks *Checks `json:"checks,omitempty"`
+	// Saturation is kv against round-robin, kv-nospec and approx at
+	// three percentiles and each mode's share of the reachable reuse;
+	// present when kv ran.
+	Saturation *Saturation `json:"saturation,omitempty"`
 	// Bypass sets kv-engine against kv when traffic bypassed the cell
 	// (Config.Bypass) and both ran.
 	Bypass *BypassFigure `json:"bypass,omitempty"`
@@ -133,7 +139,7 @@ type Report struct {
 // newReport starts the report of cfg on recs.
 func newReport(cfg Config, recs []trace.Record) *Report {
 	r := &Report{
-		ReachableReuseMethod: ReuseMethod, Requests: len(recs), Sample: cfg.Sample,
+		ReachableReuseMethod: ReuseMethod, Workload: cfg.Workload, Requests: len(recs), Sample: cfg.Sample,
 		TimeScale: cfg.TimeScale, MaxTokensCap: cfg.MaxTokensCap, Pods: cfg.Pods, BlocksPerPod: cfg.BlocksPerPod,
 		BlockSize: cfg.BlockSize, MaxRunning: cfg.MaxRunning, KVOverlapWeight: cfg.KVOverlapWeight,
 		PrefillPerTokenUs: float64(cfg.PrefillPerToken) / float64(time.Microsecond),
@@ -186,6 +192,7 @@ func (r *Report) finish(wall time.Duration) {
 		b.Pass = b.TTFTP90Ratio >= 1.3
 		r.Bypass = b
 	}
+	r.Saturation = r.saturation()
 	kv, rr := r.Modes[ModeKV], r.Modes[ModeRoundRobin]
 	if rr != nil {
 		for name, m := range r.Modes {

@@ -15,6 +15,7 @@ import (
 	"github.com/cellrouter/cellrouter/loadtest/replay"
 	"github.com/cellrouter/cellrouter/loadtest/report"
 	"github.com/cellrouter/cellrouter/loadtest/trace"
+	"github.com/cellrouter/cellrouter/loadtest/workload"
 )
 
 // readyTimeout bounds the wait for a fresh cell and fleet to be connected.
@@ -34,7 +35,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 		return nil, err
 	}
 	started := time.Now()
-	all, err := trace.ReadFile(cfg.TracePath, 0)
+	all, err := records(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +44,7 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 		recs = recs[:cfg.MaxRequests]
 	}
 	if len(recs) == 0 {
-		return nil, fmt.Errorf("compare: the slice of %s is empty", cfg.TracePath)
+		return nil, fmt.Errorf("compare: the slice of %s is empty", workloadName(cfg))
 	}
 	rep := newReport(cfg, recs)
 	reach, err := ReachableReuse(recs, cfg.Model, cfg.BlockSize, cfg.Pods*cfg.BlocksPerPod)
@@ -55,8 +56,8 @@ func Run(ctx context.Context, cfg Config, opt Options) (*Report, error) {
 		return nil, err
 	}
 	rep.ReachableReuse, rep.UnboundedReuse = reach.Ratio, unbounded.Ratio
-	say(opt.Progress, "compare: %d requests (one conversation in %d) over %.0f s of trace, replayed in %.0f s per mode; reachable reuse %.1f%% (unbounded cache %.1f%%)\n",
-		len(recs), cfg.Sample, rep.TraceSpanS, rep.TraceSpanS*cfg.TimeScale, 100*reach.Ratio, 100*unbounded.Ratio)
+	say(opt.Progress, "compare: %s: %d requests (one conversation in %d) over %.0f s of trace, replayed in %.0f s per mode; reachable reuse %.1f%% (unbounded cache %.1f%%)\n",
+		workloadName(cfg), len(recs), cfg.Sample, rep.TraceSpanS, rep.TraceSpanS*cfg.TimeScale, 100*reach.Ratio, 100*unbounded.Ratio)
 	for _, name := range cfg.Modes {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -204,6 +205,13 @@ func cellConfig(cfg Config, fleet *enginesim.Fleet, name string) cell.Config {
 	}
 	cc.Routing.RequestTimeout = cfg.Timeout
 	cc.Routing.KVOverlapScoreWeight = cfg.KVOverlapWeight
+	// The ttft cost is the engines' own timing model: the router is told
+	// what a prefilled token and a decoded one cost and how many requests
+	// a pod runs at once, as an operator measures them on a real fleet.
+	cc.Routing.Cost = cell.CostConfig{Model: cfg.Cost,
+		PrefillPerTokenUs: float64(cfg.PrefillPerToken) / float64(time.Microsecond),
+		DecodePerTokenMs:  float64(cfg.DecodePerToken) / float64(time.Millisecond),
+		DecodeTokens:      float64(cfg.MaxTokensCap), MaxRunning: cfg.MaxRunning}
 	if m.cacheAware && cfg.KVMaxRequests > 0 {
 		// The cache-aware profile with a per-pod concurrency cap: the
 		// default profile plus a soft "concurrency" filter, so a pod whose
@@ -263,4 +271,16 @@ func say(w io.Writer, format string, args ...any) {
 	if w != nil {
 		fmt.Fprintf(w, format, args...)
 	}
+}
+
+// workloadName names cfg's workload for progress lines and errors.
+func workloadName(cfg Config) string {
+	if cfg.Workload == WorkloadCold {
+		n := cfg.WorkloadRequests
+		if n <= 0 {
+			n = workload.ColdRequests
+		}
+		return fmt.Sprintf("the cold workload (%d requests generated, seed %d)", n, cfg.Seed)
+	}
+	return cfg.TracePath
 }

@@ -14,6 +14,9 @@ const (
 	WorkloadConversation = "conversation"
 	// WorkloadAgents generates agent sessions (AgentsTrace).
 	WorkloadAgents = "agents"
+	// WorkloadCold generates cold-heavy conversations (workload.Cold): no
+	// shared prefix, more than half the requests cold.
+	WorkloadCold = "cold"
 )
 
 // AgentsRequests is the length of the agents workload when

@@ -71,8 +71,9 @@ type Config struct {
 	// PrefillMsPerBlock is the TTFT estimate's prefill time of one block
 	// on an idle pod (see outcomes).
 	PrefillMsPerBlock float64 `json:"prefill_ms_per_block"`
-	// Workload is WorkloadConversation (the trace at TracePath) or
-	// WorkloadAgents (generated: see agents.go).
+	// Workload is WorkloadConversation (the trace at TracePath),
+	// WorkloadAgents (generated: see agents.go) or WorkloadCold (generated
+	// cold-heavy conversations: see package loadtest/workload).
 	Workload string `json:"workload"`
 	// Prompt is what requests carry: PromptTokens (token ids, the
 	// default), PromptText or PromptChat (text the engines, the global
@@ -177,8 +178,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("hierarchy: Prompt must be tokens, text or chat, got %q", c.Prompt)
 	case !(c.PrefillMsPerBlock >= 0):
 		return fmt.Errorf("hierarchy: PrefillMsPerBlock must be >= 0, got %v", c.PrefillMsPerBlock)
-	case c.Workload != WorkloadConversation && c.Workload != WorkloadAgents:
-		return fmt.Errorf("hierarchy: Workload must be %s or %s, got %q", WorkloadConversation, WorkloadAgents, c.Workload)
+	case c.Workload != WorkloadConversation && c.Workload != WorkloadAgents && c.Workload != WorkloadCold:
+		return fmt.Errorf("hierarchy: Workload must be %s, %s or %s, got %q", WorkloadConversation, WorkloadAgents, WorkloadCold, c.Workload)
 	}
 	for _, l := range c.Loads {
 		if !(l >= 0) {

@@ -98,6 +98,16 @@
 // what the conversation trace does not: a hot shared prefix several
 // thousand tokens long, and follow-ups faster than the summaries refresh.
 //
+// # Cold
+//
+// Config.Workload "cold" (--workload cold) replays generated conversations
+// with no shared prefix at all (workload.Cold, which loadtest compare can
+// replay too): more than half of the requests start with a block no cell
+// has seen and take the global tier's cold path, the best reachable reuse
+// (about 0.6) comes from multi-turn conversations whose follow-ups arrive
+// within seconds and extend the last turn's prompt. It stresses where cold
+// requests go and whether a follow-up stays with its prefix.
+//
 // # Fleet scale
 //
 // RunScale (--scale) is a lighter model for 64 to 1,024 cells and more (see

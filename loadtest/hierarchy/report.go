@@ -209,8 +209,11 @@ func (s *sim) report(recs []trace.Record) *Report {
 		EvictedBlocksFlat:  s.flat.cl.evicted,
 		SummaryGenerations: s.nextGen,
 	}
-	if c.Workload == WorkloadAgents {
+	switch c.Workload {
+	case WorkloadAgents:
 		r.Trace = "agents (generated, AgentsTrace)"
+	case WorkloadCold:
+		r.Trace = "cold (generated, workload.Cold)"
 	}
 	r.TTFTMeanFlatMs, r.TTFTP50FlatMs, r.TTFTP95FlatMs = s.flat.out.ttftStats()
 	r.TTFTMeanHierMs, r.TTFTP50HierMs, r.TTFTP95HierMs = h.out.ttftStats()

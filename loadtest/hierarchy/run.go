@@ -13,6 +13,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 	"github.com/cellrouter/cellrouter/cell/plugins"
 	"github.com/cellrouter/cellrouter/loadtest/trace"
+	"github.com/cellrouter/cellrouter/loadtest/workload"
 )
 
 // Run replays the workload through both routers and reports. With
@@ -32,8 +33,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return runLevel(ctx, cfg, recs)
 }
 
-// records reads the trace or generates the agents workload.
+// records reads the trace or generates the agents or cold workload.
 func records(cfg Config) ([]trace.Record, error) {
+	if cfg.Workload == WorkloadCold {
+		n := cfg.MaxRequests
+		if n == 0 {
+			n = workload.ColdRequests
+		}
+		cfg.progress("generated %d requests of cold-heavy conversations", n)
+		return workload.Cold(n, cfg.Seed), nil
+	}
 	if cfg.Workload == WorkloadAgents {
 		n := cfg.MaxRequests
 		if n == 0 {

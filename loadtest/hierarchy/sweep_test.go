@@ -113,6 +113,25 @@ func TestAgentsTrace(t *testing.T) {
 	}
 }
 
+// TestColdWorkload: the cold workload replays through both routers, more
+// than a third of the hierarchy's requests take the cold path (no summary
+// knows their first block), and the report names the generated workload.
+func TestColdWorkload(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Workload, cfg.MaxRequests = WorkloadCold, 400
+	rep, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Requests != 400 || rep.Trace == cfg.TracePath || rep.Workload != WorkloadCold {
+		t.Errorf("cold replay got %d requests, trace %q, workload %q, want 400 of the generated cold workload", rep.Requests, rep.Trace, rep.Workload)
+	}
+	if rep.ColdRequests*3 < int64(rep.Requests) || !(rep.ReuseFlat > 0.2) {
+		t.Errorf("cold replay got %d cold of %d requests, flat reuse %v, want more than a third cold and reuse above 0.2",
+			rep.ColdRequests, rep.Requests, rep.ReuseFlat)
+	}
+}
+
 // TestExactDepthAgainstLookup checks the scale model's binary search of a
 // cell's cached prefix against the cache's own linear Lookup.
 func TestExactDepthAgainstLookup(t *testing.T) {

@@ -1,0 +1,104 @@
+package compare
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cellrouter/cellrouter/loadtest/report"
+)
+
+// TestSaturationFigures checks the saturation figures and their verdicts
+// on made-up mode results.
+func TestSaturationFigures(t *testing.T) {
+	mode := func(p50, p90, p99, cached float64) *ModeResult {
+		return &ModeResult{Summary: report.Summary{TTFTP50Ms: p50, TTFTP90Ms: p90, TTFTP99Ms: p99, CachedTokenRatio: cached}}
+	}
+	tests := []struct {
+		name                   string
+		kv, rr, nospec, approx *ModeResult
+		reuse, rrpass, nsPass  bool
+		approxPass, pass       bool
+	}{
+		{"all pass", mode(100, 200, 400, 0.38), mode(200, 400, 800, 0.2), mode(100, 250, 400, 0.35), mode(140, 300, 500, 0.3),
+			true, true, true, true, true},
+		{"kv worse than nospec at p99", mode(100, 200, 401, 0.38), mode(200, 400, 800, 0.2), mode(100, 250, 400, 0.35), mode(140, 300, 500, 0.3),
+			true, true, false, true, false},
+		{"reuse short", mode(100, 200, 400, 0.35), mode(200, 400, 800, 0.2), mode(100, 250, 400, 0.35), mode(140, 300, 500, 0.3),
+			false, true, true, true, false},
+		{"approx collapses", mode(100, 200, 400, 0.38), mode(200, 400, 800, 0.2), mode(100, 250, 400, 0.35), mode(151, 300, 500, 0.3),
+			true, true, true, false, false},
+		{"worse than round-robin at p90", mode(100, 401, 400, 0.38), mode(200, 400, 800, 0.2), mode(100, 450, 400, 0.35), mode(140, 300, 500, 0.3),
+			true, false, true, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Report{ReachableReuse: 0.4, Modes: map[string]*ModeResult{ModeKV: tt.kv, ModeRoundRobin: tt.rr, ModeKVNoSpec: tt.nospec, ModeApprox: tt.approx}}
+			s := r.saturation()
+			got := [5]bool{s.ReusePass, s.RoundRobinPass, s.NoSpecPass, s.ApproxPass, s.Pass}
+			if want := [5]bool{tt.reuse, tt.rrpass, tt.nsPass, tt.approxPass, tt.pass}; got != want {
+				t.Fatalf("reuse/rr/nospec/approx/pass = %v, want %v (%+v)", got, want, s)
+			}
+			if want := tt.kv.TTFTP90Ms / tt.rr.TTFTP90Ms; s.KVOverRoundRobin.P90 != want {
+				t.Errorf("kv/rr p90 %v, want %v", s.KVOverRoundRobin.P90, want)
+			}
+			if want := tt.kv.CachedTokenRatio / 0.4; s.CachedOverReachable[ModeKV] != want {
+				t.Errorf("kv cached/reachable %v, want %v", s.CachedOverReachable[ModeKV], want)
+			}
+		})
+	}
+	if s := (&Report{Modes: map[string]*ModeResult{ModeRoundRobin: mode(1, 1, 1, 0)}}).saturation(); s != nil {
+		t.Errorf("saturation without kv: %+v, want nil", s)
+	}
+}
+
+// TestRunSweepCold sweeps the cold workload, cut small, at two rates and
+// checks that each point ran at its time scale and carries the figures.
+func TestRunSweepCold(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Workload, cfg.WorkloadRequests, cfg.Seed = WorkloadCold, 40, 7
+	cfg.Sample, cfg.TimeScale, cfg.Pods, cfg.BlocksPerPod = 1, 0.1, 3, 4096
+	cfg.PrefillPerToken, cfg.DecodePerToken, cfg.MaxTokensCap = time.Microsecond, 100*time.Microsecond, 4
+	cfg.Modes = []string{ModeRoundRobin, ModeKV}
+	sw, err := RunSweep(context.Background(), cfg, []float64{1, 2}, 0, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sw.Points) != 2 {
+		t.Fatalf("got %d points, want 2", len(sw.Points))
+	}
+	for i, p := range sw.Points {
+		if want := cfg.TimeScale / p.Rate; p.TimeScale != want || p.Report.TimeScale != want {
+			t.Errorf("point %d: time scale %v (report %v), want %v", i, p.TimeScale, p.Report.TimeScale, want)
+		}
+		if p.Report.Workload != WorkloadCold || p.Report.Requests != 40 {
+			t.Errorf("point %d: workload %q with %d requests, want cold with 40", i, p.Report.Workload, p.Report.Requests)
+		}
+		// The sweep's mechanics are under test, not the fleet: a request
+		// lost to the loaded machine (under -race) is tolerated, named.
+		for _, m := range cfg.Modes {
+			if mr := p.Report.Modes[m]; mr.OK < 38 {
+				t.Errorf("point %d: %s had %d successes of 40, want at least 38 (errors %v)", i, m, mr.OK, mr.ErrorsByKind)
+			}
+		}
+		if s := p.Report.Saturation; s == nil || s.KVOverRoundRobin == nil || s.KVOverNoSpec != nil {
+			t.Errorf("point %d: saturation %+v, want kv/rr and no kv/nospec", i, s)
+		}
+	}
+	if r0, r1 := sw.Points[0].RequestsPerS, sw.Points[1].RequestsPerS; !(r1 > 1.9*r0 && r1 < 2.1*r0) {
+		t.Errorf("requests/s %v then %v, want twice", r0, r1)
+	}
+	data, err := json.Marshal(sw)
+	if err != nil || !strings.Contains(string(data), `"kv_over_round_robin"`) || !strings.Contains(string(data), `"cached_over_reachable"`) {
+		t.Errorf("sweep JSON %s (%v) lacks the saturation figures", data, err)
+	}
+	var table strings.Builder
+	if err := sw.WriteTable(&table); err != nil || !strings.Contains(table.String(), "x2") || !strings.Contains(table.String(), "kv/reach") {
+		t.Errorf("WriteTable got %q (%v), want a row per rate", table.String(), err)
+	}
+	if _, err := RunSweep(context.Background(), cfg, []float64{0}, 0, Options{}); err == nil {
+		t.Error("a sweep at rate 0 ran, want an error")
+	}
+}
