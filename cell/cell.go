@@ -226,6 +226,9 @@ func (c *Cell) buildServers() error {
 	if err := servers.MountGateway(mux, admin(gw), cellv1.File_api_cell_v1_cell_proto.Services().ByName("CellService")); err != nil {
 		return fmt.Errorf("cell: gateway: %w", err)
 	}
+	// The status page shows no recent decisions until the cell keeps a
+	// record of them: pass its lister here.
+	mux.Handle("GET "+StatusPath, admin(c.statusHandler(nil)))
 	mux.Handle("GET "+api.OpenAPIPath("cell"), api.OpenAPIHandler("cell", buildinfo.Read().Version))
 	mux.Handle("POST /v1/completions", infer(c.serveInference(openai.KindCompletion)))
 	mux.Handle("POST /v1/chat/completions", infer(c.serveInference(openai.KindChat)))

@@ -18,6 +18,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/events/natsjs"
 	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/internal/logging"
+	"github.com/cellrouter/cellrouter/internal/statuspage"
 )
 
 // Config is celld's configuration, read from YAML (see
@@ -76,6 +77,9 @@ type Config struct {
 	// status and durations (keys enabled and sample; package
 	// internal/logging).
 	AccessLog logging.AccessConfig `yaml:"access_log"`
+	// Status configures the GET /status page: how often it reloads
+	// itself and where its trace ids link to (statuspage.Config).
+	Status statuspage.Config `yaml:"status"`
 
 	// TickInterval is how often the cell checks for pods that went silent.
 	TickInterval time.Duration `yaml:"tick_interval"`
@@ -264,6 +268,7 @@ func DefaultConfig() Config {
 		Replica:         DefaultReplicaConfig(),
 		Limits:          defaultLimits(),
 		AccessLog:       logging.DefaultAccessConfig(),
+		Status:          statuspage.DefaultConfig(),
 		TickInterval:    time.Second,
 		HealthInterval:  5 * time.Second,
 		HealthTimeout:   2 * time.Second,
@@ -309,6 +314,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.AccessLog.Validate(); err != nil {
 		return bad("access_log.sample", c.AccessLog.Sample, "want 0 to 1")
+	}
+	if err := c.Status.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	for _, a := range []struct{ field, v string }{{"http_addr", c.HTTPAddr}, {"grpc_addr", c.GRPCAddr}} {
 		if _, _, err := net.SplitHostPort(a.v); err != nil {

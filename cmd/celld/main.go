@@ -18,6 +18,7 @@ import (
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/memlimit"
+	"github.com/cellrouter/cellrouter/internal/statuspage"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
 )
 
@@ -47,6 +48,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	secret := fs.String("gossip-secret-key", "", "override gossip.secret_key: the pool's base64 encryption key")
 	logOpts := logging.BindFlags(fs, logging.DefaultOptions())
 	applyAccess := logging.BindAccessFlags(fs, logging.DefaultAccessConfig())
+	applyStatus := statuspage.BindFlags(fs, statuspage.DefaultConfig())
 	d := cell.DefaultRoutingConfig()
 	overlap := fs.Float64("kv-overlap-score-weight", d.KVOverlapScoreWeight, "default profile: weight of a block to prefill against a block of decode load (overrides routing.kv_overlap_score_weight)")
 	temp := fs.Float64("router-temperature", d.RouterTemperature, "default profile: softmax temperature over normalised costs; 0 picks the lowest cost (overrides routing.router_temperature)")
@@ -124,6 +126,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	}
 	applySnapshot(&cfg.Snapshot)
 	applyAccess(&cfg.AccessLog)
+	applyStatus(&cfg.Status)
 	limits := cfg.EdgeLimits()
 	applyLimits(&limits)
 	cfg.SetEdgeLimits(limits)
