@@ -11,6 +11,7 @@ import (
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/proxy"
+	"github.com/cellrouter/cellrouter/internal/statuspage"
 )
 
 // Config configures a global router.
@@ -83,6 +84,10 @@ type Config struct {
 	// data-plane request with its route path, cell, pod, matched blocks,
 	// status and durations (package internal/logging).
 	AccessLog logging.AccessConfig
+	// Status configures the GET /status page: how often it reloads
+	// itself and where its trace ids link to (statuspage.Config;
+	// --status-refresh, --trace-url-template).
+	Status statuspage.Config
 }
 
 // DefaultConfig returns the defaults globald starts from.
@@ -108,6 +113,7 @@ func DefaultConfig() Config {
 		Prompts:               openai.DefaultPromptLimits(),
 		RelayResponseHeaders:  p.RelayResponseHeaders,
 		AccessLog:             logging.DefaultAccessConfig(),
+		Status:                statuspage.DefaultConfig(),
 	}
 }
 
@@ -133,6 +139,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.AccessLog.Validate(); err != nil {
 		return bad("access_log.sample", c.AccessLog.Sample, "want 0 to 1")
+	}
+	if err := c.Status.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	switch {
 	case c.BlockSize < blockhash.MinBlockSize || c.BlockSize > blockhash.MaxBlockSize:

@@ -37,6 +37,7 @@ type Global struct {
 	proxy  *proxy.Proxy
 	m      *metrics
 	prober *grpcProber
+	stats  *cellStats // per cell: probes, round trips, hit rates (the status page)
 	tr     *telemetry.Tracer
 	turn   atomic.Uint64 // round robin over each cell's replicas
 	// shareDrain sends a cell drain to the peer replicas (nil without a
@@ -91,6 +92,7 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option)
 		g.prober.ej = g.proxy
 	}
 	g.m = newMetrics(reg)
+	g.stats = newCellStats()
 	reg.MustRegister(g.proxy.Collector("cellrouter_global_handoff", "cell replica", nil))
 	registerCache(reg, g.rt.Tokenizer())
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -113,6 +115,9 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option)
 	if err := servers.MountGateway(mux, admin(gw), globalv1.File_api_global_v1_global_proto.Services().ByName("GlobalService")); err != nil {
 		return nil, fmt.Errorf("global: gateway: %w", err)
 	}
+	// The status page shows no recent decisions until the tier keeps a
+	// record of them: pass its lister here.
+	mux.Handle("GET "+StatusPath, admin(g.statusHandler(nil)))
 	mux.Handle("GET "+api.OpenAPIPath("global"), api.OpenAPIHandler("global", buildinfo.Read().Version))
 	mux.Handle("POST /v1/completions", infer(g.serveInference(openai.KindCompletion)))
 	mux.Handle("POST /v1/chat/completions", infer(g.serveInference(openai.KindChat)))

@@ -61,6 +61,21 @@ func Percent(r float64) string {
 	return fmt.Sprintf("%.1f%%", r*100)
 }
 
+// Rate writes a small probability (a false-positive rate) as a
+// percentage with two decimals: "0.37%", "< 0.01%" below that, "0%" for
+// none and "-" for NaN.
+func Rate(r float64) string {
+	switch {
+	case math.IsNaN(r) || math.IsInf(r, 0):
+		return "-"
+	case r <= 0:
+		return "0%"
+	case r < 0.0001:
+		return "< 0.01%"
+	}
+	return fmt.Sprintf("%.2f%%", r*100)
+}
+
 // Count writes n with thin groups of three digits: "12 345 678".
 func Count(n int64) string {
 	s := strconv.FormatInt(n, 10)
@@ -119,6 +134,7 @@ func funcs() template.FuncMap {
 		"bytes":    func(n any) string { return Bytes(toInt64(n)) },
 		"count":    func(n any) string { return Count(toInt64(n)) },
 		"percent":  Percent,
+		"rate":     Rate,
 		"ratio":    func(num, den any) float64 { return Ratio(toFloat(num), toFloat(den)) },
 		"age":      Age,
 		"ms":       func(ms float64) string { return Duration(time.Duration(ms * 1e6)) },

@@ -33,8 +33,8 @@ type Handler struct {
 	// Version is the build's version.
 	Version string
 	// Body returns the daemon's data for its content template, built
-	// afresh for each request.
-	Body func() (any, error)
+	// afresh for each request at now (the page's clock).
+	Body func(now time.Time) (any, error)
 	// Decisions returns the recent decisions, newest first; nil: the
 	// daemon keeps none, and the page says so.
 	Decisions func() []Decision
@@ -63,7 +63,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.Now != nil {
 		now = h.Now()
 	}
-	body, err := h.Body()
+	body, err := h.Body(now)
 	var buf bytes.Buffer
 	if err == nil {
 		err = h.Template.Render(&buf, &Page{

@@ -80,7 +80,7 @@ type Template struct{ t *template.Template }
 
 // New parses a daemon's content template, which must define "content"; it
 // is executed with Page.Body and may use the helpers (duration, bytes,
-// count, percent, ratio, age, ms, seconds, meterval).
+// count, percent, rate, ratio, age, ms, seconds, meterval).
 func New(content string) (*Template, error) {
 	t, err := template.New("page").Funcs(funcs()).Parse(layout)
 	if err != nil {

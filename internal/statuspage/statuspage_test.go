@@ -21,7 +21,7 @@ func testHandler(pods []string, ds []Decision) *Handler {
 	h := &Handler{
 		Config:   Config{Refresh: 3 * time.Second, TraceURLTemplate: "https://jaeger.example/trace/{trace_id}"},
 		Template: Must(testContent), Tier: "cell", Target: "pod", Title: "celld cell-0", Version: "v1.2.3",
-		Body: func() (any, error) { return testBody{Pods: pods}, nil },
+		Body: func(time.Time) (any, error) { return testBody{Pods: pods}, nil },
 		Now:  func() time.Time { return time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC) },
 	}
 	if ds != nil {
@@ -141,7 +141,7 @@ func TestDecisions(t *testing.T) {
 
 func TestRenderFailure(t *testing.T) {
 	h := testHandler(nil, nil)
-	h.Body = func() (any, error) { return nil, errors.New("secret detail") }
+	h.Body = func(time.Time) (any, error) { return nil, errors.New("secret detail") }
 	rec := get(t, h)
 	if rec.Code != http.StatusInternalServerError {
 		t.Fatalf("status = %d, want 500", rec.Code)
@@ -203,6 +203,7 @@ func TestFormat(t *testing.T) {
 		{Bytes(512), "512 B"}, {Bytes(1536), "1.5 KiB"}, {Bytes(3 << 20), "3.0 MiB"}, {Bytes(5 << 40), "5.0 TiB"},
 		{Bytes(1 << 52), "4096.0 TiB"},
 		{Percent(0.1234), "12.3%"}, {Percent(Ratio(1, 0)), "-"}, {Percent(math.Inf(1)), "-"}, {Percent(Ratio(3, 4)), "75.0%"},
+		{Rate(math.NaN()), "-"}, {Rate(0), "0%"}, {Rate(0.00001), "< 0.01%"}, {Rate(0.0037), "0.37%"},
 		{Count(0), "0"}, {Count(999), "999"}, {Count(1000), "1 000"}, {Count(12345678), "12 345 678"}, {Count(-1234), "-1 234"},
 		{Age(time.Unix(10, 0), time.Time{}), "never"}, {Age(time.Unix(10, 0), time.Unix(7, 0)), "3.0s ago"},
 	} {
