@@ -26,7 +26,7 @@ th,td{border:1px solid var(--line);padding:.25rem .55rem;text-align:left;vertica
 th{background:var(--head);font-weight:600}
 td.n{text-align:right}
 .ok{color:var(--ok);font-weight:600}.warn{color:var(--warn);font-weight:600}.bad{color:var(--bad);font-weight:600}
-a{color:var(--link)}code{font-size:.9em}
+a{color:var(--link)}code{font-size:.9em}td code{white-space:nowrap}
 dl.kv{display:grid;grid-template-columns:max-content auto;gap:.15rem 1rem;margin:.3rem 0}dl.kv dt{color:var(--muted)}dl.kv dd{margin:0}
 meter{width:6rem;vertical-align:middle}
 `
@@ -45,11 +45,14 @@ var ContentSecurityPolicy = "default-src 'none'; style-src " + StyleHash +
 
 // layout is the base page. A daemon's content template defines "content"
 // (its sections); "decisions" is the shared table of recent decisions.
+// The empty data: icon keeps browsers from asking the daemon for
+// /favicon.ico (a 404 in the console).
 const layout = `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 {{if .RefreshSeconds}}<meta http-equiv="refresh" content="{{.RefreshSeconds}}">{{end}}
 <title>{{.Title}}</title>
+<link rel="icon" href="data:,">
 <style>` + css + `</style>
 </head><body>
 <h1>{{.Title}}</h1>

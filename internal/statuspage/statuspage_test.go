@@ -228,7 +228,10 @@ func FuzzRender(f *testing.F) {
 			t.Fatalf("status = %d", rec.Code)
 		}
 		page := rec.Body.String()
-		for _, tag := range []string{"<script", "<img", "<iframe", "<object", "<svg", "<link"} {
+		if n := strings.Count(strings.ToLower(page), "<link"); n != 1 {
+			t.Fatalf("page holds %d link elements (want the icon's) for name %q", n, name)
+		}
+		for _, tag := range []string{"<script", "<img", "<iframe", "<object", "<svg"} {
 			if strings.Contains(strings.ToLower(page), tag) {
 				t.Fatalf("page holds %s for name %q id %q", tag, name, id)
 			}
