@@ -119,4 +119,14 @@
 // observer, applied at the peers with the replica as origin, bounded by
 // replica.load_ttl and dropped when the replica dies) and their pod drains.
 // The global tier sees one cell with one endpoint per live replica.
+//
+// Status page (api_status.go, package internal/statuspage): GET /status,
+// behind the admin scope like /v1/cell/state, renders the cell for a
+// person from the same builders as the state API (GetCellState,
+// ListPods), plus each pod's router load (load.Tracker), its indexed
+// blocks by tier (index.Tiers) and the hit rates read from the data
+// plane's own counters; it computes nothing the API does not. Its "last
+// decisions" table reads a func() []statuspage.Decision handed to
+// statusHandler (nil in buildServers until the cell keeps a record of
+// its decisions; the page then says so).
 package cell

@@ -235,6 +235,17 @@
 // text before it is tokenized, its tokens after (in decide), so that a huge
 // prompt costs no tokenizer time.
 //
+// Status page (status.go, package internal/statuspage): GET /status,
+// behind the admin scope like the control plane, renders the router's
+// views of the cells (replicas, models, summary generation, age, size and
+// estimated false-positive rate, load with the tier's own hand-offs, and
+// saturation) with cellStats, the per-cell counts the data plane keeps
+// for it (probes and round trips, hand-offs, predicted and realised
+// cached tokens; forgotten with the cell when it leaves the directory).
+// Its "last decisions" table reads a func() []statuspage.Decision handed
+// to statusHandler (nil in New until the tier keeps a record of its
+// decisions; the page then says so).
+//
 // Dependencies: global uses cachekey/blockhash (hashing), cachekey/tokenizer,
 // gossip, the server plumbing under internal/ (the relay internal/proxy,
 // shared with the cell; auth, edge, tls, telemetry) and api, and nothing
