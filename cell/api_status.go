@@ -184,27 +184,18 @@ func sortedCounts(m map[string]uint64, prefix string) []reasonCount {
 	return out
 }
 
-// lagOf summarises the applier's lag histogram.
+// lagOf summarises the applier's lag histogram (its p99 from
+// LagHistogram.Quantile, the bound of the bucket it falls in).
 func lagOf(h *events.LagHistogram) lagSummary {
 	s := lagSummary{Batches: h.Count.Load(), Negative: h.Negative.Load()}
 	if s.Batches == 0 {
 		return s
 	}
 	s.Mean = time.Duration(h.SumNanos.Load() / int64(s.Batches))
-	var total uint64
-	for i := range h.Buckets {
-		total += h.Buckets[i].Load()
-	}
-	target, cum := (total*99+99)/100, uint64(0)
-	for i := range h.Buckets {
-		if cum += h.Buckets[i].Load(); cum >= target && total > 0 {
-			if i < len(events.LagBuckets) {
-				s.P99 = "≤ " + statuspage.Duration(events.LagBuckets[i])
-			} else {
-				s.P99 = "> " + statuspage.Duration(events.LagBuckets[len(events.LagBuckets)-1])
-			}
-			break
-		}
+	if q := h.Quantile(0.99); q >= 0 {
+		s.P99 = "≤ " + statuspage.Duration(q)
+	} else {
+		s.P99 = "> " + statuspage.Duration(events.LagBuckets[len(events.LagBuckets)-1])
 	}
 	return s
 }

@@ -13,6 +13,7 @@ import (
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
 	eventsv1 "github.com/cellrouter/cellrouter/api/events/v1"
+	"github.com/cellrouter/cellrouter/cell/events"
 	"github.com/cellrouter/cellrouter/internal/servers/servertest"
 	"github.com/cellrouter/cellrouter/internal/statuspage"
 	"github.com/cellrouter/cellrouter/internal/tlsconf"
@@ -166,5 +167,26 @@ func TestCellStatusPageAuth(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestLagOf(t *testing.T) {
+	var h events.LagHistogram
+	if got := lagOf(&h); got.Batches != 0 || got.P99 != "" {
+		t.Errorf("no batches: %+v, want nothing", got)
+	}
+	for range 99 {
+		h.Observe(3 * time.Millisecond)
+	}
+	h.Observe(-time.Millisecond)
+	got := lagOf(&h)
+	if got.Batches != 100 || got.Negative != 1 || got.P99 != "≤ 5.0ms" || got.Mean != (99*3-1)*time.Millisecond/100 {
+		t.Errorf("lagOf = %+v, want 100 batches, 1 negative, p99 ≤ 5.0ms, mean 2.96ms", got)
+	}
+	for range 1000 {
+		h.Observe(time.Minute)
+	}
+	if got := lagOf(&h); got.P99 != "> 10.0s" {
+		t.Errorf("p99 past the last bucket = %q, want > 10.0s", got.P99)
 	}
 }
