@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -124,5 +125,29 @@ func TestDetectsViolations(t *testing.T) {
 	}
 	if p := clean.Problems(); len(p) != 0 {
 		t.Errorf("the status page reported problems: %v", p)
+	}
+}
+
+// TestFind checks how the browser is found: none on an empty PATH (the
+// tests then skip with ErrNoBrowser's reason), the one named by
+// CELLROUTER_CHROMIUM, and an error naming the variable when that one
+// does not exist.
+func TestFind(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("PATH", dir)
+	t.Setenv(EnvBrowser, "")
+	if _, err := Find(); !errors.Is(err, ErrNoBrowser) {
+		t.Errorf("Find on an empty PATH: %v, want ErrNoBrowser", err)
+	}
+	fake := dir + "/chromium-browser"
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Find(); err != nil || got != fake {
+		t.Errorf("Find = %q, %v; want %s", got, err, fake)
+	}
+	t.Setenv(EnvBrowser, dir+"/no-such-browser")
+	if _, err := Find(); err == nil || !strings.Contains(err.Error(), EnvBrowser) {
+		t.Errorf("Find with a missing %s: %v, want an error naming it", EnvBrowser, err)
 	}
 }
