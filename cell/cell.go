@@ -37,6 +37,7 @@ import (
 	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/proxy"
 	"github.com/cellrouter/cellrouter/internal/servers"
+	"github.com/cellrouter/cellrouter/internal/statuspage"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
 )
 
@@ -243,6 +244,10 @@ func (c *Cell) buildServers() error {
 	// The recent decisions are control plane: admin, as the state APIs.
 	mux.Handle("GET "+DecisionsPath, admin(http.HandlerFunc(c.decisions.ServeList)))
 	mux.Handle("GET "+DecisionsPath+"/{id}", admin(http.HandlerFunc(c.decisions.ServeOne)))
+	// The status page's last decisions are the decision ring's, each
+	// linked to its explanation.
+	mux.Handle("GET "+StatusPath, admin(c.statusHandler(statuspage.FromRing(c.decisions,
+		func(r DecisionRecord) string { return r.Pod }))))
 	mux.Handle("GET "+api.OpenAPIPath("cell"), api.OpenAPIHandler("cell", buildinfo.Read().Version))
 	mux.Handle("POST /v1/completions", infer(c.serveInference(openai.KindCompletion)))
 	mux.Handle("POST /v1/chat/completions", infer(c.serveInference(openai.KindChat)))

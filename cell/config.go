@@ -20,6 +20,7 @@ import (
 	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/internal/decisions"
 	"github.com/cellrouter/cellrouter/internal/logging"
+	"github.com/cellrouter/cellrouter/internal/statuspage"
 )
 
 // Config is celld's configuration, read from YAML (see
@@ -92,6 +93,9 @@ type Config struct {
 	// and top_k, the pods kept per explanation; package
 	// internal/decisions).
 	Decisions decisions.Config `yaml:"decisions"`
+	// Status configures the GET /status page: how often it reloads
+	// itself and where its trace ids link to (statuspage.Config).
+	Status statuspage.Config `yaml:"status"`
 
 	// TickInterval is how often the cell checks for pods that went silent.
 	TickInterval time.Duration `yaml:"tick_interval"`
@@ -282,6 +286,7 @@ func DefaultConfig() Config {
 		Limits:          defaultLimits(),
 		AccessLog:       logging.DefaultAccessConfig(),
 		Decisions:       decisions.DefaultConfig(),
+		Status:          statuspage.DefaultConfig(),
 		TickInterval:    time.Second,
 		HealthInterval:  5 * time.Second,
 		HealthTimeout:   2 * time.Second,
@@ -330,6 +335,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Decisions.Validate("decisions"); err != nil {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	if err := c.Status.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	for _, a := range []struct{ field, v string }{{"http_addr", c.HTTPAddr}, {"grpc_addr", c.GRPCAddr}} {
 		if _, _, err := net.SplitHostPort(a.v); err != nil {

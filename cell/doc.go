@@ -145,4 +145,13 @@
 // explanation, and files the request under its X-Request-Id with the path,
 // pod, matched blocks, status and durations: GET /v1/cell/decisions[/{id}]
 // (admin), Cell.RecentDecisions and Cell.Decision.
+//
+// Status page (api_status.go, package internal/statuspage): GET /status,
+// behind the admin scope like /v1/cell/state, renders the cell for a
+// person from the same builders as the state API (GetCellState,
+// ListPods), plus each pod's router load (load.Tracker), its indexed
+// blocks by tier (index.Tiers) and the hit rates read from the data
+// plane's own counters; it computes nothing the API does not. Its "last
+// decisions" table reads the decision ring (statusDecisions), each row
+// linked to its explanation at GET /v1/cell/decisions/{id}.
 package cell

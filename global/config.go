@@ -12,6 +12,7 @@ import (
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/proxy"
+	"github.com/cellrouter/cellrouter/internal/statuspage"
 )
 
 // Config configures a global router.
@@ -97,6 +98,10 @@ type Config struct {
 	// GET /v1/global/decisions with their explanations (Size 0: off;
 	// TopK: the cells kept per explanation; package internal/decisions).
 	Decisions decisions.Config
+	// Status configures the GET /status page: how often it reloads
+	// itself and where its trace ids link to (statuspage.Config;
+	// --status-refresh, --trace-url-template).
+	Status statuspage.Config
 }
 
 // DefaultConfig returns the defaults globald starts from.
@@ -124,6 +129,7 @@ func DefaultConfig() Config {
 		RelayResponseHeaders:  p.RelayResponseHeaders,
 		AccessLog:             logging.DefaultAccessConfig(),
 		Decisions:             decisions.DefaultConfig(),
+		Status:                statuspage.DefaultConfig(),
 	}
 }
 
@@ -157,6 +163,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Decisions.Validate("decisions"); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	if err := c.Status.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	switch {
 	case c.BlockSize < blockhash.MinBlockSize || c.BlockSize > blockhash.MaxBlockSize:

@@ -129,13 +129,14 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 			if a.Err != nil {
 				g.m.probeErrors.Inc()
 			}
+			g.stats.probed(d.Views[a.Cell].ID, a.RTT, a.Err)
 		}
 		if span.IsRecording() {
 			span.SetAttributes(attribute.String("cellrouter.path", path), attribute.Int("cellrouter.probes", len(d.Answers)),
 				attribute.Int("cellrouter.blocks", d.Blocks))
 		}
 		g.rt.noteRouted(d)
-		g.handoff(w, r.WithContext(ctx), body, d, path, rec)
+		g.handoff(w, r.WithContext(ctx), body, d, path, oreq.Model, rec)
 	}
 }
 
@@ -192,11 +193,11 @@ func routePath(d *Decision) string {
 	return how + "_" + d.Prompt.String()
 }
 
-// handoff sends the request to the chosen cell, whose picker makes the
+// handoff sends the request (for model) to the chosen cell, whose picker makes the
 // final choice, and to the next cells while no byte reached the client.
 // rec, when not nil, is the request's decision record: handoff fills in
 // the cell, the pod and matched blocks its probe predicted, and the status.
-func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d *Decision, path string, rec *DecisionRecord) {
+func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d *Decision, path, model string, rec *DecisionRecord) {
 	predicted := map[string]int{}
 	for _, a := range d.Answers {
 		if a.Err == nil {
@@ -246,6 +247,9 @@ func (g *Global) handoff(w http.ResponseWriter, r *http.Request, body []byte, d 
 				g.m.promptTok.Add(float64(res.Usage.PromptTokens))
 				g.m.realisedTok.Add(float64(res.Usage.CachedTokens))
 				g.m.predictedTok.Add(float64(predicted[t.Pod] * g.cfg.BlockSize))
+				g.stats.served(t.Pod, model, true, res.Usage.PromptTokens, predicted[t.Pod]*g.cfg.BlockSize, res.Usage.CachedTokens)
+			} else if res.Status > 0 && res.Status < 500 {
+				g.stats.served(t.Pod, model, false, 0, 0, 0)
 			}
 			if span != nil {
 				span.SetAttributes(attribute.Int("http.response.status_code", res.Status),

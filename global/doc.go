@@ -291,6 +291,17 @@
 // text before it is tokenized, its tokens after (in decide), so that a huge
 // prompt costs no tokenizer time.
 //
+// Status page (status.go, package internal/statuspage): GET /status,
+// behind the admin scope like the control plane, renders the router's
+// views of the cells (replicas, models, summary generation, age, size and
+// estimated false-positive rate, load with the tier's own hand-offs, and
+// saturation) with cellStats, the per-cell counts the data plane keeps
+// for it (probes and round trips, hand-offs, predicted and realised
+// cached tokens; forgotten with the cell when it leaves the directory).
+// Its "last decisions" table reads the decision ring
+// (statuspage.FromRing; none when decisions are off, and the page says
+// so), each row linked to its explanation at GET /v1/global/decisions/{id}.
+//
 // Dependencies: global uses cachekey/blockhash (hashing), cachekey/tokenizer,
 // gossip, the server plumbing under internal/ (the relay internal/proxy,
 // shared with the cell; auth, edge, tls, telemetry) and api, and nothing

@@ -25,6 +25,7 @@ import (
 	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/proxy"
 	"github.com/cellrouter/cellrouter/internal/servers"
+	"github.com/cellrouter/cellrouter/internal/statuspage"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
 )
 
@@ -40,6 +41,7 @@ type Global struct {
 	proxy     *proxy.Proxy
 	m         *metrics
 	prober    *grpcProber
+	stats     *cellStats // per cell: probes, round trips, hit rates (the status page)
 	tr        *telemetry.Tracer
 	turn      atomic.Uint64 // round robin over each cell's replicas
 	// shareDrain sends a cell drain to the peer replicas (nil without a
@@ -98,6 +100,7 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option)
 		g.prober.ej = g.proxy
 	}
 	g.m = newMetrics(reg)
+	g.stats = newCellStats()
 	reg.MustRegister(g.proxy.Collector("cellrouter_global_handoff", "cell replica", nil))
 	registerCache(reg, g.rt.Tokenizer())
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -123,6 +126,10 @@ func New(cfg Config, dir Directory, pr Prober, log *slog.Logger, opts ...Option)
 	// The recent decisions are control plane: admin, as the state APIs.
 	mux.Handle("GET "+DecisionsPath, admin(http.HandlerFunc(g.decisions.ServeList)))
 	mux.Handle("GET "+DecisionsPath+"/{id}", admin(http.HandlerFunc(g.decisions.ServeOne)))
+	// The status page's last decisions are the decision ring's, each
+	// linked to its explanation.
+	mux.Handle("GET "+StatusPath, admin(g.statusHandler(statuspage.FromRing(g.decisions,
+		func(r DecisionRecord) string { return r.Cell }))))
 	mux.Handle("GET "+api.OpenAPIPath("global"), api.OpenAPIHandler("global", buildinfo.Read().Version))
 	mux.Handle("POST /v1/completions", infer(g.serveInference(openai.KindCompletion)))
 	mux.Handle("POST /v1/chat/completions", infer(g.serveInference(openai.KindChat)))

@@ -20,6 +20,7 @@ import (
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/memlimit"
+	"github.com/cellrouter/cellrouter/internal/statuspage"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
 )
 
@@ -52,6 +53,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	logOpts := logging.BindFlags(fs, logging.DefaultOptions())
 	applyAccess := logging.BindAccessFlags(fs, logging.DefaultAccessConfig())
 	applyDecisions := decisions.BindFlags(fs, decisions.DefaultConfig())
+	applyStatus := statuspage.BindFlags(fs, statuspage.DefaultConfig())
 	d := cell.DefaultRoutingConfig()
 	overlap := fs.Float64("kv-overlap-score-weight", d.KVOverlapScoreWeight, "default profile: weight of a block to prefill against a block of decode load (overrides routing.kv_overlap_score_weight)")
 	temp := fs.Float64("router-temperature", d.RouterTemperature, "default profile: softmax temperature over normalised costs; 0 picks the lowest cost (overrides routing.router_temperature)")
@@ -138,6 +140,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	applyFlow(&cfg.FlowControl)
 	applyAccess(&cfg.AccessLog)
 	applyDecisions(&cfg.Decisions)
+	applyStatus(&cfg.Status)
 	limits := cfg.EdgeLimits()
 	applyLimits(&limits)
 	cfg.SetEdgeLimits(limits)

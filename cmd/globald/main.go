@@ -25,6 +25,7 @@ import (
 	"github.com/cellrouter/cellrouter/internal/logging"
 	"github.com/cellrouter/cellrouter/internal/memlimit"
 	"github.com/cellrouter/cellrouter/internal/proxy"
+	"github.com/cellrouter/cellrouter/internal/statuspage"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
 	"github.com/cellrouter/cellrouter/internal/tlsconf"
 	"github.com/cellrouter/cellrouter/loadtest/fleet"
@@ -153,6 +154,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	logOpts := logging.BindFlags(fs, logging.DefaultOptions())
 	applyAccess := logging.BindAccessFlags(fs, d.AccessLog)
 	applyDecisions := decisions.BindFlags(fs, d.Decisions)
+	applyStatus := statuspage.BindFlags(fs, d.Status)
 	apiKeys := fs.String("api-keys", "", "API key file (tenants, limits, key hashes and scopes; see README): keys required on every endpoint but health")
 	tlsCert := fs.String("tls-cert", "", "globald's certificate (PEM): with --tls-key and --tls-ca, every hop to a cell is mutual TLS")
 	tlsKey := fs.String("tls-key", "", "the certificate's private key (PEM)")
@@ -195,6 +197,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	applyLimits(&d.Limits)
 	applyAccess(&d.AccessLog)
 	applyDecisions(&d.Decisions)
+	applyStatus(&d.Status)
 	d.Prompts = openai.PromptLimits{MaxBytes: *maxPromptBytes, MaxTokens: *maxPromptTokens, Models: perModel}
 	d.Security = global.SecurityConfig{KeyFile: *apiKeys, ReloadInterval: *reloadEvery, ServeTLS: *serveTLS,
 		TLS: tlsconf.Config{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA, ServerName: *tlsName}}
