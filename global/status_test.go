@@ -76,7 +76,8 @@ func TestGlobalStatusPage(t *testing.T) {
 		statuspage.Percent(float64(cb.Load.ActiveBlocks) / 1000),
 		`<td class="n">` + statuspage.Percent(float64(24*g.cfg.BlockSize)/10) + ` / 50.0%</td>`,
 		"<dt>prompt tokens served</dt><dd>10</dd>",
-		"keeps no record of recent decisions",
+		// The hand-off is the ring's, linked to its explanation.
+		`<a href="/v1/global/decisions/`, "<td>cell-b</td>",
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q:\n%s", want, page)

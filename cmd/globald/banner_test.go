@@ -110,6 +110,13 @@ func TestDemoBannerReachesTheCells(t *testing.T) {
 	if code, body := get(metrics[1]); code != 200 || !strings.Contains(body, "cellrouter_") {
 		t.Errorf("GET %s = %d, want the cell's metrics", metrics[1], code)
 	}
+	status := regexp.MustCompile(`curl -s \$CELLROUTER_TLS (https://\S+/status) `).FindStringSubmatch(banner)
+	if status == nil {
+		t.Fatalf("banner lacks the cell's status page:\n%s", banner)
+	}
+	if code, body := get(status[1]); code != 200 || !strings.Contains(body, "cell-0") || !strings.Contains(body, "<html") {
+		t.Errorf("GET %s = %d, want cell-0's status page", status[1], code)
+	}
 	// Without the certificate the cell refuses the handshake.
 	bare := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: tc.RootCAs}}, Timeout: 30 * time.Second}
 	if resp, err := bare.Get(state[1]); err == nil {

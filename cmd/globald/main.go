@@ -290,12 +290,14 @@ second send is routed by summary to the same pod and reports cached tokens):
   curl -s %s/v1/models              # without the key: 401 in OpenAI's error shape
   curl -s -H "Authorization: Bearer $CELLROUTER_API_KEY" %s/v1/global/cells        # the cells and their summaries
   curl -s -H "Authorization: Bearer $CELLROUTER_API_KEY" %s/metrics | grep cellrouter_global_requests   # path="summary_chat" on the second send
+  curl -s -H "Authorization: Bearer $CELLROUTER_API_KEY" %s/status > globald-status.html   # the fleet's status page (a browser needs the header added)
+  curl -s -H "Authorization: Bearer $CELLROUTER_API_KEY" %s/v1/global/decisions   # the last decisions, each explained
   curl -s %s/openapi/global.swagger.json   # the OpenAPI document: the REST control plane and the OpenAI data plane
   grpcurl -plaintext -H "authorization: Bearer $CELLROUTER_API_KEY" %s list        # the gRPC services, by server reflection
 
 The demo's tenant is isolated: its prompts are cached under its own salt, in the pods, the
 cells' indexes and the summaries. Ctrl-C stops everything.
-`, fleet.DemoTenant, f.KeyFile, f.APIKey, f.Endpoint(), body, f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Global.GRPCAddr())
+`, fleet.DemoTenant, f.KeyFile, f.APIKey, f.Endpoint(), body, f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Endpoint(), f.Global.GRPCAddr())
 	printCellAccess(out, f)
 	<-ctx.Done()
 	return nil
@@ -318,9 +320,10 @@ The cells take mutual TLS only. The demo wrote an operator's client certificate 
 
   curl -s $CELLROUTER_TLS https://%s/v1/cell/state     # cell-0: pods by state, indexed blocks, events
   curl -s $CELLROUTER_TLS https://%s/v1/cell/pods
+  curl -s $CELLROUTER_TLS https://%s/status > cell-0-status.html   # cell-0's status page
   curl -s $CELLROUTER_TLS https://%s/metrics | grep cellrouter_route
   grpcurl -cacert %s -cert %s -key %s %s list   # the cell's gRPC services, by reflection
-`, a.CAFile, a.CertFile, a.KeyFile, c.HTTPAddr(), c.HTTPAddr(), c.HTTPAddr(), a.CAFile, a.CertFile, a.KeyFile, c.GRPCAddr())
+`, a.CAFile, a.CertFile, a.KeyFile, c.HTTPAddr(), c.HTTPAddr(), c.HTTPAddr(), c.HTTPAddr(), a.CAFile, a.CertFile, a.KeyFile, c.GRPCAddr())
 	if len(f.Cells) > 1 {
 		fmt.Fprintln(out, "\n  (the other cells likewise, at the addresses listed above)")
 	}
