@@ -43,11 +43,13 @@ func routeOver(t *testing.T, c *Cell, req *cellv1.RouteRequest) *cellv1.RouteRes
 // explainCell is a cell of three pods in a hand-built state: a holds 10
 // blocks of the prompt, b 50, c 20 and c is drained. It learns nothing
 // from its own routing (no speculative blocks), so that what the pods hold
-// stays what the test says.
+// stays what the test says, and routes by the blocks cost (kv-cost, whose
+// raw score the test can state in blocks).
 func explainCell(t *testing.T, mod func(*Config)) (*Cell, []uint32) {
 	pods := []*fakePod{newFakePod(t, "a"), newFakePod(t, "b"), newFakePod(t, "c")}
 	c := cellWithPods(t, pods, func(cfg *Config) {
 		cfg.Speculative.TTL = 0
+		cfg.Routing.Cost.Model = CostBlocks
 		if mod != nil {
 			mod(cfg)
 		}
