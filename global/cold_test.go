@@ -113,7 +113,7 @@ func TestColdBurstSpreads(t *testing.T) {
 			// hashed cells: 6 prompts' worth of spread is allowed.
 			const allowed = 6 * blocks / 4
 			t.Logf("per cell %v, pods' load %d to %d", per, lo, hi)
-			if spread := hi - lo <= allowed; spread != tc.wantSpread {
+			if spread := hi-lo <= allowed; spread != tc.wantSpread {
 				t.Fatalf("%d cold prompts went %v (per cell); pods' load %d to %d: spread within %d is %v, want %v",
 					burst, per, lo, hi, allowed, spread, tc.wantSpread)
 			}
