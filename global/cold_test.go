@@ -123,17 +123,23 @@ func TestColdBurstSpreads(t *testing.T) {
 
 // TestColdFollowUpFindsItsFirstTurn: a follow-up that arrives before any
 // summary shows its first turn is still cold, but its probes reach the
-// same hashed cells, and the one holding the first turn keeps it while
-// its load is close to the others'.
+// same hashed cells, and the one holding the first turn (64 blocks) keeps
+// it: the other's pick would have to be lighter by the prefill and the
+// move of those blocks (128), and a burst of 16 first turns over 8 cells
+// of 4 pods leaves no such gap. The round trips are not charged, so the
+// measured distances cannot decide.
 func TestColdFollowUpFindsItsFirstTurn(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Choose.RTTWeight = 0
 	pr := newHoldingProber()
-	rt, err := NewRouter(DefaultConfig(), StaticDirectory(coldFleet()), pr)
+	rt, err := NewRouter(cfg, StaticDirectory(coldFleet()), pr)
 	if err != nil {
 		t.Fatal(err)
 	}
+	const turns = 16
 	first := map[int]int{}
-	for i := range 40 {
-		req := &Request{Model: "m", TokenIDs: tokens(uint32(5000+i), 256)}
+	for i := range turns {
+		req := &Request{Model: "m", TokenIDs: tokens(uint32(5000+i), 1024)}
 		d, err := rt.decideToSend(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)
@@ -142,8 +148,8 @@ func TestColdFollowUpFindsItsFirstTurn(t *testing.T) {
 		first[i] = d.Order[0]
 		pr.hand(d.Views[d.Order[0]].ID, req.TokenIDs)
 	}
-	for i := range 40 {
-		toks := append(tokens(uint32(5000+i), 256), tokens(uint32(9000+i), 64)...)
+	for i := range turns {
+		toks := append(tokens(uint32(5000+i), 1024), tokens(uint32(9000+i), 64)...)
 		d, err := rt.decideToSend(context.Background(), &Request{Model: "m", TokenIDs: toks})
 		if err != nil {
 			t.Fatal(err)
