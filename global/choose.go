@@ -39,17 +39,45 @@ type ChooseConfig struct {
 	// PrefillWeight is the cost of one block to prefill, against one
 	// active block of load on the chosen pod (the cell's own cost model).
 	PrefillWeight float64
+	// MoveWeight is what the fleet pays, per block, for a copy of a prefix
+	// another cell already holds, on top of prefilling it: the copy takes
+	// cache the new cell's other prefixes are evicted from, while the old
+	// copy lingers unused, and the conversation's next turn finds its
+	// prefix in only one of them. A cell whose pick matches fewer blocks
+	// than the deepest answer pays it for each block it lacks, so a
+	// follow-up leaves the cell holding its prefix only when the load it
+	// escapes outweighs both the prefill and the copy. 0 weighs the
+	// prefill alone, as the cells do.
+	MoveWeight float64
 	// RTTWeight is the cost of one millisecond of round-trip time, in
 	// blocks: across regions a farther cell must save that much prefill.
 	RTTWeight float64
 }
 
-// DefaultChooseConfig follows the cells' default cost.
-func DefaultChooseConfig() ChooseConfig { return ChooseConfig{PrefillWeight: 1, RTTWeight: 1} }
+// DefaultChooseConfig follows the cells' default cost, with a move
+// costing as much again as the prefill it makes.
+func DefaultChooseConfig() ChooseConfig {
+	return ChooseConfig{PrefillWeight: 1, MoveWeight: DefaultMoveWeight, RTTWeight: 1}
+}
+
+// DefaultMoveWeight is ChooseConfig.MoveWeight's default.
+const DefaultMoveWeight = 1
+
+// BlockWeight is the weight of one block a cell lacks against the deepest
+// answer in the choice's order: the prefill and the move. (The cost Choose
+// documents differs from BlockWeight*(total-matched) + load by the same
+// amount for every answer of one request, so both order cells alike; the
+// search's bounds use BlockWeight.)
+func (c ChooseConfig) BlockWeight() float64 { return c.PrefillWeight + c.MoveWeight }
 
 // Choose orders the answered cells by cost, lowest first: for each,
-// PrefillWeight*(total-matched) + load of its pick + RTTWeight*distance_ms
-// + WaitCost (the cell's wait for the request's band).
+// PrefillWeight*(total-matched) + MoveWeight*(deepest-matched) + load of
+// its pick + RTTWeight*distance_ms + WaitCost (the cell's wait for the
+// request's band), where deepest is the deepest match of any answer. Since
+// deepest is one number for all answers, the order is that of
+// BlockWeight*(total-matched) + load + RTTWeight*distance_ms + WaitCost, a
+// cost of the cell alone: probing more cells never makes Choose prefer a
+// cell it would rank lower among fewer answers.
 // A cell whose pick is busy comes after every cell whose pick is not, as
 // the flat router's soft busy filter passes over busy pods while any other
 // is left; among equal costs the less loaded cell comes first (CellBlocks:
@@ -80,10 +108,10 @@ func Choose(cfg ChooseConfig, answers []ProbeAnswer, total int) []int {
 }
 
 // chooseTerms are the three terms of an answered cell's cost in Choose:
-// PrefillWeight*(total-matched), the pick's load, and RTTWeight times the
+// BlockWeight*(total-matched) (prefill and move), the pick's load, and RTTWeight times the
 // cell's distance in milliseconds.
 func chooseTerms(cfg *ChooseConfig, a *ProbeAnswer, total int) (prefill, load, dist float64) {
-	return cfg.PrefillWeight * float64(total-a.Matched), a.Load, cfg.RTTWeight * float64(a.Distance) / float64(time.Millisecond)
+	return cfg.BlockWeight() * float64(total-a.Matched), a.Load, cfg.RTTWeight * float64(a.Distance) / float64(time.Millisecond)
 }
 
 // scored is one answer as Choose orders it.

@@ -178,6 +178,8 @@ func (c Config) Validate() error {
 		return bad("cold_blocks", c.Search.ColdBlocks, "want >= 1")
 	case c.Choose.PrefillWeight < 0 || c.Choose.RTTWeight < 0:
 		return bad("choose weights", c.Choose, "must not be negative")
+	case !(c.Choose.MoveWeight >= 0):
+		return bad("move_weight", c.Choose.MoveWeight, "want >= 0")
 	case c.ProbeTimeout <= 0:
 		return bad("probe_timeout", c.ProbeTimeout, "must be positive")
 	case c.RoutedLoadTTL <= 0:

@@ -47,10 +47,11 @@ func TestDistanceIsTheLeastRecentRoundTrip(t *testing.T) {
 func TestChooseChargesDistance(t *testing.T) {
 	cfg := DefaultChooseConfig()
 	answers := []ProbeAnswer{
-		{Cell: 0, Matched: 40, Distance: 30 * time.Millisecond, RTT: 30 * time.Millisecond},
+		{Cell: 0, Matched: 40, Distance: 50 * time.Millisecond, RTT: 50 * time.Millisecond},
 		{Cell: 1, Matched: 20, Distance: time.Millisecond, RTT: 90 * time.Millisecond},
 	}
-	// Cell 0 saves 20 more blocks but is 29 ms farther: 29 > 20.
+	// Cell 0 saves 20 more blocks, worth 40 with the move (the prefill
+	// and the copy), but is 49 ms farther: 49 > 40.
 	if got := Choose(cfg, answers, 64); got[0] != 1 {
 		t.Fatalf("order %v: the nearer cell should win when the distance outweighs the prefix", got)
 	}

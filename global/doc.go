@@ -26,8 +26,9 @@
 //     loopback round trip, the cell's second decision and the gRPC framing
 //     of the probe: about 0.2 ms at p50 (the global tier's added p50 on
 //     loadtest overhead's path fell from 0.28 to 0.11 ms);
-//  4. chooses by cost (Choose, pure): prefill blocks left, the pick's load,
-//     and the cell's network distance, which matters across regions. The
+//  4. chooses by cost (Choose, pure): prefill blocks left, what moving a
+//     prefix another cell holds costs the fleet (see The move), the pick's
+//     load, and the cell's network distance, which matters across regions. The
 //     distance is the least of the cell's last 16 probe round trips on an
 //     open connection (distances), not this probe's own: a probe that opened
 //     its connection measured a TLS handshake, and a busy router's probe
@@ -97,10 +98,31 @@
 // loads alone (a load announcement every 250 ms) did not help, because a
 // burst's requests arrive with no time between them.
 //
-// The quality benchmark (loadtest hierarchy, its load sweep and its agents
-// workload, each level pooled over three seeds) measures what is left:
-// within 0.15% of the flat router's reuse at every load from the trace's
-// pace to past saturation, on both workloads (the README has the figures).
+// # The move
+//
+// The cells' cost weighs a pod's prefill against its load, request by
+// request. Across cells that misses what moving a conversation costs: a
+// follow-up whose prefix cell A holds, sent to a lighter cell B, is
+// prefilled there AND leaves a copy of its prefix in B, taking cache whose
+// other prefixes are evicted, while A's copy lingers unused; and its next
+// turn finds the prefix only in B. Choose charges that copy:
+// MoveWeight (globald --move-weight, 1 by default) per block a cell's pick
+// lacks against the deepest answer of the request, on top of the
+// prefill. The deepest answer is one number for the whole request, so the
+// order is that of (PrefillWeight + MoveWeight) * (blocks to prefill) +
+// load (+ distance), a cost of each cell alone (BlockWeight, which the
+// search's bounds use too): probing more cells can only add cheaper
+// cells, never make the choice fall on a costlier one
+// (TestChooseMoreProbesNeverChooseWorse). Without the move, more probes
+// lost reuse on cold-heavy traffic (one probe 0.7%, eight 4.5% on a
+// held-out trace): every extra probe was one more light cell to outbid
+// the prefix's holder by less than the copy cost. A cold prompt matches
+// nothing anywhere, so the move costs it nothing and it still goes to the
+// lightest pick.
+//
+// The quality benchmark (loadtest hierarchy, its load sweep, its agents
+// and cold workloads, each level pooled over three seeds) measures what
+// is left (the README has the figures).
 //
 // At fleet scale the search must not test every cell's summary: a
 // gossip.Bank holds all summaries transposed (one row of cell bits per
@@ -114,11 +136,29 @@
 // loadtest hierarchy --scale measures the search at 1,024 cells, and
 // BenchmarkDecideCells the whole decision both ways.
 //
-// A request whose prefix no summary knows (a cold prompt, or a text prompt
-// the global tier could not tokenize) goes to one of two cells chosen by a
-// stable hash of its first blocks (rendezvous hashing; for an untokenized
-// prompt, of its model and first text), the less loaded, so repeated cold
-// prompts meet their cache; no probe is spent on it.
+// # Cold prompts
+//
+// A request whose prefix no summary knows (a cold prompt) is placed where
+// it costs least among the cells a stable hash of its first blocks ranks
+// highest (rendezvous hashing over Search.ColdBlocks blocks): MaxProbes of
+// them are probed (SearchConfig.ProbeCold, globald --probe-cold, on by
+// default from two probes) and Choose takes the cheapest on their exact
+// answers, which for a prompt nobody holds is the lightest pick. The
+// hand-off counts as the router's own load (noteRouted), so a burst of
+// cold prompts between two gossip messages fills the lighter cells and
+// then spreads instead of piling onto the cell the gossiped load showed
+// lightest. Since the hash is stable, a conversation's follow-up that
+// arrives before the summaries show its first turn (turns seconds apart,
+// summaries every 2 s) probes the same cells, finds its prefix in the
+// one that took the first turn, and stays there by the move's cost. On
+// traffic with no shared prefix more than half the requests are cold
+// (loadtest hierarchy --workload cold), and unprobed placements by
+// gossiped load alone, uncounted, piled cold prefixes into busy cells
+// that then evicted the conversations' prefixes. A prompt without tokens
+// (a text prompt or chat the global tier could not tokenize: hashed by
+// its model and first text), or every cold prompt with ProbeCold off or a
+// single probe, goes unprobed to the less loaded of its two hashed cells,
+// counted as routed load too.
 //
 // # Explaining a decision
 //

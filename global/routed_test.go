@@ -46,9 +46,11 @@ func TestRoutedLoads(t *testing.T) {
 }
 
 // TestNoteRoutedCountsTheCellThatTakesTheRequest: the data plane counts a
-// request against the cell chosen on its probe answer and against a lone
-// candidate handed the request without a probe, but not against a cold
-// prompt's cell nor a cell whose probe failed (a fallback).
+// request against the cell chosen on its probe answer, against a lone
+// candidate handed the request without a probe and against an unprobed
+// cold prompt's cell (a burst of them would otherwise all see the same
+// light cell), but not against a cell nobody probed or chose, nor a cell
+// whose probe failed (a fallback).
 func TestNoteRoutedCountsTheCellThatTakesTheRequest(t *testing.T) {
 	load := CellLoad{ActiveRequests: 1, ActiveBlocks: 100, FreeBlocks: 1000, Pods: 2}
 	views := []CellView{{ID: "a", Load: load}, {ID: "b", Load: load}}
@@ -59,7 +61,10 @@ func TestNoteRoutedCountsTheCellThatTakesTheRequest(t *testing.T) {
 	}{
 		{"chosen on its answer", Decision{Order: []int{1, 0}, Answers: []ProbeAnswer{{Cell: 0}, {Cell: 1}}}, true},
 		{"lone candidate without a probe", Decision{Order: []int{1}, Unprobed: true}, true},
-		{"cold prompt", Decision{Order: []int{1}}, false},
+		{"unprobed cold prompt", Decision{Order: []int{1}, Cold: true}, true},
+		{"cold prompt chosen on its answer", Decision{Order: []int{1, 0}, Cold: true, Answers: []ProbeAnswer{{Cell: 0}, {Cell: 1}}}, true},
+		{"neither probed nor chosen", Decision{Order: []int{1}}, false},
+		{"cold prompt whose probe failed", Decision{Order: []int{1, 0}, Cold: true, Answers: []ProbeAnswer{{Cell: 1, Err: errNoPick}}}, false},
 		{"its probe failed", Decision{Order: []int{1, 0}, Answers: []ProbeAnswer{{Cell: 1, Err: errNoPick}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,11 +50,12 @@ type Decision struct {
 	Order []int
 	Views []CellView
 	// Candidates are the searched cells with their estimates; Answers the
-	// probes' answers (empty on the cold path).
+	// probes' answers (empty on an unprobed cold path: see
+	// SearchConfig.ProbeCold).
 	Candidates []Candidate
 	Answers    []ProbeAnswer
 	// Cold is true when no summary knew the prefix (or the prompt could
-	// not be tokenized).
+	// not be tokenized, which is never probed).
 	Cold bool
 	// Prompt is the request's prompt kind; Untokenized is true for a text
 	// prompt or chat the global tier could not tokenize (Tokenize says
@@ -164,12 +165,13 @@ func (rt *Router) noteRouted(d *Decision) {
 		return
 	}
 	// The cell takes the request on its probe answer, or as the lone
-	// candidate handed it without a probe; not when it is only a fallback
-	// of a cold prompt or of failed probes.
+	// candidate or a cold prompt's cell handed it without a probe (a
+	// burst of cold prompts would otherwise all see the same light cell);
+	// not when it is only a fallback of failed probes.
 	pick := -1
 	if j := slices.IndexFunc(d.Answers, func(a ProbeAnswer) bool { return a.Cell == c && a.Err == nil }); j >= 0 {
 		pick = int(d.Answers[j].Load)
-	} else if !d.Unprobed {
+	} else if !d.Unprobed && !(d.Cold && len(d.Answers) == 0) {
 		return
 	}
 	rt.mu.Lock()
@@ -280,7 +282,7 @@ func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool, note
 	chain := rt.chain(req, toks)
 	_, span := rt.tr.Start(ctx, "global.summary_lookup")
 	sc := rt.cfg.Search
-	sc.PrefillWeight = rt.cfg.Choose.PrefillWeight // one weight for the bound and the choice
+	sc.PrefillWeight = rt.cfg.Choose.BlockWeight() // one weight for the bound and the choice
 	var cands []Candidate
 	var cold bool
 	var depths []gossip.CellDepth
@@ -306,7 +308,10 @@ func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool, note
 		d.Took = time.Since(start)
 		return d, ErrNoCell
 	}
-	if cold || (len(cands) == 1 && !probeLone) {
+	// A cold prompt is probed when its tokens are known and there is a
+	// choice to make (SearchConfig.ProbesCold).
+	coldProbed := cold && sc.ProbesCold() && len(chain) > 0 && (len(cands) > 1 || probeLone)
+	if (cold && !coldProbed) || (!cold && len(cands) == 1 && !probeLone) {
 		for _, c := range cands {
 			d.Order = append(d.Order, c.Cell)
 		}

@@ -29,15 +29,28 @@ type SearchConfig struct {
 	// ColdBlocks is how many leading blocks name a cold prompt for the
 	// stable hash (two choices).
 	ColdBlocks int
-	// PrefillWeight is the cost of one block to prefill against one active
-	// block of load, as in ChooseConfig (the Router uses Choose's).
+	// PrefillWeight is the cost of one block a cell lacks against one
+	// active block of load, as in the choice (the Router uses
+	// ChooseConfig.BlockWeight: the prefill and the move).
 	PrefillWeight float64
+	// ProbeCold probes a cold prompt's cells (see ProbesCold): the
+	// MaxProbes cells a stable hash of its first blocks ranks highest,
+	// and the choice takes the cheapest, on the pods' exact loads, so a
+	// burst of cold prompts spreads instead of piling on the cell the
+	// gossiped load showed lightest, and a follow-up that arrives before
+	// the summaries show its first turn finds it. Without it a cold
+	// prompt goes unprobed to the less loaded of two hashed cells.
+	ProbeCold bool
 }
 
-// DefaultSearchConfig probes at most two cells.
+// DefaultSearchConfig probes at most two cells, cold prompts included.
 func DefaultSearchConfig() SearchConfig {
-	return SearchConfig{MaxProbes: 2, Slack: 8, ColdBlocks: 4, PrefillWeight: 1}
+	return SearchConfig{MaxProbes: 2, Slack: 8, ColdBlocks: 4, PrefillWeight: 1, ProbeCold: true}
 }
+
+// ProbesCold reports whether cold prompts are probed: ProbeCold and at
+// least two probes (one probe could not choose).
+func (c SearchConfig) ProbesCold() bool { return c.ProbeCold && c.MaxProbes >= 2 }
 
 // Search finds the cells to probe for chain (see SearchDepths), estimating
 // every usable cell's depth from its summary one by one. At hundreds of
@@ -119,9 +132,11 @@ func LoadOrder(views []CellView) []int {
 // be looked at.
 //
 // When no summary knows even the first block, cold is true and the
-// candidates are the two cells a stable hash of the first blocks chooses
-// (rendezvous hashing), the less loaded first, so repeated cold prompts
-// meet their cache in the same cell.
+// candidates are the cells a stable hash of the first blocks ranks
+// highest (rendezvous hashing: MaxProbes of them when ProbesCold, else
+// two), the less loaded first, so repeated cold prompts, and a
+// conversation's turns before the summaries show the first, meet their
+// cache among the same cells.
 //
 // order, when not nil, is LoadOrder(views): with it the cells without an
 // estimate are walked least loaded first and the walk stops after
@@ -177,7 +192,11 @@ func SearchDepths(cfg SearchConfig, views []CellView, order []int, depths []goss
 		if len(chain) > 0 {
 			coldKey = uint64(chain[min(cfg.ColdBlocks, len(chain))-1])
 		}
-		return twoChoices(views, coldKey), true
+		n := 2
+		if cfg.ProbesCold() {
+			n = cfg.MaxProbes
+		}
+		return rendezvous(views, coldKey, n), true
 	}
 	// The cells without an estimate, by their least loaded pod: a shared
 	// prefix (a system prompt) would otherwise draw all traffic to the
@@ -217,33 +236,46 @@ func loadOf(v *CellView) float64 {
 	return float64(v.Load.ActiveBlocks) + float64(v.Load.ActiveRequests)/1024
 }
 
-// twoChoices returns the two usable cells with the highest rendezvous
-// weight for key, the less loaded first.
-func twoChoices(views []CellView, key uint64) []Candidate {
-	first, second := -1, -1
-	var w1, w2 blockhash.Hash
+// rendezvous returns the n usable cells (fewer if there are fewer) with
+// the highest rendezvous weight for key, the less loaded first (ties in
+// weight order).
+func rendezvous(views []CellView, key uint64, n int) []Candidate {
+	type weighted struct {
+		cell int
+		w    blockhash.Hash
+	}
+	var buf [8]weighted
+	top := buf[:0]
 	for i := range views {
 		if !views[i].usable() {
 			continue
 		}
-		w := blockhash.Mix(blockhash.Hash(key), xxh3.HashString(views[i].ID))
+		x := weighted{i, blockhash.Mix(blockhash.Hash(key), xxh3.HashString(views[i].ID))}
+		if len(top) == n && x.w <= top[n-1].w {
+			continue
+		}
+		if len(top) < n {
+			top = append(top, x)
+		} else {
+			top[n-1] = x
+		}
+		for j := len(top) - 1; j > 0 && top[j].w > top[j-1].w; j-- {
+			top[j], top[j-1] = top[j-1], top[j]
+		}
+	}
+	out := make([]Candidate, len(top))
+	for i, x := range top {
+		out[i] = Candidate{Cell: x.cell}
+	}
+	slices.SortStableFunc(out, func(a, b Candidate) int {
+		la, lb := loadOf(&views[a.Cell]), loadOf(&views[b.Cell])
 		switch {
-		case first < 0 || w > w1:
-			second, w2 = first, w1
-			first, w1 = i, w
-		case second < 0 || w > w2:
-			second, w2 = i, w
+		case la < lb:
+			return -1
+		case la > lb:
+			return 1
 		}
-	}
-	var out []Candidate
-	if first >= 0 {
-		out = append(out, Candidate{Cell: first})
-	}
-	if second >= 0 {
-		out = append(out, Candidate{Cell: second})
-		if loadOf(&views[second]) < loadOf(&views[first]) {
-			out[0], out[1] = out[1], out[0]
-		}
-	}
+		return 0
+	})
 	return out
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/cell/index"
+	"github.com/cellrouter/cellrouter/global"
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/loadtest/trace"
 )
@@ -52,6 +53,13 @@ type Config struct {
 	MaxProbes  int `json:"max_probes"`
 	ProbeSlack int `json:"probe_slack"`
 	ColdBlocks int `json:"cold_blocks"`
+	// ProbeCold probes a cold prompt's hashed cells
+	// (global.SearchConfig.ProbeCold); false hands it unprobed to the less
+	// loaded of two, as before issue 24.
+	ProbeCold bool `json:"probe_cold"`
+	// MoveWeight is the global choice's cost of copying a prefix another
+	// probed cell holds, per block (global.ChooseConfig.MoveWeight).
+	MoveWeight float64 `json:"move_weight"`
 	// Stride and FalsePositiveRate tune the summaries (gossip.SummaryConfig).
 	Stride            int     `json:"stride"`
 	FalsePositiveRate float64 `json:"fpr"`
@@ -108,6 +116,8 @@ func DefaultConfig() Config {
 		MaxProbes:         2,
 		ProbeSlack:        8,
 		ColdBlocks:        4,
+		ProbeCold:         true,
+		MoveWeight:        global.DefaultMoveWeight,
 		Stride:            s.Stride,
 		FalsePositiveRate: s.FalsePositiveRate,
 		OverlapWeight:     1,
@@ -166,6 +176,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("hierarchy: ProbeSlack must be >= 0, got %d", c.ProbeSlack)
 	case c.ColdBlocks < 1:
 		return fmt.Errorf("hierarchy: ColdBlocks must be >= 1, got %d", c.ColdBlocks)
+	case !(c.MoveWeight >= 0):
+		return fmt.Errorf("hierarchy: MoveWeight must be >= 0, got %v", c.MoveWeight)
 	case c.OverlapWeight < 0:
 		return fmt.Errorf("hierarchy: OverlapWeight must be >= 0, got %v", c.OverlapWeight)
 	case c.Temperature < 0:

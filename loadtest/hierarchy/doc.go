@@ -22,11 +22,13 @@
 //     from every block it holds (gossip.Builder with the block's depth in
 //     its chain) and publishes it (gossip.Publisher); the global tier only
 //     sees the latest generation, so summaries lag the truth. Per request:
-//     global.Search over the summaries; on the cold path (no summary knows
-//     the first block) the first of its two hashed choices takes the
-//     request unprobed, as global.Router does; otherwise each candidate is
-//     probed by running its selector in-process (what CellService.Route
-//     does, changing nothing) and global.Choose orders the answers; then the
+//     global.Search over the summaries (on the cold path, where no summary
+//     knows the first block, its candidates are the cells a stable hash of
+//     the first blocks ranks highest); each candidate is probed by running
+//     its selector in-process (what CellService.Route does, changing
+//     nothing) and global.Choose orders the answers, as global.Router does
+//     (with --probe-cold=false or one probe a cold request goes unprobed
+//     to the less loaded of two hashed cells, counted as routed load); then the
 //     chosen cell's selector decides again (the hand-off) and its pick
 //     serves the request. A cell's gossiped load names its least loaded
 //     pods (gossip.Load.Lightest, as celld's does), and until the next

@@ -46,6 +46,8 @@ type Report struct {
 	MaxProbes         int     `json:"max_probes"`
 	ProbeSlack        int     `json:"probe_slack"`
 	ColdBlocks        int     `json:"cold_blocks"`
+	ProbeCold         bool    `json:"probe_cold"`
+	MoveWeight        float64 `json:"move_weight"`
 	Stride            int     `json:"stride"`
 	FalsePositiveRate float64 `json:"fpr"`
 	OverlapWeight     float64 `json:"overlap_weight"`
@@ -53,7 +55,7 @@ type Report struct {
 	BusyThreshold     float64 `json:"busy_threshold"`
 	DecodeMsPerToken  float64 `json:"decode_ms_per_token"`
 	PrefillMsPerBlock float64 `json:"prefill_ms_per_block"`
-	// Workload is the run's workload (conversation or agents).
+	// Workload is the run's workload (conversation, agents or cold).
 	Workload string `json:"workload"`
 	// Prompt is the prompt kind; Tokenize says how text was tokenized
 	// (absent for token prompts).
@@ -200,7 +202,7 @@ func (s *sim) report(recs []trace.Record) *Report {
 		TraceSeconds: float64(recs[len(recs)-1].Timestamp-recs[0].Timestamp) / 1e3,
 		Cells:        c.Cells, PodsPerCell: c.PodsPerCell, Pods: c.Pods(), Seed: c.Seed, BlockSize: c.BlockSize,
 		BlocksPerPod: c.BlocksPerPod, SummaryIntervalS: c.SummaryInterval, LoadIntervalS: c.LoadInterval, MaxProbes: c.MaxProbes,
-		ProbeSlack: c.ProbeSlack, ColdBlocks: c.ColdBlocks, Stride: c.Stride, FalsePositiveRate: c.FalsePositiveRate,
+		ProbeSlack: c.ProbeSlack, ColdBlocks: c.ColdBlocks, ProbeCold: c.ProbeCold, MoveWeight: c.MoveWeight, Stride: c.Stride, FalsePositiveRate: c.FalsePositiveRate,
 		OverlapWeight: c.OverlapWeight, Temperature: c.Temperature, BusyThreshold: c.BusyThreshold,
 		DecodeMsPerToken: c.DecodeMsPerToken, Prompt: c.Prompt, PrefillMsPerBlock: c.PrefillMsPerBlock, Workload: c.Workload,
 		QueuedFlat: s.flat.out.queued, QueuedHier: h.out.queued,

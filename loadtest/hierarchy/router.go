@@ -116,8 +116,9 @@ type hierRouter struct {
 
 func newHierRouter(cfg Config, h blockhash.Hasher, tok plugins.Tokenizer) (*hierRouter, error) {
 	hr := &hierRouter{
-		search: global.SearchConfig{MaxProbes: cfg.MaxProbes, Slack: cfg.ProbeSlack, ColdBlocks: cfg.ColdBlocks, PrefillWeight: cfg.OverlapWeight},
-		choose: global.ChooseConfig{PrefillWeight: cfg.OverlapWeight, RTTWeight: global.DefaultChooseConfig().RTTWeight},
+		search: global.SearchConfig{MaxProbes: cfg.MaxProbes, Slack: cfg.ProbeSlack, ColdBlocks: cfg.ColdBlocks,
+			PrefillWeight: cfg.OverlapWeight + cfg.MoveWeight, ProbeCold: cfg.ProbeCold},
+		choose: global.ChooseConfig{PrefillWeight: cfg.OverlapWeight, MoveWeight: cfg.MoveWeight, RTTWeight: global.DefaultChooseConfig().RTTWeight},
 		dec:    newDecider(cfg.Seed), served: make([]int64, cfg.Pods()),
 		cap:       cfg.PodsPerCell * cfg.BlocksPerPod,
 		probeHist: make([]int64, cfg.MaxProbes+1),
@@ -203,6 +204,12 @@ func (h *hierRouter) route(ctx context.Context, r *request) (int, error) {
 	n := 0
 	if cold {
 		h.colds++
+	}
+	if cold && !h.search.ProbesCold() {
+		// Unprobed, to the less loaded of two hashed cells: the global
+		// tier counts the load it hands the cell (global.Router's
+		// noteRouted), not knowing the pod.
+		h.views[cell].Load.Routed(r.blocks, -1)
 	} else {
 		h.answers = h.answers[:0]
 		for _, c := range cands {
