@@ -139,7 +139,7 @@ func TestDecideExplained(t *testing.T) {
 			}
 			continue
 		}
-		want := cfg.Choose.PrefillWeight*float64(16-a.Matched) + a.Load + cfg.Choose.RTTWeight*float64(a.Distance)/float64(time.Millisecond)
+		want := cfg.Choose.BlockWeight()*float64(16-a.Matched) + a.Load + cfg.Choose.RTTWeight*float64(a.Distance)/float64(time.Millisecond)
 		if math.Abs(c.GetCost()-want) > 1e-9 || math.Abs(c.GetPrefillCost()+c.GetLoadCost()+c.GetDistanceCost()-c.GetCost()) > 1e-9 {
 			t.Errorf("%s: cost %v = %v + %v + %v, want %v", views[a.Cell].ID, c.GetCost(), c.GetPrefillCost(), c.GetLoadCost(), c.GetDistanceCost(), want)
 		}
@@ -152,12 +152,16 @@ func TestDecideExplained(t *testing.T) {
 	}
 }
 
-// TestDecideExplainedColdAndFallback checks the roles of a cold decision:
-// no summary knows the prompt, the two hashed cells are candidates, and
-// the least loaded other cell is a fallback.
+// TestDecideExplainedColdAndFallback checks the roles of an unprobed cold
+// decision (Search.ProbeCold off): no summary knows the prompt, the two
+// hashed cells are candidates, and the least loaded other cell is a
+// fallback. (A probed cold decision is explained as any probed one:
+// TestDecideExplainedColdProbed.)
 func TestDecideExplainedColdAndFallback(t *testing.T) {
 	views, _ := explainCells(t)
-	rt, err := NewRouter(DefaultConfig(), StaticDirectory(views), tableProber{})
+	cfg := DefaultConfig()
+	cfg.Search.ProbeCold = false
+	rt, err := NewRouter(cfg, StaticDirectory(views), tableProber{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +183,36 @@ func TestDecideExplainedColdAndFallback(t *testing.T) {
 	}
 	if roles[roleCandidate] != len(d.Candidates) || roles[roleFallback] != len(d.Order)-len(d.Candidates) || roles[roleFallback] == 0 {
 		t.Errorf("roles: got %v, want %d candidates and %d fallbacks", roles, len(d.Candidates), len(d.Order)-len(d.Candidates))
+	}
+}
+
+// TestDecideExplainedColdProbed checks a probed cold decision (the
+// default): the hashed cells are probed, their answers explained, and the
+// choice is among them.
+func TestDecideExplainedColdProbed(t *testing.T) {
+	views, _ := explainCells(t)
+	rt, err := NewRouter(DefaultConfig(), StaticDirectory(views), tableProber{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, x, err := rt.DecideExplained(context.Background(), &Request{Model: "m", TokenIDs: tokens(999, 16*16)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Cold || !x.GetCold() {
+		t.Fatalf("cold: decision %v, explanation %v", d.Cold, x.GetCold())
+	}
+	probed := 0
+	for _, c := range x.GetCells() {
+		if c.GetProbed() {
+			probed++
+			if c.GetProbe() == nil {
+				t.Errorf("%s probed without its answer", c.GetCell())
+			}
+		}
+	}
+	if probed == 0 || probed != len(d.Answers) {
+		t.Errorf("probed %d cells, the decision has %d answers", probed, len(d.Answers))
 	}
 }
 

@@ -151,6 +151,10 @@ func Start(ctx context.Context, cfg Config) (f *Fleet, err error) {
 	}
 	gcfg := global.DefaultConfig()
 	gcfg.HTTPAddr, gcfg.GRPCAddr, gcfg.BlockSize = cfg.GlobalHTTPAddr, cfg.GlobalGRPCAddr, cfg.Pod.BlockSize
+	// The fleet's cells share this host: the probes' round trips to them
+	// differ by scheduling noise, not distance, so distance weighs nothing
+	// in the choice (a millisecond would weigh a block).
+	gcfg.Choose.RTTWeight = 0
 	if cfg.ProbeTimeout > 0 {
 		gcfg.ProbeTimeout = cfg.ProbeTimeout
 	}
