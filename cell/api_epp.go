@@ -5,12 +5,15 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/cellrouter/cellrouter/cell/flowcontrol"
+	"github.com/cellrouter/cellrouter/internal/auth"
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/epp"
 	"github.com/cellrouter/cellrouter/internal/proxy"
@@ -47,13 +50,39 @@ func (p eppPicker) Pick(ctx context.Context, req *epp.Request) (*epp.Result, err
 	ctx = telemetry.Propagator.Extract(ctx, propagation.HeaderCarrier(req.Header))
 	ctx, span := c.tr.Start(ctx, "cell.request", c.requestSpan...)
 	c.rm.inflight.Inc()
-	pl, refuse := c.plan(ctx, req.Header, req.Body, req.OpenAI, allow, false)
-	if refuse != nil {
+	fail := func(err error) (*epp.Result, error) {
 		span.End()
 		c.rm.inflight.Dec()
-		return nil, epp.Answer(refuse)
+		return nil, err
 	}
-	k := c.newCall(ctx, pl.preq, pl.d, start, req.Header.Get(c.cfg.Routing.SessionHeader), nil, nil)
+	// The request as proxy mode's helpers read it: the principal in its
+	// context, the client's band and timeout in its headers.
+	hr := (&http.Request{Method: req.Method, URL: &url.URL{Path: req.Path}, Header: req.Header}).WithContext(ctx)
+	var band auth.Priority
+	ok := false
+	if e := epp.Answer(func(w http.ResponseWriter) { band, ok = requestBand(w, hr) }); !ok {
+		return fail(e)
+	}
+	pl, refuse := c.plan(ctx, req.Header, req.Body, req.OpenAI, allow, false)
+	if refuse != nil {
+		return fail(epp.Answer(refuse))
+	}
+	// Flow control as in proxy mode: the gateway's call waits while the
+	// pick's pods are saturated, and the request is re-picked (within the
+	// subset) when it leaves the queue; past its deadline the gateway
+	// answers the client 429 with Retry-After.
+	var d *decision
+	var grant *flowcontrol.Grant
+	if e := epp.Answer(func(w http.ResponseWriter) {
+		d, grant, ok = c.admitFlowIn(ctx, w, hr, pl.preq, pl.d, band, allow)
+	}); !ok {
+		if len(e.Body) == 0 { // the gateway's stream ended while the request waited
+			return fail(context.Cause(ctx))
+		}
+		return fail(e)
+	}
+	d.grant = grant
+	k := c.newCall(ctx, pl.preq, d, start, req.Header.Get(c.cfg.Routing.SessionHeader), nil, nil)
 	view := c.pods.Load()
 	// A disaggregated plan's prefill leg needs a second call the gateway
 	// does not make: the decode pods are offered, and the chosen one
@@ -189,6 +218,7 @@ func (x *eppExchange) Finish(complete bool) {
 		k.done(x.pod, res)
 	}
 	k.end()
+	k.d.grant.Done(k.d.served) // flow control charges what the tenant was served
 	k.c.router.release(k.d)
 	x.span.End()
 	k.c.rm.inflight.Dec()

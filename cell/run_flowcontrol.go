@@ -105,6 +105,16 @@ func acceptablePods(d *decision) []string {
 // released when it is replaced or refused. explain records the re-pick's
 // stages for the decision ring, as the first pick's were.
 func (c *Cell) admitFlow(ctx context.Context, w http.ResponseWriter, r *http.Request, preq *pipeline.Request, d *decision, band auth.Priority, explain bool) (*decision, *flowcontrol.Grant, bool) {
+	return c.admitFlowOf(ctx, w, r, preq, d, band, nil, explain)
+}
+
+// admitFlowIn is admitFlow for a gateway's request (picker mode): the
+// re-pick stays within the gateway's subset (allow; nil is every pod).
+func (c *Cell) admitFlowIn(ctx context.Context, w http.ResponseWriter, r *http.Request, preq *pipeline.Request, d *decision, band auth.Priority, allow func(string) bool) (*decision, *flowcontrol.Grant, bool) {
+	return c.admitFlowOf(ctx, w, r, preq, d, band, allow, false)
+}
+
+func (c *Cell) admitFlowOf(ctx context.Context, w http.ResponseWriter, r *http.Request, preq *pipeline.Request, d *decision, band auth.Priority, allow func(string) bool, explain bool) (*decision, *flowcontrol.Grant, bool) {
 	p, _ := edge.PrincipalFrom(r.Context())
 	timeout, _ := flowcontrol.ParseTimeout(r.Header.Get(flowcontrol.TimeoutHeader)) // checked by the caller
 	tokens := preq.MaxTokens
@@ -132,7 +142,7 @@ func (c *Cell) admitFlow(ctx context.Context, w http.ResponseWriter, r *http.Req
 	}
 	w.Header().Set(QueueWaitHeader, strconv.FormatFloat(g.Waited().Seconds(), 'f', 3, 64))
 	c.router.release(d)
-	d, err = c.router.decideExplained(ctx, preq, explain)
+	d, err = c.router.decideIn(ctx, preq, allow, explain)
 	if err != nil {
 		g.Done(0)
 		c.rm.decisions.WithLabelValues(c.cfg.Routing.Profile, "error").Inc()
