@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/cellrouter/cellrouter/internal/decisions"
 	"github.com/cellrouter/cellrouter/internal/edge"
 )
@@ -35,27 +33,16 @@ func (c *Cell) Decision(id string) (DecisionRecord, bool) { return c.decisions.G
 // X-Request-Id, or one made up and set on r for the pod to see), the trace
 // id, the tenant's name and the model.
 func (c *Cell) beginRecord(ctx context.Context, r *http.Request, start time.Time, model string) *DecisionRecord {
-	if c.decisions == nil {
-		return nil
-	}
-	rec := &DecisionRecord{ID: decisions.RequestID(r), Time: start, Model: model, Cell: c.cfg.CellID}
-	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
-		rec.TraceID = sc.TraceID().String()
-	}
-	if p, ok := edge.PrincipalFrom(r.Context()); ok && p.Tenant != nil {
-		rec.Tenant = p.Tenant.Name
+	p, _ := edge.PrincipalFrom(r.Context())
+	rec := c.decisions.Begin(ctx, r, start, model, p.TenantName())
+	if rec != nil {
+		rec.Cell = c.cfg.CellID
 	}
 	return rec
 }
 
 // endRecord adds a finished record to the ring.
-func (c *Cell) endRecord(rec *DecisionRecord, start time.Time) {
-	if rec == nil {
-		return
-	}
-	rec.Duration = time.Since(start)
-	c.decisions.Add(*rec)
-}
+func (c *Cell) endRecord(rec *DecisionRecord, start time.Time) { c.decisions.End(rec, start) }
 
 // statusRecorder remembers the status a refusal writes, for its record.
 type statusRecorder struct {

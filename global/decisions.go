@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/cellrouter/cellrouter/internal/decisions"
 	"github.com/cellrouter/cellrouter/internal/edge"
 )
@@ -38,24 +36,10 @@ func (g *Global) Decision(id string) (DecisionRecord, bool) { return g.decisions
 // or one made up and set on r, so the cell and its pod see it), the trace
 // id, the tenant's name and the model.
 func (g *Global) beginRecord(ctx context.Context, r *http.Request, start time.Time, model string) *DecisionRecord {
-	if g.decisions == nil {
-		return nil
-	}
-	rec := &DecisionRecord{ID: decisions.RequestID(r), Time: start, Model: model}
-	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
-		rec.TraceID = sc.TraceID().String()
-	}
-	if p, ok := edge.PrincipalFrom(r.Context()); ok && p.Tenant != nil {
-		rec.Tenant = p.Tenant.Name
-	}
+	p, _ := edge.PrincipalFrom(r.Context())
+	rec := g.decisions.Begin(ctx, r, start, model, p.TenantName())
 	return rec
 }
 
 // endRecord adds a finished record to the ring.
-func (g *Global) endRecord(rec *DecisionRecord, start time.Time) {
-	if rec == nil {
-		return
-	}
-	rec.Duration = time.Since(start)
-	g.decisions.Add(*rec)
-}
+func (g *Global) endRecord(rec *DecisionRecord, start time.Time) { g.decisions.End(rec, start) }
