@@ -9,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 
-	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/epp"
 	"github.com/cellrouter/cellrouter/internal/servers"
 )
@@ -53,8 +52,9 @@ func (m *eppMetrics) Picked(took time.Duration) {
 // Refused implements epp.Observer.
 func (m *eppMetrics) Refused(status int) { m.answers.WithLabelValues(strconv.Itoa(status)).Inc() }
 
-// newEPPServer builds the picker's server and opens its listener: the
-// data plane's limits on a body (Limits.MaxBodyBytes) and its admission
+// newEPPServer builds the picker's server and opens its listener: TLS as
+// the data plane's with ServeTLS, the data plane's limits on a body
+// (Limits.MaxBodyBytes) and its admission
 // (API keys and tenant limits from the request's Authorization header,
 // edge.Guard.AdmitHeader). Readiness is /readyz's: a usable cell.
 func (g *Global) newEPPServer(tp trace.TracerProvider) (*eppServer, error) {
@@ -68,7 +68,7 @@ func (g *Global) newEPPServer(tp trace.TracerProvider) (*eppServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := servers.NewGRPC(tp, edge.GRPCServerOptions(g.sec.limits, g.sec.m)...)
+	srv := servers.NewGRPC(tp, g.sec.eppOptions()...)
 	epp.Register(srv, s, epp.NewHealth(func() bool { return g.poolNotReady() == "" && g.hasUsableCell() }))
 	lis, err := net.Listen("tcp", g.cfg.EPPAddr)
 	if err != nil {

@@ -129,6 +129,18 @@ func (s *security) grpcOptions() []grpc.ServerOption {
 	return opts
 }
 
+// eppOptions are the endpoint picker server's limits and, with ServeTLS,
+// its credentials: those of the gRPC server without its guard (the
+// gateway's connection vouches for no client; each request is admitted by
+// the key in its own headers).
+func (s *security) eppOptions() []grpc.ServerOption {
+	opts := edge.GRPCServerOptions(s.limits, s.m)
+	if s.cfg.ServeTLS {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(s.serverConfig("h2"))))
+	}
+	return opts
+}
+
 // serverConfig serves with globald's certificate, asking clients for none.
 func (s *security) serverConfig(proto string) *tls.Config {
 	c := s.tls.ServerConfig(proto)
