@@ -27,6 +27,8 @@ locals {
     rtt_weight      = "--rtt-weight"
     max_attempts    = "--max-attempts"
     request_timeout = "--request-timeout"
+    move_weight     = "--move-weight"
+    probe_cold      = "--probe-cold"
   }
   args = concat(
     [
@@ -41,6 +43,7 @@ locals {
     local.has_secret ? ["--gossip-secret-key=$(GOSSIP_SECRET_KEY)"] : [],
     [for k in sort(keys(local.routing_flags)) : "${local.routing_flags[k]}=${var.routing[k]}" if var.routing[k] != null],
     local.security_args,
+    var.epp == null ? [] : ["--epp-addr=:${var.epp.port}"],
   )
 
   scrape_annotations = {
@@ -163,12 +166,12 @@ resource "kubernetes_deployment_v1" "globald" {
           }
 
           dynamic "port" {
-            for_each = [
+            for_each = concat([
               { name = "http", port = var.ports.http, protocol = "TCP" },
               { name = "grpc", port = var.ports.grpc, protocol = "TCP" },
               { name = "gossip-tcp", port = var.ports.gossip, protocol = "TCP" },
               { name = "gossip-udp", port = var.ports.gossip, protocol = "UDP" },
-            ]
+            ], var.epp == null ? [] : [{ name = "epp", port = var.epp.port, protocol = "TCP" }])
             content {
               name           = port.value.name
               container_port = port.value.port

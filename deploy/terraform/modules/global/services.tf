@@ -85,3 +85,23 @@ resource "kubernetes_service_v1" "gossip_lb" {
     }
   }
 }
+
+# globald's endpoint picker for a global gateway (var.epp).
+resource "kubernetes_service_v1" "epp" {
+  count = var.epp == null ? 0 : 1
+  metadata {
+    name      = "${var.name}-epp"
+    namespace = var.namespace
+    labels    = local.labels
+  }
+  spec {
+    selector = local.selector
+    port {
+      name         = "epp"
+      port         = var.epp.port
+      target_port  = "epp"
+      protocol     = "TCP"
+      app_protocol = "http2"
+    }
+  }
+}

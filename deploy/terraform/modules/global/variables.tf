@@ -73,7 +73,9 @@ variable "routing" {
     max_probes (most cells probed per request), probe_slack (also probe cells within this many blocks of the best
     estimate), cold_blocks (leading blocks that name a cold prompt for the two-choice hash), probe_timeout, prefill_weight
     (cost of a block to prefill against a block of load), rtt_weight (cost of a millisecond of probe round trip, in
-    blocks), max_attempts (cells tried before the first byte), request_timeout (bound of a whole hand-off).
+    blocks), max_attempts (cells tried before the first byte), request_timeout (bound of a whole hand-off), move_weight (cost of
+    a block a cell lacks against the deepest answer, beside its prefill: what moving a conversation costs), probe_cold
+    (probe a cold prompt's rendezvous-hashed cells; false: the less loaded of two, unprobed).
   EOT
   type = object({
     block_size      = optional(number)
@@ -85,6 +87,8 @@ variable "routing" {
     rtt_weight      = optional(number)
     max_attempts    = optional(number)
     request_timeout = optional(string)
+    move_weight     = optional(number)
+    probe_cold      = optional(bool)
   })
   default  = {}
   nullable = false

@@ -154,3 +154,38 @@ run "bad_load_balancer_ip" {
   }
   expect_failures = [var.gossip_load_balancer]
 }
+
+run "endpoint_picker" {
+  command = plan
+
+  variables {
+    epp     = { port = 9100 }
+    routing = { move_weight = 2, probe_cold = false }
+  }
+  assert {
+    condition = (contains(kubernetes_deployment_v1.globald.spec[0].template[0].spec[0].container[0].args, "--epp-addr=:9100")
+      && contains(kubernetes_deployment_v1.globald.spec[0].template[0].spec[0].container[0].args, "--move-weight=2")
+    && contains(kubernetes_deployment_v1.globald.spec[0].template[0].spec[0].container[0].args, "--probe-cold=false"))
+    error_message = "the picker's listener and the cold and move flags"
+  }
+  assert {
+    condition = ([for p in kubernetes_deployment_v1.globald.spec[0].template[0].spec[0].container[0].port : "${p.name}/${p.container_port}/${p.protocol}"]
+    == ["http/8090/TCP", "grpc/8091/TCP", "gossip-tcp/7946/TCP", "gossip-udp/7946/UDP", "epp/9100/TCP"])
+    error_message = "the picker's container port"
+  }
+  assert {
+    condition = (kubernetes_service_v1.epp[0].metadata[0].name == "globald-epp"
+      && kubernetes_service_v1.epp[0].spec[0].port[0].port == 9100
+    && kubernetes_service_v1.epp[0].spec[0].port[0].app_protocol == "http2")
+    error_message = "the picker's Service"
+  }
+}
+
+run "no_endpoint_picker" {
+  command = plan
+
+  assert {
+    condition     = length(kubernetes_service_v1.epp) == 0
+    error_message = "no picker Service without epp"
+  }
+}
