@@ -7,18 +7,28 @@
 // engine-active-blocks, kv-usage, queue-depth and lora-affinity scorers,
 // fed by the engines' own metrics) and pickers (max score, softmax,
 // round-robin, sticky session, consistent hash with bounded load). The
-// default profile's cost is ttft-cost (below). Register
+// default profile's cost is kv-cost; ttft-cost (below) is the opt-in
+// alternative (routing.cost.model: ttft). Register
 // adds all their factories to a registry; it is the one place that says
 // what a cell can load.
 //
 // # Cost under saturation: ttft-cost
 //
+// It is not the default: measured side by side on the conversation trace
+// (loadtest compare --quick --rate 1,2, --cost ttft against --cost
+// blocks, two runs each) it kept 0.79 of the reachable reuse against
+// kv-cost's 0.90 and doubled kv's TTFT p99 (2.6 s against 1.4 s). Its
+// queue wait turns a follow-up away from its prefix while the prefix's
+// holder still runs the previous turn, which on a conversation trace is
+// exactly when the prefix is worth most; what it should weigh against the
+// wait (the prefix's later value to the conversation) is not in the cost.
+//
 // kv-cost adds blocks to prefill and blocks of decode load, a sum whose
 // balance depends on the overlap weight: tuned for one load it piles
 // requests onto the holder of a prefix when the fleet is busy (the
 // holder's queue costs more than the prefill it saves) or scatters them
-// when it is idle. ttft-cost, the default profile's cost unless
-// routing.cost.model is "blocks" (WithTTFTCost swaps it in), prices both
+// when it is idle. ttft-cost, the default profile's cost when
+// routing.cost.model is "ttft" (WithTTFTCost swaps it in), prices both
 // in the one unit a client feels, the expected time to first token:
 //
 //	ttft = queue wait + (blocks not held) * block_size * prefill_per_token

@@ -47,10 +47,10 @@ type Config struct {
 	// 3.4-3.6x/0.91-0.94/1.8-2.0. Higher weights trade balance for reuse.
 	KVOverlapWeight float64
 	// Cost is the cell's cost model for the cache-aware modes
-	// (routing.cost.model): "ttft" (default), the expected time to first
+	// (routing.cost.model): "blocks" (default, the reference router's cost
+	// weighed by KVOverlapWeight) or "ttft", the expected time to first
 	// token from the engines' timing model below (PrefillPerToken,
-	// DecodePerToken, MaxRunning, with MaxTokensCap output tokens), or
-	// "blocks", the reference router's cost weighed by KVOverlapWeight.
+	// DecodePerToken, MaxRunning, with MaxTokensCap output tokens).
 	Cost string
 	// KVMaxRequests, when positive, caps the requests the kv mode sends to
 	// one pod at a time (a soft filter: ignored when every pod is at the
@@ -113,7 +113,7 @@ func DefaultConfig() Config {
 		MaxTokensCap:      16,
 		Timeout:           2 * time.Minute,
 		KVOverlapWeight:   12,
-		Cost:              cell.CostTTFT,
+		Cost:              cell.CostBlocks,
 		SpeculativeTTL:    cell.DefaultConfig().Speculative.TTL,
 		SpeculativeWeight: cell.DefaultConfig().Speculative.Weight,
 		Modes:             ModeNames,
