@@ -105,6 +105,11 @@ func TestReplicatedTiers(t *testing.T) {
 			}
 		}()
 	}
+	// The clients end before the test does, even when a wait below fails:
+	// a client still posting after the test ended would report to a test
+	// that is over.
+	stopClients := sync.OnceFunc(func() { stop.Store(true); wg.Wait() })
+	defer stopClients()
 	waitFor(t, "requests answered through both globald", func() bool { return ok.Load() >= 20 })
 	r1.stop() // leaves the pool, as a SIGTERM'd replica does
 	for _, g := range []*Daemon{g1, g2} {
@@ -115,8 +120,7 @@ func TestReplicatedTiers(t *testing.T) {
 	}
 	seen := ok.Load()
 	waitFor(t, "more requests after the replica left", func() bool { return ok.Load() >= seen+20 })
-	stop.Store(true)
-	wg.Wait()
+	stopClients()
 	if n := errs.Load(); n != 0 {
 		t.Fatalf("%d client errors while a replica left", n)
 	}
