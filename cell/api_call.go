@@ -173,14 +173,7 @@ func (k *call) prefillDone(pod string, res proxy.Result) {
 	if res.Err == nil && res.Status/100 == 2 {
 		k.touch(pod) // the prefill pod computed the prompt's blocks
 	}
-	if k.ticket != nil {
-		k.c.router.tracker.Done(k.ticket)
-		k.ticket = nil
-	}
-	if k.upstream != nil {
-		k.upstream.End()
-		k.upstream = nil
-	}
+	k.end()
 	k.leg = "decode"
 }
 
@@ -218,21 +211,18 @@ func (k *call) done(pod string, res proxy.Result) {
 	if !k.d.plan.Disaggregated {
 		k.c.observeUsage(res.Usage, k.depthOf(pod), k.blocks)
 	}
-	if k.ticket != nil {
-		k.c.router.tracker.Done(k.ticket)
-		k.ticket = nil
-	}
 	if k.upstream != nil {
 		k.upstream.SetAttributes(attribute.Int("http.response.status_code", res.Status))
 		if res.Err != nil {
 			k.upstream.RecordError(res.Err)
 		}
-		k.upstream.End()
-		k.upstream = nil
 	}
+	k.end()
 }
 
-// end frees what a call that ended without done still holds.
+// end frees what the call's attempt holds: its load ticket and its
+// upstream span (done and prefillDone end an attempt through it; a call
+// that ended without done calls it last).
 func (k *call) end() {
 	if k.ticket != nil {
 		k.c.router.tracker.Done(k.ticket)

@@ -33,17 +33,6 @@ func (c *Cell) bandLoad(l *gossip.Load) {
 		return
 	}
 	for _, p := range auth.Priorities() {
-		l.Waits[gossipBand(p)] = max((*f)(p), 0)
+		l.Waits[gossip.BandOf(p)] = max((*f)(p), 0)
 	}
-}
-
-// gossipBand maps an auth priority onto the band index of gossip.BandWaits.
-func gossipBand(p auth.Priority) gossip.Band {
-	switch p {
-	case auth.PriorityCritical:
-		return gossip.BandCritical
-	case auth.PrioritySheddable:
-		return gossip.BandSheddable
-	}
-	return gossip.BandStandard
 }

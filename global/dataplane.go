@@ -14,6 +14,7 @@ import (
 
 	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
+	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/proxy"
 	"github.com/cellrouter/cellrouter/internal/telemetry"
@@ -78,7 +79,7 @@ func (g *Global) serveInference(kind openai.Kind) http.HandlerFunc {
 			return
 		}
 		req := requestOf(kind, oreq)
-		req.Band = bandOf(band)
+		req.Band = gossip.BandOf(band)
 		rec := g.beginRecord(ctx, r, start, oreq.Model)
 		var notes *explainNotes
 		if rec != nil {

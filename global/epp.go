@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cellrouter/cellrouter/api/openai"
+	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/auth"
 	"github.com/cellrouter/cellrouter/internal/edge"
 	"github.com/cellrouter/cellrouter/internal/epp"
@@ -73,7 +74,7 @@ func (p gatewayPicker) Pick(ctx context.Context, req *epp.Request) (*epp.Result,
 	}
 	res.Header.Set(auth.PriorityHeader, band.String())
 	r := requestOf(req.Kind, oreq)
-	r.Band = bandOf(band)
+	r.Band = gossip.BandOf(band)
 	d, err := g.rt.decideToSend(ctx, r, nil)
 	path := "cold_" + r.Kind().String()
 	if d != nil {

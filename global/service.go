@@ -11,6 +11,7 @@ import (
 	globalv1 "github.com/cellrouter/cellrouter/api/global/v1"
 	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/cachekey/tokenizer"
+	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/internal/auth"
 	"github.com/cellrouter/cellrouter/internal/edge"
 )
@@ -38,7 +39,7 @@ func (s *service) Route(ctx context.Context, req *globalv1.RouteRequest) (*globa
 	// as its request on the data plane would be (standard without one).
 	p, _ := edge.PrincipalFrom(ctx)
 	band, _ := p.RequestPriority("")
-	r.Band = bandOf(band)
+	r.Band = gossip.BandOf(band)
 	if msgs := req.GetMessages(); len(msgs) > 0 {
 		r.Chat, r.TokenIDs, r.Prompt = true, nil, ""
 		r.Messages = make([]tokenizer.Message, len(msgs))

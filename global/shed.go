@@ -15,17 +15,6 @@ import (
 // every cell would queue it.
 const ShedCode = "fleet_saturated"
 
-// bandOf maps an auth priority onto the band the cells gossip waits for.
-func bandOf(p auth.Priority) gossip.Band {
-	switch p {
-	case auth.PriorityCritical:
-		return gossip.BandCritical
-	case auth.PrioritySheddable:
-		return gossip.BandSheddable
-	}
-	return gossip.BandStandard
-}
-
 // requestBand decides the request's priority band where it enters the
 // fleet: its tenant's (from its API key), or lower when the client's
 // auth.PriorityHeader says so (a key may only lower its band). It sets the
@@ -52,7 +41,7 @@ func (g *Global) shed(w http.ResponseWriter, p auth.Priority, now time.Time) boo
 	if p != auth.PrioritySheddable {
 		return false
 	}
-	full, wait := saturatedFor(g.cfg.Bands, g.rt.views(), bandOf(p), now)
+	full, wait := saturatedFor(g.cfg.Bands, g.rt.views(), gossip.BandOf(p), now)
 	if !full {
 		return false
 	}

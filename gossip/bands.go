@@ -5,13 +5,26 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/cellrouter/cellrouter/internal/auth"
 )
 
-// Band is a priority band as the cells announce their waits. The order is
-// internal/auth's priorities, most important first (Critical, Standard,
-// Sheddable); this package does not import auth, and the global tier maps
-// one onto the other.
+// Band is a priority band as the cells announce their waits: one of
+// internal/auth's priorities (BandOf), most important first (Critical,
+// Standard, Sheddable), the order of the wire.
 type Band uint8
+
+// BandOf is the band of an auth priority, for the cell that announces its
+// waits and the global tier that reads them.
+func BandOf(p auth.Priority) Band {
+	switch p {
+	case auth.PriorityCritical:
+		return BandCritical
+	case auth.PrioritySheddable:
+		return BandSheddable
+	}
+	return BandStandard
+}
 
 // The bands a cell announces.
 const (

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/cellrouter/cellrouter/internal/auth"
 )
 
 // TestBandLoadOnTheWire: a bands message round-trips; one with more bands
@@ -139,4 +141,16 @@ func TestBandWaitsReachGlobal(t *testing.T) {
 		e, _ := g.Table().Get("cell-1")
 		return e.Load.Waits.IsZero() && e.Load.ActiveRequests == 1
 	})
+}
+
+// TestBandOf checks that every auth priority has its own band, in the
+// wire's order (most important first).
+func TestBandOf(t *testing.T) {
+	for p, want := range map[auth.Priority]Band{
+		auth.PriorityCritical: BandCritical, auth.PriorityStandard: BandStandard, auth.PrioritySheddable: BandSheddable,
+	} {
+		if got := BandOf(p); got != want {
+			t.Errorf("BandOf(%v) = %d, want %d", p, got, want)
+		}
+	}
 }
