@@ -214,6 +214,10 @@ func testMatchesReference(t *testing.T, lay Layout, deep bool) {
 		held := map[Slot]map[int]bool{} // reference: tree nodes each pod holds
 		nextID := 0
 		register := func() {
+			// A killed pod's slot is free only once its sweep ran, so
+			// which slot a new pod gets would depend on the sweeper's
+			// timing: wait, keeping every run of a seed the same.
+			ix.WaitSweeps()
 			s, err := ix.Register("pod-" + itoa(nextID))
 			nextID++
 			if err != nil {
