@@ -39,11 +39,13 @@ func (p *tracedPod) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			ids[i] = int(req.Prompt[i])
 		}
 		json.NewEncoder(w).Encode(map[string]any{"tokens": ids, "count": len(ids), "max_model_len": 4096})
-	default:
+	case "/v1/completions":
 		p.mu.Lock()
 		p.traceparent = r.Header.Get("traceparent")
 		p.mu.Unlock()
 		fmt.Fprint(w, `{"choices":[{"text":"hi"}],"usage":{"prompt_tokens":5,"completion_tokens":1}}`)
+	default: // the cell's other calls (its engine-metrics scrape) carry no request's trace
+		http.NotFound(w, r)
 	}
 }
 
