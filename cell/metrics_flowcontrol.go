@@ -44,12 +44,16 @@ func newFlowMetrics(cellID string, reg prometheus.Registerer) *flowMetrics {
 }
 
 // registerFlowController exports what ctl computes on demand: the critical
-// requests refused while sheddable ones waited, and the wait estimates.
+// requests refused while sheddable ones waited, the requests that left
+// the headroom to others, and the wait estimates.
 func registerFlowController(cellID string, reg prometheus.Registerer, ctl *flowcontrol.Controller) {
 	labels := prometheus.Labels{"cell": cellID}
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellrouter_flow_critical_shed_while_sheddable_queued_total",
 		Help: "Critical requests refused while a sheddable request was queued (the design keeps it at 0).", ConstLabels: labels},
 		func() float64 { return float64(ctl.Stats().CriticalShedWhileSheddableQueued) }))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellrouter_flow_headroom_kept_total",
+		Help: "Requests that on arrival left the pods' headroom (flow_control.headroom) to tenants under their share or to a higher band: sent to another pod or queued.", ConstLabels: labels},
+		func() float64 { return float64(ctl.Stats().HeadroomKept) }))
 	for _, b := range auth.Priorities() {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cellrouter_flow_wait_estimate_seconds",
 			Help:        "How long a new request of each band would wait now (what the cell gossips).",

@@ -40,10 +40,11 @@ var _ flowcontrol.Saturation = (*podSaturation)(nil)
 // the pod reach max_inflight_per_pod, or its engine has
 // queue_depth_threshold requests waiting, or its active blocks (the
 // router's, plus what only the engine saw) reach active_blocks_threshold
-// of its capacity (kv_blocks, else the engine's cache size).
-func (s *podSaturation) Saturated(pod string) bool {
+// of its capacity (kv_blocks, else the engine's cache size); each limit
+// less reserve of it (flowcontrol.ReservedLimit for the counts).
+func (s *podSaturation) Saturated(pod string, reserve float64) bool {
 	u := s.tracker.Usage(pod)
-	if s.cfg.MaxInflightPerPod > 0 && u.Requests >= s.cfg.MaxInflightPerPod {
+	if s.cfg.MaxInflightPerPod > 0 && u.Requests >= flowcontrol.ReservedLimit(s.cfg.MaxInflightPerPod, reserve) {
 		return true
 	}
 	var capacity float64
@@ -53,7 +54,7 @@ func (s *podSaturation) Saturated(pod string) bool {
 	blocks := float64(u.Blocks)
 	if s.engines != nil {
 		if snap, fresh := s.engines.View().Load(pod); fresh {
-			if s.cfg.QueueDepthThreshold > 0 && snap.HasQueue && snap.Waiting >= float64(s.cfg.QueueDepthThreshold) {
+			if s.cfg.QueueDepthThreshold > 0 && snap.HasQueue && snap.Waiting >= float64(flowcontrol.ReservedLimit(s.cfg.QueueDepthThreshold, reserve)) {
 				return true
 			}
 			if capacity == 0 && s.blockSize > 0 {
@@ -64,7 +65,7 @@ func (s *podSaturation) Saturated(pod string) bool {
 			}
 		}
 	}
-	return s.cfg.ActiveBlocksThreshold > 0 && capacity > 0 && blocks >= s.cfg.ActiveBlocksThreshold*capacity
+	return s.cfg.ActiveBlocksThreshold > 0 && capacity > 0 && blocks >= s.cfg.ActiveBlocksThreshold*(1-reserve)*capacity
 }
 
 // acceptablePods are the pods a decision would send the request to, best
@@ -138,6 +139,7 @@ func (c *Cell) admitFlowOf(ctx context.Context, w http.ResponseWriter, r *http.R
 		return nil, nil, false
 	}
 	if !g.Queued() {
+		placeFlow(d, g)
 		return d, g, true
 	}
 	w.Header().Set(QueueWaitHeader, strconv.FormatFloat(g.Waited().Seconds(), 'f', 3, 64))
@@ -151,7 +153,38 @@ func (c *Cell) admitFlowOf(ctx context.Context, w http.ResponseWriter, r *http.R
 		openai.WriteErrorBody(w, status, body)
 		return nil, nil, false
 	}
+	placeFlow(d, g)
 	return d, g, true
+}
+
+// placeFlow moves the pod flow control admitted the request to to the
+// front of its decision, when that is not its pick: a saturated pick
+// gives way to the best pod with room (beyond the headroom, for a request
+// that had to leave it to others: flow_control.headroom). The rest of the
+// order, the fallbacks, stays as the pipeline ranked it.
+func placeFlow(d *decision, g *flowcontrol.Grant) {
+	pods := acceptablePods(d)
+	i := g.Place(pods)
+	if i <= 0 {
+		return
+	}
+	dec := &d.plan.Single
+	if d.plan.Disaggregated {
+		dec = &d.plan.Decode
+	}
+	for k, ci := range dec.Order {
+		if d.rc.Candidates[ci].Pod != pods[i] {
+			continue
+		}
+		copy(dec.Order[1:k+1], dec.Order[:k])
+		dec.Order[0] = ci
+		if k < len(dec.Scores) {
+			sc := dec.Scores[k]
+			copy(dec.Scores[1:k+1], dec.Scores[:k])
+			dec.Scores[0] = sc
+		}
+		return
+	}
 }
 
 // refuseFlow answers a request flow control refused: 429 with Retry-After

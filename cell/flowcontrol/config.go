@@ -34,6 +34,18 @@ type Config struct {
 	// while requests wait, besides whenever a request ends: the engines'
 	// metrics change between requests.
 	RecheckInterval time.Duration `yaml:"recheck_interval"`
+	// Headroom is the fraction of each pod's limits (the thresholds
+	// above) kept free for the requests that need it: while another
+	// active tenant of its band is under its share, or a higher band is
+	// active, a request of a tenant at or over its share is admitted only
+	// to a pod below its limits less this fraction, so a quiet tenant's
+	// request finds a slot instead of waiting for a noisy one's to end.
+	// 0 turns it off (work-conserving: anyone may fill every slot).
+	Headroom float64 `yaml:"headroom"`
+	// ActiveWindow is how long after its last request a tenant (or a
+	// band) still counts as active, so that headroom is kept for it
+	// between its requests.
+	ActiveWindow time.Duration `yaml:"active_window"`
 	// OutputTokensEstimate is the output tokens a request is charged at
 	// dispatch when it sets no max_tokens; its real usage replaces the
 	// estimate when it ends.
@@ -42,7 +54,9 @@ type Config struct {
 
 // DefaultConfig returns the defaults: flow control on, 1024 queued
 // requests, a 30 s deadline, a pod saturated at 8 waiting requests or 95%
-// of its KV blocks, checked again every 20 ms.
+// of its KV blocks, checked again every 20 ms, a quarter of each limit
+// kept as headroom for tenants under their share (active for 10 s after
+// their last request).
 func DefaultConfig() Config {
 	return Config{
 		Enabled:               true,
@@ -51,6 +65,8 @@ func DefaultConfig() Config {
 		QueueDepthThreshold:   8,
 		ActiveBlocksThreshold: 0.95,
 		RecheckInterval:       20 * time.Millisecond,
+		Headroom:              0.25,
+		ActiveWindow:          10 * time.Second,
 		OutputTokensEstimate:  256,
 	}
 }
@@ -73,6 +89,10 @@ func (c Config) Validate() error {
 		return bad("max_inflight_per_pod", c.MaxInflightPerPod, "want 0 (off) or more")
 	case c.RecheckInterval <= 0:
 		return bad("recheck_interval", c.RecheckInterval, "want over 0")
+	case c.Headroom < 0 || c.Headroom >= 1 || c.Headroom != c.Headroom:
+		return bad("headroom", c.Headroom, "want 0 (off) to under 1")
+	case c.Headroom > 0 && c.ActiveWindow <= 0:
+		return bad("active_window", c.ActiveWindow, "want over 0 with headroom")
 	case c.OutputTokensEstimate < 0:
 		return bad("output_tokens_estimate", c.OutputTokensEstimate, "want 0 or more")
 	}

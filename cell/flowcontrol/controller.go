@@ -12,7 +12,10 @@ import (
 // is called under the controller's lock, from any goroutine: it must be
 // safe for concurrent use, quick, and must not call the controller.
 type Saturation interface {
-	Saturated(pod string) bool
+	// Saturated reports whether pod cannot take another request while
+	// keeping reserve (a fraction under 1; 0 for none) of each of its
+	// limits free: at reserve 0, whether it is at its limits.
+	Saturated(pod string, reserve float64) bool
 }
 
 // Request is what the controller needs to know of a request asking to
@@ -48,6 +51,8 @@ type waiter struct {
 	// byClient says its deadline is the client's own bound (shorter than
 	// the default and the tenant's).
 	byClient bool
+	// reserve is the headroom its dispatch had to leave free (its grant's).
+	reserve float64
 }
 
 // Controller is a cell's flow control: the Queue behind a lock, the
@@ -74,6 +79,9 @@ type Controller struct {
 	mark     time.Time
 	closed   bool
 	stats    Stats
+	// loads are the requests in flight and the last arrival of each band
+	// and tenant, for the headroom (headroom.go).
+	loads [auth.NumPriorities]bandLoad
 }
 
 // New returns a controller for cfg (which must be valid) that asks sat
@@ -93,18 +101,36 @@ func New(cfg Config, sat Saturation, obs Observer) *Controller {
 // Config returns the controller's configuration.
 func (c *Controller) Config() Config { return c.cfg }
 
-// saturated reports whether every pod of pods is saturated (false for
-// none: a request without pods has nothing to wait for).
-func (c *Controller) saturated(pods []string) bool {
-	if c.sat == nil || len(pods) == 0 {
-		return false
-	}
-	for _, p := range pods {
-		if !c.sat.Saturated(p) {
-			return false
+// room returns the index of the first pod of pods with room while
+// keeping reserve free, or -1.
+func (c *Controller) room(pods []string, reserve float64) int {
+	for i, p := range pods {
+		if !c.sat.Saturated(p, reserve) {
+			return i
 		}
 	}
-	return true
+	return -1
+}
+
+// admissibleLocked reports whether r may go to its pods now and the
+// headroom it must leave free there: none when its pick has room even
+// with the headroom kept (the common case, one question to the pods), or
+// when it need not keep it (restrictedLocked); else Config.Headroom.
+func (c *Controller) admissibleLocked(r *Request, now time.Time) (ok bool, reserve float64) {
+	if c.sat == nil || len(r.Pods) == 0 {
+		return true, 0 // nothing to wait for
+	}
+	h := c.cfg.Headroom
+	if h > 0 && !c.sat.Saturated(r.Pods[0], h) {
+		return true, 0
+	}
+	if c.room(r.Pods, 0) < 0 {
+		return false, 0
+	}
+	if h == 0 || !c.restrictedLocked(r.Tenant, r.Band, now) {
+		return true, 0
+	}
+	return c.room(r.Pods, h) >= 0, h
 }
 
 // Admit returns when r may go to its pods: at once when nothing of its
@@ -142,13 +168,21 @@ func (c *Controller) Admit(ctx context.Context, r Request) (*Grant, error) {
 		c.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if c.q.AtOrAbove(r.Band) == 0 && c.pending == 0 && !c.saturated(r.Pods) {
-		c.stats.Admitted[bi]++
-		g.charged = float64(r.Tokens)
-		c.q.Charge(r.Tenant, r.Band, r.Weight, g.charged)
-		g.started = true
-		c.mu.Unlock()
-		return g, nil
+	c.arriveLocked(r.Tenant, r.Band, r.Weight, now)
+	if c.q.AtOrAbove(r.Band) == 0 && c.pending == 0 {
+		ok, reserve := c.admissibleLocked(&r, now)
+		if reserve > 0 {
+			c.stats.HeadroomKept++
+		}
+		if ok {
+			c.stats.Admitted[bi]++
+			g.charged, g.reserve = float64(r.Tokens), reserve
+			c.q.Charge(r.Tenant, r.Band, r.Weight, g.charged)
+			c.grantedLocked(r.Tenant, r.Band, 1)
+			g.started, g.counted = true, true
+			c.mu.Unlock()
+			return g, nil
+		}
 	}
 	if c.q.Len() >= c.cfg.MaxQueued {
 		v := c.q.Victim(r.Band)
@@ -183,7 +217,7 @@ func (c *Controller) Admit(ctx context.Context, r Request) (*Grant, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.charged, g.waited, g.queued = float64(r.Tokens), c.now().Sub(now), true
+	g.charged, g.waited, g.queued, g.counted, g.reserve = float64(r.Tokens), c.now().Sub(now), true, true, w.reserve
 	if ctx.Err() != nil {
 		// Dispatched as the client left: give the slot back.
 		g.Done(0)
@@ -254,12 +288,18 @@ func (c *Controller) dispatchLocked() {
 	if c.pending > 0 || c.q.Len() == 0 {
 		return
 	}
-	it := c.q.Next(func(it *Item) bool { return !c.saturated(it.Value.(*waiter).req.Pods) })
+	now := c.now()
+	it := c.q.Next(func(it *Item) bool {
+		w := it.Value.(*waiter)
+		ok, reserve := c.admissibleLocked(&w.req, now)
+		w.reserve = reserve
+		return ok
+	})
 	if it == nil {
 		return
 	}
 	w := it.Value.(*waiter)
-	now := c.now()
+	c.grantedLocked(w.req.Tenant, w.req.Band, 1)
 	if iv := now.Sub(c.mark); c.interval == 0 {
 		c.interval = iv
 	} else {

@@ -24,10 +24,10 @@ type fakePods struct {
 
 func newFakePods(slots int) *fakePods { return &fakePods{slots: slots, busy: map[string]int{}} }
 
-func (f *fakePods) Saturated(pod string) bool {
+func (f *fakePods) Saturated(pod string, reserve float64) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.busy[pod] >= f.slots
+	return f.busy[pod] >= ReservedLimit(f.slots, reserve)
 }
 
 func (f *fakePods) add(pod string, d int) {

@@ -18,7 +18,8 @@
 // max_inflight_per_pod requests on it. A request waits while all of its
 // decision's acceptable pods (the pipeline's order, after its filters)
 // are saturated; it is admitted at once when none of its band or above
-// waits and one of them has room.
+// waits and one of them has room, and goes to the best of them with room
+// (Grant.Place), not into a saturated pick's engine queue.
 //
 // # Order
 //
@@ -49,6 +50,32 @@
 // next, so one freed slot does not release the whole queue; the queue
 // moves whenever a request ends and every recheck_interval (Run), as the
 // engines' metrics change between requests.
+//
+// # Headroom
+//
+// Order alone cannot keep a quiet tenant's time to first token: the
+// engines do not pre-empt, so when a noisy tenant under its caps has
+// filled every slot, the quiet tenant's request, first in line, still
+// waits for one of the noisy requests to end (hundreds of milliseconds
+// for long prompts). So the controller keeps headroom (Config.Headroom,
+// a quarter of each limit by default; headroom.go): while another active
+// tenant of the band is under its share of the band's requests in flight
+// (its weight's part; a tenant is active while it has requests in flight
+// or queued and for active_window after its last one) and not backlogged
+// (a backlog is the counters' to order), or while a higher band is
+// active, a request of a tenant at or over its share is admitted
+// only to a pod below its limits less the headroom (Saturation is asked
+// with that reserve; ReservedLimit rounds so a limit of two or more keeps
+// a slot). It goes to the best of its pods with such room (Grant.Place),
+// else waits; the room above is left for the others. This departs from
+// a work-conserving queue on purpose, in the spirit of the seats that
+// Kubernetes' API Priority and Fairness holds for each level: a tenant
+// alone, or tenants at their shares, use every slot, and the cost is the
+// headroom left idle while an active tenant under its share sends
+// nothing at the moment (TestHeadroomKeepsASlotForTheQuietTenant,
+// TestHeadroomCostsNothingWhenSharesAreMet, TestHeadroomAlone,
+// TestHeadroomForHigherBands; the loadtest's fairness command measures
+// the quiet tenant's p99 with and without it).
 //
 // # Deadlines and shedding
 //

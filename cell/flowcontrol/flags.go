@@ -16,6 +16,8 @@ func BindFlags(fs *flag.FlagSet) func(*Config) {
 	fs.Float64Var(&v.ActiveBlocksThreshold, "flow-active-blocks-threshold", d.ActiveBlocksThreshold, "override flow_control.active_blocks_threshold: a pod whose active KV blocks reach this fraction of its capacity is saturated (0: off)")
 	fs.IntVar(&v.MaxInflightPerPod, "flow-max-inflight-per-pod", d.MaxInflightPerPod, "override flow_control.max_inflight_per_pod: a pod with this many of the router's requests in flight is saturated (0: off)")
 	fs.DurationVar(&v.RecheckInterval, "flow-recheck-interval", d.RecheckInterval, "override flow_control.recheck_interval: how often waiting requests look at the pods' load again")
+	fs.Float64Var(&v.Headroom, "flow-headroom", d.Headroom, "override flow_control.headroom: fraction of each pod's limits kept for tenants under their share and higher bands (0: off)")
+	fs.DurationVar(&v.ActiveWindow, "flow-active-window", d.ActiveWindow, "override flow_control.active_window: how long after its last request a tenant still has headroom kept for it")
 	fs.IntVar(&v.OutputTokensEstimate, "flow-output-tokens-estimate", d.OutputTokensEstimate, "override flow_control.output_tokens_estimate: output tokens charged at dispatch to a request without max_tokens")
 	return func(dst *Config) {
 		fs.Visit(func(f *flag.Flag) {
@@ -34,6 +36,10 @@ func BindFlags(fs *flag.FlagSet) func(*Config) {
 				dst.MaxInflightPerPod = v.MaxInflightPerPod
 			case "flow-recheck-interval":
 				dst.RecheckInterval = v.RecheckInterval
+			case "flow-headroom":
+				dst.Headroom = v.Headroom
+			case "flow-active-window":
+				dst.ActiveWindow = v.ActiveWindow
 			case "flow-output-tokens-estimate":
 				dst.OutputTokensEstimate = v.OutputTokensEstimate
 			}

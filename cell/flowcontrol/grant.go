@@ -19,6 +19,35 @@ type Grant struct {
 	queued  bool
 	started bool
 	done    bool
+	// counted says the request is counted in flight (headroom.go);
+	// reserve is the headroom it must leave free (Place).
+	counted bool
+	reserve float64
+}
+
+// Place returns the index in pods (the request's pods, best first, after
+// a re-pick when it waited) of the pod it must go to instead of the
+// first, or -1 to go to the first. A pick that is saturated while a pod
+// after it has room would queue the request in the engine, behind
+// requests no one ordered: it goes to the best pod with room instead. A
+// request admitted while it had to leave the headroom free for others
+// (Config.Headroom) counts as room only what lies beyond the headroom.
+// With no room anywhere (the load moved since the admission) it goes to
+// its pick.
+func (g *Grant) Place(pods []string) int {
+	if g == nil || len(pods) < 2 {
+		return -1
+	}
+	c := g.c
+	if !c.cfg.Enabled || c.sat == nil {
+		return -1
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i := c.room(pods, g.reserve); i > 0 {
+		return i
+	}
+	return -1
 }
 
 // Waited returns how long the request waited in the queue (0: admitted at
@@ -69,6 +98,9 @@ func (g *Grant) Done(tokens int) {
 	}
 	if c.cfg.Enabled {
 		c.q.Charge(g.tenant, g.band, g.weight, served-g.charged)
+	}
+	if g.counted {
+		c.grantedLocked(g.tenant, g.band, -1)
 	}
 	c.stats.ServedTokens[g.tenant] += served
 	c.obs.Served(g.tenant, g.band, served, weightOf(g.weight))
@@ -144,11 +176,16 @@ func (c *Controller) Run(ctx context.Context) {
 			c.close()
 			return
 		case <-t.C:
-			c.mu.Lock()
-			c.dispatchLocked()
-			c.mu.Unlock()
+			c.recheck()
 		}
 	}
+}
+
+// recheck looks at the pods' load again and dispatches what it can.
+func (c *Controller) recheck() {
+	c.mu.Lock()
+	c.dispatchLocked()
+	c.mu.Unlock()
 }
 
 // close refuses every waiting request with ErrClosed.

@@ -65,6 +65,11 @@ type Stats struct {
 	// (deadline, full queue) while a sheddable request was queued: the
 	// design keeps it at zero.
 	CriticalShedWhileSheddableQueued int
+	// HeadroomKept counts the requests that, on arrival, had to leave the
+	// pods' headroom free for others (Config.Headroom): over their share,
+	// with their pick's room only in the headroom, so they went to another
+	// pod or waited.
+	HeadroomKept int
 	// ServedTokens is the tokens served by tenant (all bands).
 	ServedTokens map[string]float64
 }

@@ -79,6 +79,14 @@ func (q *Queue) Len() int { return q.n }
 // BandLen returns the number of items of band b waiting.
 func (q *Queue) BandLen(b auth.Priority) int { return q.bands[b.Index()].n }
 
+// Waiting returns the number of items of tenant in band b waiting.
+func (q *Queue) Waiting(tenant string, b auth.Priority) int {
+	if tq := q.bands[b.Index()].tenants[tenant]; tq != nil {
+		return tq.n
+	}
+	return 0
+}
+
 // AtOrAbove returns the number of items waiting in band b or a higher one.
 func (q *Queue) AtOrAbove(b auth.Priority) int {
 	n := 0
