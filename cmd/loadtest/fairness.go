@@ -31,6 +31,7 @@ func runFairness(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	prioF := fs.Float64("priority-factor", d.PriorityFactor, "each priority tenant's rate, in multiples of the capacity")
 	prioWait := fs.Duration("priority-max-wait", d.PriorityMaxWait, "the priority tenants' queue deadline (max_queue_wait)")
 	maxWait := fs.Duration("max-queue-wait", d.MaxQueueWait, "the other tenants' queue deadline")
+	headroom := fs.Float64("headroom", d.Headroom, "the cell's flow_control.headroom with flow control on; a mixed_no_headroom phase runs beside it at 0 (0: skipped)")
 	pods := fs.Int("pods", d.Pods, "simulated pods")
 	running := fs.Int("max-running", d.MaxRunning, "requests a pod runs at once (its running batch)")
 	blocks := fs.Int("blocks-per-pod", d.BlocksPerPod, "each pod's KV cache in blocks")
@@ -44,7 +45,7 @@ func runFairness(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cfg := d
 	cfg.TracePath, cfg.Records, cfg.MaxInputTokens, cfg.MaxOutputTokens, cfg.Duration = *tracePath, *records, *maxIn, *maxOut, *duration
 	cfg.QuietLoad, cfg.NoisyFactor, cfg.ShareWeights, cfg.ShareFactor = *quietLoad, *noisy, [2]float64{*wA, *wB}, *shareF
-	cfg.PriorityFactor, cfg.PriorityMaxWait, cfg.MaxQueueWait = *prioF, *prioWait, *maxWait
+	cfg.PriorityFactor, cfg.PriorityMaxWait, cfg.MaxQueueWait, cfg.Headroom = *prioF, *prioWait, *maxWait, *headroom
 	cfg.Pods, cfg.MaxRunning, cfg.BlocksPerPod, cfg.PrefillPerToken, cfg.DecodePerToken = *pods, *running, *blocks, *prefill, *decode
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -71,7 +72,14 @@ func runFairness(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		rep.QuietP99Ratio, rep.ShareErrorMax, rep.CriticalShedWhileSheddableQueued, rep.ReuseLossVsOff)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "phase\tflow\ttenant\tband\tweight\treq/s\tsent\tserved\tshed\terrors\tTTFT p50 ms\tTTFT p99 ms\ttoken share\tweight share\t")
-	for _, p := range []*fairness.Phase{rep.Solo, rep.Mixed, rep.MixedOff, rep.Shares, rep.Priority} {
+	if rep.MixedNoHeadroom != nil {
+		fmt.Fprintf(stdout, "without headroom: quiet_p99_ratio %.2f, quiet_p50_ratio %.2f; noisy served %.2f of its tokens without it\n\n",
+			rep.QuietP99RatioNoHeadroom, rep.QuietP50RatioNoHeadroom, rep.NoisyServedVsNoHeadroom)
+	}
+	for _, p := range []*fairness.Phase{rep.Solo, rep.Mixed, rep.MixedNoHeadroom, rep.MixedOff, rep.Shares, rep.Priority} {
+		if p == nil {
+			continue
+		}
 		for _, t := range p.Tenants {
 			fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%g\t%.1f\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%.3f\t%.3f\t\n", p.Name, p.FlowControl, t.Name, t.Priority,
 				t.Weight, t.RPS, t.Requests, t.Served, t.Shed, t.Errors, t.TTFTP50Ms, t.TTFTP99Ms, t.TokenShare, t.WeightShare)

@@ -3,6 +3,8 @@ package fairness
 import (
 	"fmt"
 	"time"
+
+	"github.com/cellrouter/cellrouter/cell/flowcontrol"
 )
 
 // DefaultTrace is the committed copy of the Mooncake conversation trace.
@@ -39,6 +41,11 @@ type Config struct {
 	PriorityMaxWait time.Duration
 	// MaxQueueWait is the other tenants' queue deadline. Default 10s.
 	MaxQueueWait time.Duration
+	// Headroom is the cell's flow_control.headroom in the phases with
+	// flow control on; the mixed_no_headroom phase runs the mixed one
+	// with 0 beside it (skipped when Headroom is 0). Default the cell's
+	// default.
+	Headroom float64
 	// Pods, MaxRunning (each pod's running batch), BlocksPerPod,
 	// BlockSize, PrefillPerToken and DecodePerToken are the simulated
 	// fleet. Defaults 2 pods of 2 running requests and 16384 blocks of 16
@@ -57,8 +64,8 @@ func DefaultConfig() Config {
 		TracePath: DefaultTrace, Records: 2000, MaxInputTokens: 4096, MaxOutputTokens: 32,
 		Duration: 15 * time.Second, QuietLoad: 0.5, NoisyFactor: 5,
 		ShareWeights: [2]float64{1, 3}, ShareFactor: 2, PriorityFactor: 1.5, PriorityMaxWait: time.Second,
-		MaxQueueWait: 10 * time.Second,
-		Pods:         2, MaxRunning: 2, BlocksPerPod: 16384, BlockSize: 16,
+		MaxQueueWait: 10 * time.Second, Headroom: flowcontrol.DefaultConfig().Headroom,
+		Pods: 2, MaxRunning: 2, BlocksPerPod: 16384, BlockSize: 16,
 		PrefillPerToken: 50 * time.Microsecond, DecodePerToken: 5 * time.Millisecond,
 		Timeout: 2 * time.Minute, Model: "enginesim",
 	}
@@ -94,6 +101,8 @@ func (c Config) Validate() error {
 		return bad("PriorityMaxWait", c.PriorityMaxWait, "want over 0")
 	case c.MaxQueueWait <= 0:
 		return bad("MaxQueueWait", c.MaxQueueWait, "want over 0")
+	case c.Headroom < 0 || c.Headroom >= 1 || c.Headroom != c.Headroom:
+		return bad("Headroom", c.Headroom, "want 0 to under 1")
 	case c.Pods < 1 || c.Pods > 256:
 		return bad("Pods", c.Pods, "want 1..256")
 	case c.MaxRunning < 1:

@@ -7,11 +7,15 @@
 // The fleet's capacity is estimated from the replayed records (the running
 // slots over the mean modelled time of a request: its prompt's prefill, no
 // cache counted, plus its decode); a tenant's share is its weight's part
-// of it. Five phases, each on a fresh fleet and cell:
+// of it. Six phases, each on a fresh fleet and cell:
 //
 //   - solo: the quiet tenant alone, at QuietLoad of its share;
 //   - mixed: the quiet tenant as in solo and the noisy one at NoisyFactor
 //     times its share, flow control on;
+//   - mixed_no_headroom: the same with flow control's headroom at 0 (a
+//     work-conserving queue: the noisy tenant may fill every slot), to
+//     show what the headroom buys the quiet tenant and costs the noisy
+//     one (skipped when Config.Headroom is 0);
 //   - mixed_off: the same, flow control off (every request goes to its pod
 //     at once, today's behaviour before flow control);
 //   - shares: two tenants of different weights, both far over capacity;

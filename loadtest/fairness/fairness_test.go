@@ -34,7 +34,8 @@ func TestShortRun(t *testing.T) {
 	var top map[string]any
 	json.Unmarshal(raw, &top)
 	for _, k := range []string{"quiet_p99_ratio", "share_error_max", "critical_shed_while_sheddable_queued", "reuse_loss_vs_off",
-		"solo", "mixed", "mixed_off", "shares", "priority", "capacity_rps"} {
+		"solo", "mixed", "mixed_no_headroom", "mixed_off", "shares", "priority", "capacity_rps",
+		"quiet_p99_ratio_no_headroom", "noisy_served_vs_no_headroom"} {
 		if _, ok := top[k]; !ok {
 			t.Errorf("report has no %q: %s", k, raw)
 		}
@@ -42,7 +43,7 @@ func TestShortRun(t *testing.T) {
 	if !(rep.CapacityRPS > 0) || rep.NoisyRPS <= rep.QuietRPS {
 		t.Errorf("capacity %v, quiet %v, noisy %v rps: want a capacity and the noisy tenant the faster", rep.CapacityRPS, rep.QuietRPS, rep.NoisyRPS)
 	}
-	for _, p := range []*Phase{rep.Solo, rep.Mixed, rep.MixedOff, rep.Shares, rep.Priority} {
+	for _, p := range []*Phase{rep.Solo, rep.Mixed, rep.MixedNoHeadroom, rep.MixedOff, rep.Shares, rep.Priority} {
 		if p.Requests == 0 || p.Served+p.Shed+p.Errors != p.Requests {
 			t.Errorf("%s: %d requests, %d served + %d shed + %d errors: want every request counted once", p.Name, p.Requests, p.Served, p.Shed, p.Errors)
 		}
@@ -81,6 +82,13 @@ func TestShortRun(t *testing.T) {
 	}
 	if want := tenantOf(rep.Mixed, "quiet").TTFTP99Ms / tenantOf(rep.Solo, "quiet").TTFTP99Ms; rep.QuietP99Ratio != want {
 		t.Errorf("quiet_p99_ratio %v, want mixed over solo %v", rep.QuietP99Ratio, want)
+	}
+	if want := tenantOf(rep.MixedNoHeadroom, "quiet").TTFTP99Ms / tenantOf(rep.Solo, "quiet").TTFTP99Ms; rep.QuietP99RatioNoHeadroom != want {
+		t.Errorf("quiet_p99_ratio_no_headroom %v, want mixed_no_headroom over solo %v", rep.QuietP99RatioNoHeadroom, want)
+	}
+	if rep.Mixed.Headroom != cfg.Headroom || rep.MixedNoHeadroom.Headroom != 0 || !rep.MixedNoHeadroom.FlowControl || !(rep.NoisyServedVsNoHeadroom > 0) {
+		t.Errorf("headroom %v in mixed, %v in mixed_no_headroom (flow %v), noisy served ratio %v: want the config's, 0 with flow control on, a ratio",
+			rep.Mixed.Headroom, rep.MixedNoHeadroom.Headroom, rep.MixedNoHeadroom.FlowControl, rep.NoisyServedVsNoHeadroom)
 	}
 	if rep.ReuseCompared < 0 || rep.ReuseCompared > min(rep.Mixed.Served, rep.MixedOff.Served) || rep.ReuseLossVsOff > 1 {
 		t.Errorf("reuse compared over %d requests (mixed served %d, mixed_off %d), loss %v", rep.ReuseCompared,

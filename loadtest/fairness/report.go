@@ -31,6 +31,14 @@ type Report struct {
 	// it gained).
 	ReuseLossVsOff float64 `json:"reuse_loss_vs_off"`
 	ReuseCompared  int     `json:"reuse_compared"`
+	// QuietP99RatioNoHeadroom and QuietP50RatioNoHeadroom are the quiet
+	// tenant's ratios with flow control on but no headroom
+	// (mixed_no_headroom: a work-conserving queue); NoisyServedVsNoHeadroom
+	// is the noisy tenant's served tokens in mixed over mixed_no_headroom,
+	// what the headroom costs it. All 0 when the run keeps no headroom.
+	QuietP99RatioNoHeadroom float64 `json:"quiet_p99_ratio_no_headroom"`
+	QuietP50RatioNoHeadroom float64 `json:"quiet_p50_ratio_no_headroom"`
+	NoisyServedVsNoHeadroom float64 `json:"noisy_served_vs_no_headroom"`
 
 	// CapacityRPS is the fleet's estimated capacity, requests a second;
 	// QuietRPS and NoisyRPS the two tenants' rates in the mixed phases,
@@ -43,18 +51,23 @@ type Report struct {
 	MaxRunning  int     `json:"max_running"`
 	DurationS   float64 `json:"duration_s"`
 
-	Solo     *Phase  `json:"solo"`
-	Mixed    *Phase  `json:"mixed"`
-	MixedOff *Phase  `json:"mixed_off"`
-	Shares   *Phase  `json:"shares"`
-	Priority *Phase  `json:"priority"`
-	WallS    float64 `json:"wall_s"`
+	Solo  *Phase `json:"solo"`
+	Mixed *Phase `json:"mixed"`
+	// MixedNoHeadroom is mixed with flow control's headroom at 0; nil
+	// when Config.Headroom is 0.
+	MixedNoHeadroom *Phase  `json:"mixed_no_headroom,omitempty"`
+	MixedOff        *Phase  `json:"mixed_off"`
+	Shares          *Phase  `json:"shares"`
+	Priority        *Phase  `json:"priority"`
+	WallS           float64 `json:"wall_s"`
 }
 
 // Phase is one phase's result.
 type Phase struct {
 	Name        string `json:"name"`
 	FlowControl bool   `json:"flow_control"`
+	// Headroom is the cell's flow_control.headroom in the phase.
+	Headroom float64 `json:"headroom"`
 	// Requests were sent; Served answered with a stream; Shed refused
 	// with 429; Errors failed otherwise.
 	Requests int `json:"requests"`
@@ -216,6 +229,13 @@ func (r *Report) finish() {
 	if q, s := tenantOf(r.Mixed, "quiet"), tenantOf(r.Solo, "quiet"); q != nil && s != nil && s.TTFTP99Ms > 0 {
 		r.QuietP99Ratio = q.TTFTP99Ms / s.TTFTP99Ms
 		r.QuietP50Ratio = q.TTFTP50Ms / s.TTFTP50Ms
+		if n := tenantOf(r.MixedNoHeadroom, "quiet"); n != nil {
+			r.QuietP99RatioNoHeadroom = n.TTFTP99Ms / s.TTFTP99Ms
+			r.QuietP50RatioNoHeadroom = n.TTFTP50Ms / s.TTFTP50Ms
+		}
+	}
+	if a, b := tenantOf(r.Mixed, "noisy"), tenantOf(r.MixedNoHeadroom, "noisy"); a != nil && b != nil && b.ServedTokens > 0 {
+		r.NoisyServedVsNoHeadroom = float64(a.ServedTokens) / float64(b.ServedTokens)
 	}
 	for _, t := range r.Shares.Tenants {
 		r.ShareErrorMax = max(r.ShareErrorMax, t.ShareError)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,7 +17,7 @@ import (
 	"github.com/cellrouter/cellrouter/loadtest/enginesim"
 )
 
-// Run runs the five phases of cfg and returns the report. progress, if
+// Run runs the phases of cfg and returns the report. progress, if
 // not nil, gets a line per phase.
 func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
@@ -53,28 +54,35 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	}
 	rep := &Report{CapacityRPS: capRPS, Pods: cfg.Pods, MaxRunning: cfg.MaxRunning, DurationS: cfg.Duration.Seconds(),
 		QuietRPS: quiet.rate, NoisyRPS: noisy.rate, NoisyFactor: cfg.NoisyFactor}
-	phases := []struct {
-		name    string
-		flow    bool
-		tenants []*tenant
-		dst     **Phase
-	}{
-		{"solo", true, []*tenant{quiet}, &rep.Solo},
-		{"mixed", true, []*tenant{quiet, noisy}, &rep.Mixed},
-		{"mixed_off", false, []*tenant{quiet, noisy}, &rep.MixedOff},
-		{"shares", true, []*tenant{shareA, shareB}, &rep.Shares},
-		{"priority", true, []*tenant{crit, shed}, &rep.Priority},
+	type phase struct {
+		name     string
+		flow     bool
+		headroom float64
+		tenants  []*tenant
+		dst      **Phase
+	}
+	h := cfg.Headroom
+	phases := []phase{
+		{"solo", true, h, []*tenant{quiet}, &rep.Solo},
+		{"mixed", true, h, []*tenant{quiet, noisy}, &rep.Mixed},
+		{"mixed_off", false, 0, []*tenant{quiet, noisy}, &rep.MixedOff},
+		{"shares", true, h, []*tenant{shareA, shareB}, &rep.Shares},
+		{"priority", true, h, []*tenant{crit, shed}, &rep.Priority},
+	}
+	if h > 0 {
+		phases = slices.Insert(phases, 2, phase{"mixed_no_headroom", true, 0, []*tenant{quiet, noisy}, &rep.MixedNoHeadroom})
 	}
 	var mixed []outcome
 	for _, ph := range phases {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		outs, err := runPhase(ctx, cfg, keys, ph.flow, ph.tenants, ps)
+		outs, err := runPhase(ctx, cfg, keys, ph.flow, ph.headroom, ph.tenants, ps)
 		if err != nil {
 			return nil, fmt.Errorf("fairness: phase %s: %w", ph.name, err)
 		}
 		*ph.dst = summarise(ph.name, ph.flow, ph.tenants, outs, cfg.Duration)
+		(*ph.dst).Headroom = ph.headroom
 		switch ph.name {
 		case "mixed":
 			mixed = outs
@@ -94,7 +102,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 
 // runPhase starts a fresh fleet and cell (flow control on or off), sends
 // each tenant's traffic for cfg.Duration and returns every outcome.
-func runPhase(ctx context.Context, cfg Config, keys string, flow bool, ts []*tenant, ps []prompt) ([]outcome, error) {
+func runPhase(ctx context.Context, cfg Config, keys string, flow bool, headroom float64, ts []*tenant, ps []prompt) ([]outcome, error) {
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
 	pc := enginesim.DefaultConfig()
 	pc.ID, pc.Model, pc.BlockSize, pc.Blocks = "pod", cfg.Model, cfg.BlockSize, cfg.BlocksPerPod
@@ -112,7 +120,7 @@ func runPhase(ctx context.Context, cfg Config, keys string, flow bool, ts []*ten
 	cc.Routing.RequestTimeout = cfg.Timeout
 	cc.Auth.KeyFile = keys
 	fc := &cc.FlowControl
-	fc.Enabled = flow
+	fc.Enabled, fc.Headroom = flow, headroom
 	// A pod is saturated when its running batch is full: what waits then
 	// waits in the cell's queue, in fair order, not in the engine's FIFO.
 	fc.MaxInflightPerPod, fc.QueueDepthThreshold, fc.ActiveBlocksThreshold = cfg.MaxRunning, 0, 0
