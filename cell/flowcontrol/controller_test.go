@@ -223,9 +223,13 @@ func TestControllerRandom(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(i), 1))
-			pod := fmt.Sprintf("p%d", rng.IntN(3))
+			first := rng.IntN(3)
+			ps := []string{fmt.Sprintf("p%d", first)}
+			if rng.IntN(2) == 0 {
+				ps = append(ps, fmt.Sprintf("p%d", (first+1)%3))
+			}
 			r := Request{Tenant: fmt.Sprintf("t%d", rng.IntN(5)), Band: auth.Priorities()[rng.IntN(3)], Weight: float64(1 + rng.IntN(3)),
-				MaxWait: time.Duration(5+rng.IntN(200)) * time.Millisecond, Tokens: 1 + rng.IntN(100), Pods: []string{pod}}
+				MaxWait: time.Duration(5+rng.IntN(200)) * time.Millisecond, Tokens: 1 + rng.IntN(100), Pods: ps}
 			rctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if rng.IntN(6) == 0 {
@@ -236,6 +240,10 @@ func TestControllerRandom(t *testing.T) {
 			switch {
 			case err == nil:
 				granted.Add(1)
+				pod := ps[0]
+				if i := g.Place(ps); i > 0 {
+					pod = ps[i]
+				}
 				pods.add(pod, 1)
 				g.Started()
 				time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond) // the request's work
@@ -278,6 +286,16 @@ func TestControllerRandom(t *testing.T) {
 	c.mu.Lock()
 	if c.q.Len() != 0 || c.pending != 0 {
 		t.Errorf("queue %d, pending %d at the end: want 0, 0", c.q.Len(), c.pending)
+	}
+	for b := range c.loads {
+		if c.loads[b].inflight != 0 {
+			t.Errorf("band %d: %d in flight at the end, want 0", b, c.loads[b].inflight)
+		}
+		for name, tl := range c.loads[b].tenants {
+			if tl.inflight != 0 {
+				t.Errorf("band %d tenant %s: %d in flight at the end, want 0", b, name, tl.inflight)
+			}
+		}
 	}
 	c.mu.Unlock()
 	stop()
