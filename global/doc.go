@@ -128,7 +128,7 @@
 // but the idle agents evicts millions of blocks), the hierarchy's reuse
 // loss against the flat router is at most +0.02% at every level (each
 // seed too), with probes p95 2, and the hierarchy evicts fewer blocks
-// than the flat router.
+// than the flat router (but on the idle cold level, 0.2% more).
 //
 // More probes. On the cold workload the loss falls as MaxProbes grows
 // from 1 to 8 at every loaded level, with the caches evicting or not
