@@ -136,15 +136,18 @@
 // -10.0%, -11.4%, -12.0%); a rise of 0.25 points from 4 to 8 probes
 // measured over two seeds was inside their spread (one seed's loss moves
 // by 1.5 points). Two regimes keep the hierarchy's own reuse from rising
-// with the probes, though it never falls below the flat router's:
+// with the probes, though pooled over the seeds it never falls below the
+// flat router's:
 //
 //   - Idle traffic behind one shared system prompt (the conversation
 //     trace at 20 ms a token: -10.8%, -18.4%, -3.4%, -0.2%). The cells'
 //     cost sends a new conversation to an idle pod that holds the system
 //     prompt; the more cells are probed, the surer one of them has such a
 //     pod, so a few pods take every new conversation and evict the older
-//     ones (at 8 probes 42 of 256 pods served all 4,000 requests and 1.92M
-//     blocks were evicted; at 2 probes 67 pods and 1.36M). Eight probes
+//     ones (at 8 probes 42 of 256 pods served all 4,000 requests and
+//     1.92M blocks were evicted; at 2 probes 67 pods and 1.36M; single
+//     seeds at 8 probes lose up to 2.1%, 4.0% with a quarter of the
+//     caches). Eight probes
 //     decide as the flat router does (reuse 0.233 against its 0.232, which
 //     evicts 1.90M): the concentration is the cells' cost's, which counts
 //     no cache pressure, and a choice that sees each cell's pick alone
