@@ -13,7 +13,8 @@ import (
 func TestHierarchyScaleFlags(t *testing.T) {
 	var out, errOut bytes.Buffer
 	args := []string{"hierarchy", "--scale", "--trace", "../../testdata/mooncake_small.jsonl", "--cells", "4", "--pods-per-cell", "2",
-		"--blocks-per-pod", "64", "--tenants", "2", "--seconds", "60", "--warmup", "20", "--fpr", "0.02", "--json", "--quiet"}
+		"--blocks-per-pod", "64", "--tenants", "2", "--seconds", "60", "--warmup", "20", "--fpr", "0.02",
+		"--move-weight", "2.5", "--probe-cold=false", "--json", "--quiet"}
 	if err := dispatch(context.Background(), args, &out, &errOut); err != nil {
 		t.Fatalf("dispatch: %v\nstderr:\n%s", err, errOut.String())
 	}
@@ -21,7 +22,8 @@ func TestHierarchyScaleFlags(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("stdout is not one JSON object: %v\n%s", err, out.String())
 	}
-	want := map[string]float64{"cells": 4, "pods_per_cell": 2, "blocks_per_pod": 64, "tenants": 2, "warmup_seconds": 20, "fpr": 0.02}
+	want := map[string]any{"cells": 4.0, "pods_per_cell": 2.0, "blocks_per_pod": 64.0, "tenants": 2.0, "warmup_seconds": 20.0, "fpr": 0.02,
+		"move_weight": 2.5, "probe_cold": false}
 	for k, v := range want {
 		if rep[k] != v {
 			t.Errorf("%s: got %v, want %v", k, rep[k], v)

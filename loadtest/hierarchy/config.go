@@ -204,6 +204,13 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// tier is the run's global tier: the cells' overlap weight is the
+// choice's prefill weight.
+func (c Config) tier() tierConfig {
+	return tierConfig{MaxProbes: c.MaxProbes, Slack: c.ProbeSlack, ColdBlocks: c.ColdBlocks, ProbeCold: c.ProbeCold,
+		Prefill: c.OverlapWeight, Move: c.MoveWeight}
+}
+
 // summaryConfig is the gossip default with the run's stride and rate.
 func (c Config) summaryConfig() gossip.SummaryConfig {
 	s := gossip.DefaultSummaryConfig()

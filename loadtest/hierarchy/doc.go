@@ -117,11 +117,15 @@
 // time offsets, one tenant per 4 cells; each cell is one engine cache of 32
 // pods' worth, its requests on its least loaded pod; the global tier is
 // the real one (summaries through the gossip codec, gossip.Bank,
-// global.SearchDepths, exact probe answers, global.Choose, the hand-offs'
-// load counted until the next gossip). The flat reference is an exact
-// oracle in the same fleet state: the cell of least cost (prefill plus
-// the least loaded pod's blocks, as the global choice weighs them) with
-// exact depths and current loads, ties to the deeper prefix. The report
+// global.SearchDepths, exact probe answers, global.Choose with the move
+// cost, cold prompts probed on their hashed cells, the hand-offs' load
+// counted until the next gossip), configured as the quality run's and
+// globald's (tierConfig: ScaleConfig.MoveWeight and ProbeCold, the
+// search's bound weighing a block as the choice does). The flat reference
+// is an exact oracle in the same fleet state: the cell of least cost
+// (prefill plus the least loaded pod's blocks, the cells' own weights, no
+// move cost) with exact depths and current loads, ties to the deeper
+// prefix. The report
 // gives its reuse (reuse_oracle), the global tier's (reuse_hier), the
 // deepest prefix any cell held (reuse_deepest), the share of each one's
 // matched blocks past the first 1,024 tokens (deep_share_*: the trace's
@@ -150,7 +154,12 @@
 //
 // Measured (README): at 64, 256 and 1,024 cells the oracle reuses 0.37 to
 // 0.36 of the prompt blocks, 84% of its matched blocks past the first
-// 1,024 tokens, and the global tier loses 0.54%, 0.44% and 0.62% of it.
+// 1,024 tokens, and the global tier before the move cost lost 0.54%, 0.44%
+// and 0.62% of it; with the current choice -0.01% and 0.03% at 64 and 256
+// cells: the search's bounds and the choice weigh a missing block as
+// prefill and move, twice the oracle's weight against load, so fewer
+// requests are outbid by a cell whose gossiped load was lower (609 to 281
+// at 64 cells) or lose a probe slot to an over-estimate (202 to 47).
 // What it loses splits into two causes that below_oracle counts. A cell
 // whose filter falsely holds a chain's first block (about FPR x cells of
 // them per request) gets the same bound as the real holders of a

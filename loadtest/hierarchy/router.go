@@ -115,11 +115,10 @@ type hierRouter struct {
 }
 
 func newHierRouter(cfg Config, h blockhash.Hasher, tok plugins.Tokenizer) (*hierRouter, error) {
+	search, choose := cfg.tier().configs()
 	hr := &hierRouter{
-		search: global.SearchConfig{MaxProbes: cfg.MaxProbes, Slack: cfg.ProbeSlack, ColdBlocks: cfg.ColdBlocks,
-			PrefillWeight: cfg.OverlapWeight + cfg.MoveWeight, ProbeCold: cfg.ProbeCold},
-		choose: global.ChooseConfig{PrefillWeight: cfg.OverlapWeight, MoveWeight: cfg.MoveWeight, RTTWeight: global.DefaultChooseConfig().RTTWeight},
-		dec:    newDecider(cfg.Seed), served: make([]int64, cfg.Pods()),
+		search: search, choose: choose,
+		dec: newDecider(cfg.Seed), served: make([]int64, cfg.Pods()),
 		cap:       cfg.PodsPerCell * cfg.BlocksPerPod,
 		probeHist: make([]int64, cfg.MaxProbes+1),
 		out:       newOutcomes(cfg),

@@ -26,11 +26,14 @@ import (
 // The global tier is the real one: summaries built, published and encoded
 // with package gossip every SummaryInterval, gossip.Bank over all of them,
 // global.SearchDepths, exact probe answers (the cell's depth and its least
-// loaded pod's load) and global.Choose, the load the global tier routed
-// counted until the next gossip (global.CellLoad.Routed) as global.Router
-// does. The flat reference is an exact oracle in the same fleet state: the
-// cell of least cost (the same cost, PrefillWeight*(blocks to prefill) +
-// the least loaded pod's active blocks) over every cell, with exact depths
+// loaded pod's load) and global.Choose with the move cost (MoveWeight),
+// cold prompts probed on their hashed cells (ProbeCold), the load the
+// global tier routed counted until the next gossip
+// (global.CellLoad.Routed): the search and the choice global.Router makes
+// (tierConfig, shared with the quality run). The flat reference is an
+// exact oracle in the same fleet state: the cell of least cost (the cells'
+// cost, 1*(blocks to prefill) + the least loaded pod's active blocks; no
+// move cost, as the flat router has none) over every cell, with exact depths
 // and current loads (a map from each first block to the cells holding it,
 // then each holder's cache).
 type ScaleConfig struct {
@@ -64,6 +67,13 @@ type ScaleConfig struct {
 	FalsePositiveRate float64 `json:"fpr"`
 	MaxProbes         int     `json:"max_probes"`
 	ProbeSlack        int     `json:"probe_slack"`
+	// ProbeCold probes a cold prompt's hashed cells and takes the cheapest
+	// (global.SearchConfig.ProbeCold); false hands it unprobed to the less
+	// loaded of two.
+	ProbeCold bool `json:"probe_cold"`
+	// MoveWeight is the choice's cost of copying a prefix another probed
+	// cell holds, per block (global.ChooseConfig.MoveWeight).
+	MoveWeight float64 `json:"move_weight"`
 	// DecodeMsPerToken is the load model (as Config's): a request holds
 	// its pod for output_length * DecodeMsPerToken of trace time.
 	DecodeMsPerToken float64 `json:"decode_ms_per_token"`
@@ -104,6 +114,7 @@ func DefaultScaleConfig() ScaleConfig {
 		TracePath: DefaultTrace, Cells: 1024, PodsPerCell: 32, BlocksPerPod: 512,
 		Seconds: 1800, WarmupSeconds: 1200, Seed: 42, BlockSize: trace.TokensPerID,
 		SummaryInterval: 2, Stride: 1, FalsePositiveRate: gossip.DefaultSummaryConfig().FalsePositiveRate, MaxProbes: 2, ProbeSlack: 1,
+		ProbeCold: global.DefaultSearchConfig().ProbeCold, MoveWeight: global.DefaultMoveWeight,
 		DecodeMsPerToken: 100, DeepTokens: 2 * trace.TokensPerID, LinearEvery: 64,
 	}
 }
@@ -128,6 +139,8 @@ func (c ScaleConfig) Validate() error {
 		return fmt.Errorf("hierarchy: scale: SummaryInterval must be > 0 s, got %v", c.SummaryInterval)
 	case c.MaxProbes < 1 || c.ProbeSlack < 0:
 		return fmt.Errorf("hierarchy: scale: MaxProbes must be >= 1 and ProbeSlack >= 0, got %d and %d", c.MaxProbes, c.ProbeSlack)
+	case !(c.MoveWeight >= 0):
+		return fmt.Errorf("hierarchy: scale: MoveWeight must be >= 0, got %v", c.MoveWeight)
 	case !(c.DecodeMsPerToken >= 0) || c.LinearEvery < 0 || c.DeepTokens < 0:
 		return fmt.Errorf("hierarchy: scale: DecodeMsPerToken, LinearEvery and DeepTokens must be >= 0, got %v, %d and %d",
 			c.DecodeMsPerToken, c.LinearEvery, c.DeepTokens)
@@ -144,6 +157,13 @@ func (c ScaleConfig) tenants() int {
 		return c.Tenants
 	}
 	return max(1, c.Cells/DefaultCellsPerTenant)
+}
+
+// tier is the run's global tier: the cells' default prefill weight (the
+// oracle's), the cold key over the global tier's default leading blocks.
+func (c ScaleConfig) tier() tierConfig {
+	return tierConfig{MaxProbes: c.MaxProbes, Slack: c.ProbeSlack, ColdBlocks: global.DefaultSearchConfig().ColdBlocks,
+		ProbeCold: c.ProbeCold, Prefill: oraclePrefillWeight, Move: c.MoveWeight}
 }
 
 func (c ScaleConfig) summaryConfig() gossip.SummaryConfig {
@@ -309,8 +329,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleReport, error) {
 		views[i] = global.CellView{ID: id, HTTPAddr: id + ":8000", GRPCAddr: id + ":8001", Alive: true, Load: cells[i].load()}
 	}
 	bank := gossip.NewBank()
-	search := global.SearchConfig{MaxProbes: cfg.MaxProbes, Slack: cfg.ProbeSlack, ColdBlocks: 4, PrefillWeight: 1}
-	choose := global.ChooseConfig{PrefillWeight: 1}
+	search, choose := cfg.tier().configs()
 	// holders maps a depth-1 block to the cells holding it: the oracle's
 	// way in (a cell holding any prefix of a chain holds its first block).
 	holders := map[blockhash.Hash][]int32{}
@@ -418,7 +437,12 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleReport, error) {
 		}
 		cell := cands[0].Cell
 		probes := 0
-		if !cold {
+		if cold && !search.ProbesCold() {
+			// Unprobed, to the less loaded of two hashed cells: the global
+			// tier counts the load it hands the cell, not knowing the pod.
+			views[cell].Load.Routed(blocks, -1)
+			order.moved(views, cell)
+		} else {
 			answers = answers[:0]
 			for _, c := range cands {
 				d := exactDepth(cells[c.Cell].cache, chain)
@@ -436,7 +460,8 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleReport, error) {
 			_, pick := cells[cell].leastPod()
 			views[cell].Load.Routed(blocks, pick)
 			order.moved(views, cell)
-		} else {
+		}
+		if cold {
 			st.colds++
 		}
 		st.probeHist[probes]++
@@ -444,10 +469,10 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleReport, error) {
 
 		// The oracles in the same fleet state: the flat exact router's
 		// choice, and the deepest prefix any cell holds.
-		or := flatOracle(cells, holders[chain[0]], chain, search.PrefillWeight)
+		or := flatOracle(cells, holders[chain[0]], chain, oraclePrefillWeight)
 		if cfg.checkOracle {
 			st.oracleChecks++
-			if want := naiveOracle(cells, chain, search.PrefillWeight); want.depth != or.depth || want.deepest != or.deepest || want.cost != or.cost {
+			if want := naiveOracle(cells, chain, oraclePrefillWeight); want.depth != or.depth || want.deepest != or.deepest || want.cost != or.cost {
 				st.oracleWrong++
 			}
 		}
@@ -522,6 +547,10 @@ func exactDepth(c *engine.Cache, chain []blockhash.Hash) int {
 	}
 	return lo
 }
+
+// oraclePrefillWeight is the flat oracle's weight of one block to prefill
+// against one active block: the cells' default profile's.
+const oraclePrefillWeight = 1
 
 // oracleChoice is what the exact references make of one request: the
 // depth the flat router's cell holds (depth), its cost, and the deepest

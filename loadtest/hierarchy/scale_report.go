@@ -114,6 +114,8 @@ type ScaleReport struct {
 	FPR              float64 `json:"fpr"`
 	SummaryIntS      float64 `json:"summary_interval_s"`
 	MaxProbes        int     `json:"max_probes"`
+	ProbeCold        bool    `json:"probe_cold"`
+	MoveWeight       float64 `json:"move_weight"`
 	DecodeMsPerToken float64 `json:"decode_ms_per_token"`
 	// Reuse of the flat exact oracle, of the global tier (reuse_hier),
 	// and the deepest prefix any cell held (reuse_deepest, a bound no
@@ -131,12 +133,14 @@ type ScaleReport struct {
 	RequestsBelowOracle int64   `json:"requests_below_oracle"`
 	// Why those requests missed the oracle's cell (see ScaleLossCauses).
 	BelowOracle ScaleLossCauses `json:"below_oracle"`
-	// Probes per request (0 on the cold path).
-	ProbesP50      int     `json:"probes_p50"`
-	ProbesP95      int     `json:"probes_p95"`
-	ProbesMean     float64 `json:"probes_mean"`
-	FalseProbeRate float64 `json:"false_probe_rate"`
-	ColdRequests   int64   `json:"cold_requests"`
+	// Probes per request (0 on an unprobed cold path); UnprobedRequests
+	// went to their cell without a probe (cold, without ProbeCold).
+	UnprobedRequests int64   `json:"unprobed_requests"`
+	ProbesP50        int     `json:"probes_p50"`
+	ProbesP95        int     `json:"probes_p95"`
+	ProbesMean       float64 `json:"probes_mean"`
+	FalseProbeRate   float64 `json:"false_probe_rate"`
+	ColdRequests     int64   `json:"cold_requests"`
 	// Summaries and gossip: the mean filter size at the end, and every
 	// cell's headers and catch-up messages (gossip codec) over the trace
 	// time replayed, all received by one globald.
@@ -186,7 +190,8 @@ func (st *scaleStats) report(cfg ScaleConfig, cells []*scaleCell, views []global
 	r := &ScaleReport{Trace: cfg.TracePath, Cells: cfg.Cells, PodsPerCell: cfg.PodsPerCell, BlocksPerPod: cfg.BlocksPerPod,
 		BlockSize: cfg.BlockSize, DecodeMsPerToken: cfg.DecodeMsPerToken, DeepTokens: cfg.DeepTokens, RequestsBelowOracle: st.belowOracle,
 		Tenants: tenants, Requests: st.requests, WarmupSeconds: cfg.WarmupSeconds, Blocks: st.blocks, TraceSeconds: seconds, Stride: cfg.Stride, FPR: cfg.FalsePositiveRate,
-		SummaryIntS: cfg.SummaryInterval, MaxProbes: cfg.MaxProbes, ColdRequests: st.colds, SummaryGenerations: st.generations}
+		SummaryIntS: cfg.SummaryInterval, MaxProbes: cfg.MaxProbes, ColdRequests: st.colds, SummaryGenerations: st.generations,
+		ProbeCold: cfg.ProbeCold, MoveWeight: cfg.MoveWeight, UnprobedRequests: st.probeHist[0]}
 	r.ReuseOracle = ratio(st.oracle, st.blocks)
 	r.ReuseHier = ratio(st.matched, st.blocks)
 	r.ReuseDeepest = ratio(st.deepest, st.blocks)

@@ -1,0 +1,29 @@
+package hierarchy
+
+import "github.com/cellrouter/cellrouter/global"
+
+// tierConfig is what the global tier's decision is made of in both models
+// (the quality run's hierRouter and the scale run): the search and the
+// choice, derived from the run's settings as global.Router derives them
+// from its Config.
+type tierConfig struct {
+	// MaxProbes, Slack and ColdBlocks tune global.SearchDepths; ProbeCold
+	// probes a cold prompt's hashed cells (global.SearchConfig.ProbeCold).
+	MaxProbes, Slack, ColdBlocks int
+	ProbeCold                    bool
+	// Prefill is the choice's weight of one block to prefill (the cells'
+	// overlap weight) and Move its cost of copying a prefix another probed
+	// cell holds (global.ChooseConfig).
+	Prefill, Move float64
+}
+
+// configs returns the search and the choice. The search's bound weighs a
+// block the cell lacks as the choice does (global.ChooseConfig.BlockWeight:
+// the prefill and the move), as global.Router's decide sets it, so the
+// search never leaves out a cell the choice would prefer.
+func (t tierConfig) configs() (global.SearchConfig, global.ChooseConfig) {
+	choose := global.ChooseConfig{PrefillWeight: t.Prefill, MoveWeight: t.Move, RTTWeight: global.DefaultChooseConfig().RTTWeight}
+	search := global.SearchConfig{MaxProbes: t.MaxProbes, Slack: t.Slack, ColdBlocks: t.ColdBlocks,
+		PrefillWeight: choose.BlockWeight(), ProbeCold: t.ProbeCold}
+	return search, choose
+}
