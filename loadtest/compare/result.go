@@ -35,6 +35,9 @@ type ModeResult struct {
 	VsRoundRobin *Versus `json:"vs_round_robin,omitempty"`
 	// Bypassed counts the requests sent around the cell (Config.Bypass).
 	Bypassed int64 `json:"bypassed,omitempty"`
+	// ReuseLoss says where the reuse the mode missed went (routed away
+	// from the prefix, sent beside the prefix's own prefill, evicted).
+	ReuseLoss *ReuseLoss `json:"reuse_loss,omitempty"`
 
 	results []replay.Result
 }
