@@ -29,6 +29,9 @@ type router struct {
 	hasher   blockhash.Hasher
 	workflow *pipeline.Workflow
 	tracker  *load.Tracker
+	// prefills are the prompts sent to pods and not yet prefilled, for the
+	// prefix wait (routing.prefix_wait).
+	prefills *load.Prefills
 	sessions *plugins.Sessions
 	obs      pipeline.Observer
 
@@ -50,6 +53,7 @@ func newRouter(cfg Config, ix *index.Index, reg *events.Registry, learned *learn
 	rt := &router{
 		cfg: cfg.Routing, view: podset.New(cfg.staticPods()), ix: ix, reg: reg, learned: learned, state: state, hasher: hasher,
 		tracker:  load.NewTracker(),
+		prefills: load.NewPrefills(),
 		sessions: plugins.NewSessions(cfg.Routing.SessionTTL, 1<<16, nil),
 		obs:      obs,
 	}

@@ -1,0 +1,80 @@
+package cell
+
+import (
+	"flag"
+	"fmt"
+	"time"
+)
+
+// PrefixWaitConfig is the prefix wait (routing.prefix_wait): a request
+// sent to a pod that is still prefilling part of the request's own prefix
+// (the previous turn of its conversation, or the first of a burst of one
+// new prompt, routed there moments ago) waits until that prefill ends
+// before it goes, instead of starting beside it. An engine stores a
+// prompt's blocks when its prefill ends, so a request that starts earlier
+// computes them again: it pays their prefill itself, takes a running slot
+// from the pod that computes them, and fills the pod's cache twice.
+//
+// The wait is bounded by what it saves: the prefill of the blocks it
+// gains (gained blocks x block_size x routing.cost.prefill_per_token_us).
+// Past that the request would have computed the blocks itself, had it
+// started at once; the pending prefill is then queued behind other work
+// and the request goes anyway (PrefixWaitBound). max_wait caps every wait.
+// Requests the cell picks for a gateway (picker mode) are sent by the
+// gateway and do not wait.
+type PrefixWaitConfig struct {
+	// Enabled turns the prefix wait on.
+	Enabled bool `yaml:"enabled"`
+	// MaxWait caps one request's wait, whatever it gains.
+	MaxWait time.Duration `yaml:"max_wait"`
+}
+
+// DefaultPrefixWaitConfig returns the prefix wait on, capped at 5 s.
+func DefaultPrefixWaitConfig() PrefixWaitConfig {
+	return PrefixWaitConfig{Enabled: true, MaxWait: 5 * time.Second}
+}
+
+// validate names the first bad field and its value.
+func (c PrefixWaitConfig) validate() error {
+	if c.MaxWait < 0 {
+		return fmt.Errorf("%w: routing.prefix_wait.max_wait = %v: must not be negative", ErrConfig, c.MaxWait)
+	}
+	return nil
+}
+
+// PrefixWaitBound is the longest a request should wait for a pod's
+// prefill in progress that will store gain more blocks of its prefix: the
+// time the pod takes to prefill those blocks (gain x blockSize tokens at
+// prefillPerTokenUs each), capped at maxWait. Waiting that long costs the
+// request at most what starting at once would (it would be computing the
+// same blocks), and the pod computes them once. It returns 0, do not
+// wait, when nothing is gained or the wait is off (maxWait 0).
+func PrefixWaitBound(gain, blockSize int, prefillPerTokenUs float64, maxWait time.Duration) time.Duration {
+	if gain <= 0 || blockSize <= 0 || !(prefillPerTokenUs > 0) || maxWait <= 0 {
+		return 0
+	}
+	us := float64(gain) * float64(blockSize) * prefillPerTokenUs
+	if us >= float64(maxWait/time.Microsecond) {
+		return maxWait
+	}
+	return time.Duration(us * float64(time.Microsecond))
+}
+
+// BindPrefixWaitFlags adds the prefix wait's flags to fs: --prefix-wait
+// and --prefix-wait-max override routing.prefix_wait.enabled and max_wait
+// when given. The returned function applies them to a config.
+func BindPrefixWaitFlags(fs *flag.FlagSet) func(*PrefixWaitConfig) {
+	d := DefaultPrefixWaitConfig()
+	on := fs.Bool("prefix-wait", d.Enabled, "hold a request sent to a pod that is still prefilling part of its prefix until that prefill ends, at most the prefill it saves (overrides routing.prefix_wait.enabled)")
+	maxWait := fs.Duration("prefix-wait-max", d.MaxWait, "cap of one request's prefix wait (overrides routing.prefix_wait.max_wait)")
+	return func(c *PrefixWaitConfig) {
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "prefix-wait":
+				c.Enabled = *on
+			case "prefix-wait-max":
+				c.MaxWait = *maxWait
+			}
+		})
+	}
+}

@@ -1,0 +1,152 @@
+package cell
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// gatedPod is a pod whose first inference request does not answer until
+// the test opens its gate; it records the order in which requests arrived
+// and the gate opened.
+type gatedPod struct {
+	srv  *httptest.Server
+	gate chan struct{}
+
+	mu     sync.Mutex
+	events []string // "req", "gate"
+}
+
+func newGatedPod(t *testing.T) *gatedPod {
+	t.Helper()
+	p := &gatedPod{gate: make(chan struct{})}
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/completions" {
+			if r.URL.Path == "/v1/models" {
+				fmt.Fprint(w, `{"object":"list","data":[{"id":"m","object":"model","created":1700000000,"owned_by":"a"}]}`)
+			}
+			return
+		}
+		io.Copy(io.Discard, r.Body)
+		p.mu.Lock()
+		first := len(p.events) == 0
+		p.events = append(p.events, "req")
+		p.mu.Unlock()
+		if first {
+			<-p.gate
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"c","object":"text_completion","model":"m","choices":[{"text":"x"}],"usage":{"prompt_tokens":64,"completion_tokens":1}}`)
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *gatedPod) open() {
+	p.mu.Lock()
+	p.events = append(p.events, "gate")
+	p.mu.Unlock()
+	close(p.gate)
+}
+
+func (p *gatedPod) log() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.events...)
+}
+
+// TestPrefixWaitHoldsFollowUp sends a prompt and, while the pod is still
+// prefilling it (no first token), a follow-up that extends it: with the
+// prefix wait on, the follow-up reaches the pod only after the first
+// prompt's prefill ended, and the wait is counted as "stored"; off, it
+// goes at once.
+func TestPrefixWaitHoldsFollowUp(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprintf("enabled=%v", on), func(t *testing.T) {
+			pod := newGatedPod(t)
+			cfg := testConfig()
+			cfg.Pods = []PodConfig{{ID: "a", Address: strings.TrimPrefix(pod.srv.URL, "http://"), KVBlocks: 10000}}
+			cfg.Routing.PrefixWait = PrefixWaitConfig{Enabled: on, MaxWait: time.Minute}
+			// A slow engine model, so that the bound (the prefill of the
+			// blocks gained) outlasts the test.
+			cfg.Routing.Cost.PrefillPerTokenUs = 1e5
+			c := startCell(t, cfg)
+			base := "http://" + c.HTTPAddr()
+			waitFor(t, "healthz", func() bool { code, _ := get(t, base+"/healthz"); return code == 200 })
+
+			first := promptTokens(1)
+			followUp := append(append([]uint32(nil), first...), promptTokens(2)[:256]...)
+			done := make(chan int, 2)
+			go func() {
+				resp, _ := completion(t, base, first, false, nil)
+				done <- resp.StatusCode
+			}()
+			waitFor(t, "the first prompt at the pod", func() bool { return len(pod.log()) == 1 })
+			go func() {
+				resp, _ := completion(t, base, followUp, false, nil)
+				done <- resp.StatusCode
+			}()
+			if on {
+				// The follow-up's load is on the pod once it is held (or,
+				// wrongly, sent).
+				waitFor(t, "the follow-up's ticket", func() bool { return c.router.tracker.Usage("a").Requests == 2 })
+			} else {
+				waitFor(t, "the follow-up at the pod", func() bool { return len(pod.log()) == 2 })
+			}
+			pod.open()
+			for range 2 {
+				select {
+				case code := <-done:
+					if code != http.StatusOK {
+						t.Fatalf("status %d, want 200", code)
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatal("requests did not finish")
+				}
+			}
+			want := []string{"req", "gate", "req"}
+			if !on {
+				want = []string{"req", "req", "gate"}
+			}
+			if got := pod.log(); strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Fatalf("pod saw %v, want %v", got, want)
+			}
+			_, metrics := get(t, base+"/metrics")
+			stored := 0
+			if on {
+				stored = 1
+			}
+			if w := fmt.Sprintf(`cellrouter_prefix_waits_total{cell="cell-0",outcome="stored"} %d`, stored); !strings.Contains(metrics, w) {
+				t.Errorf("metrics lack %q", w)
+			}
+		})
+	}
+}
+
+// TestPrefixWaitBound is the bound's table: the prefill of the blocks
+// gained, capped, and no wait when nothing is gained or it is off.
+func TestPrefixWaitBound(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		gain, bs   int
+		perTokenUs float64
+		max        time.Duration
+		want       time.Duration
+	}{
+		{"100 blocks of 16 at 25us", 100, 16, 25, 5 * time.Second, 40 * time.Millisecond},
+		{"one block", 1, 16, 25, 5 * time.Second, 400 * time.Microsecond},
+		{"capped", 100000, 16, 25, 5 * time.Second, 5 * time.Second},
+		{"nothing gained", 0, 16, 25, 5 * time.Second, 0},
+		{"off", 100, 16, 25, 0, 0},
+		{"no prefill cost", 100, 16, 0, 5 * time.Second, 0},
+	} {
+		if got := PrefixWaitBound(tc.gain, tc.bs, tc.perTokenUs, tc.max); got != tc.want {
+			t.Errorf("%s: PrefixWaitBound(%d, %d, %v, %v) = %v, want %v", tc.name, tc.gain, tc.bs, tc.perTokenUs, tc.max, got, tc.want)
+		}
+	}
+}
