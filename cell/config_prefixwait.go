@@ -15,11 +15,12 @@ import (
 // computes them again: it pays their prefill itself, takes a running slot
 // from the pod that computes them, and fills the pod's cache twice.
 //
-// The wait is bounded by what it saves: the prefill of the blocks it
-// gains (gained blocks x block_size x routing.cost.prefill_per_token_us).
-// Past that the request would have computed the blocks itself, had it
-// started at once; the pending prefill is then queued behind other work
-// and the request goes anyway (PrefixWaitBound). max_wait caps every wait.
+// The wait is bounded by what going at once would cost: the queue wait the
+// engine model of routing.cost expects at the pod (see plugins.TTFTCost)
+// plus the prefill of the blocks it gains (gained blocks x block_size x
+// prefill_per_token_us). Past that the request would have started and
+// computed the blocks itself; the pending prefill is late, and the
+// request goes (PrefixWaitBound). max_wait caps every wait.
 // Requests the cell picks for a gateway (picker mode) are sent by the
 // gateway and do not wait.
 type PrefixWaitConfig struct {
@@ -44,16 +45,18 @@ func (c PrefixWaitConfig) validate() error {
 
 // PrefixWaitBound is the longest a request should wait for a pod's
 // prefill in progress that will store gain more blocks of its prefix: the
-// time the pod takes to prefill those blocks (gain x blockSize tokens at
-// prefillPerTokenUs each), capped at maxWait. Waiting that long costs the
-// request at most what starting at once would (it would be computing the
-// same blocks), and the pod computes them once. It returns 0, do not
-// wait, when nothing is gained or the wait is off (maxWait 0).
-func PrefixWaitBound(gain, blockSize int, prefillPerTokenUs float64, maxWait time.Duration) time.Duration {
+// time it would take the request to start on that pod (queue, the wait
+// the engine model expects from the pod's load) and prefill those blocks
+// itself (gain x blockSize tokens at prefillPerTokenUs each), capped at
+// maxWait. Up to then, waiting costs the request no more than going at
+// once would (it would be queued, then computing the same blocks), and
+// the pod computes them once. It returns 0, do not wait, when nothing is
+// gained or the wait is off (maxWait 0).
+func PrefixWaitBound(gain, blockSize int, prefillPerTokenUs float64, queue, maxWait time.Duration) time.Duration {
 	if gain <= 0 || blockSize <= 0 || !(prefillPerTokenUs > 0) || maxWait <= 0 {
 		return 0
 	}
-	us := float64(gain) * float64(blockSize) * prefillPerTokenUs
+	us := float64(gain)*float64(blockSize)*prefillPerTokenUs + float64(max(0, queue)/time.Microsecond)
 	if us >= float64(maxWait/time.Microsecond) {
 		return maxWait
 	}

@@ -13,7 +13,8 @@ const (
 // PrefixWaitConfig): when pod is still prefilling a prompt that shares
 // more of this request's prefix than pod holds, the request waits until
 // that prefill ends, the client leaves, or PrefixWaitBound passes (the
-// prefill of the blocks it would gain), whichever comes first. The call's
+// queue it would wait for anyway plus the prefill of the blocks it would
+// gain), whichever comes first. The call's
 // ticket is on pod already, so decisions made meanwhile see the load.
 func (k *call) holdForPrefix(pod string) {
 	pw := k.c.cfg.Routing.PrefixWait
@@ -24,7 +25,8 @@ func (k *call) holdForPrefix(pod string) {
 	if f == nil {
 		return
 	}
-	bound := PrefixWaitBound(depth-k.stored, k.c.cfg.Events.BlockSize, k.c.cfg.Routing.Cost.PrefillPerTokenUs, pw.MaxWait)
+	cost := k.c.cfg.Routing.Cost
+	bound := PrefixWaitBound(depth-k.stored, k.c.cfg.Events.BlockSize, cost.PrefillPerTokenUs, k.queueAhead(pod), pw.MaxWait)
 	if bound <= 0 {
 		return
 	}
@@ -41,4 +43,19 @@ func (k *call) holdForPrefix(pod string) {
 	}
 	k.c.rm.prefixWaits.WithLabelValues(outcome).Inc()
 	k.c.rm.prefixWait.Observe(time.Since(start).Seconds())
+}
+
+// queueAhead is the queue wait the engine model (routing.cost) expects
+// for a request that starts on pod now: the pod's load without this
+// call's own ticket.
+func (k *call) queueAhead(pod string) time.Duration {
+	u := k.c.router.tracker.Usage(pod)
+	requests, pending := u.Requests, u.PrefillBlocks
+	if k.ticket != nil {
+		requests--
+		pending -= k.blocks - k.stored
+	}
+	cost := k.c.cfg.Routing.Cost.ttft(1)
+	blockMs := cost.PrefillPerTokenUs * float64(k.c.cfg.Events.BlockSize) / 1000
+	return time.Duration(cost.QueueWaitMs(requests, pending, blockMs) * float64(time.Millisecond))
 }

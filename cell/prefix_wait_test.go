@@ -128,25 +128,28 @@ func TestPrefixWaitHoldsFollowUp(t *testing.T) {
 	}
 }
 
-// TestPrefixWaitBound is the bound's table: the prefill of the blocks
-// gained, capped, and no wait when nothing is gained or it is off.
+// TestPrefixWaitBound is the bound's table: the queue ahead plus the
+// prefill of the blocks gained, capped, and no wait when nothing is
+// gained or it is off.
 func TestPrefixWaitBound(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		gain, bs   int
 		perTokenUs float64
-		max        time.Duration
+		queue, max time.Duration
 		want       time.Duration
 	}{
-		{"100 blocks of 16 at 25us", 100, 16, 25, 5 * time.Second, 40 * time.Millisecond},
-		{"one block", 1, 16, 25, 5 * time.Second, 400 * time.Microsecond},
-		{"capped", 100000, 16, 25, 5 * time.Second, 5 * time.Second},
-		{"nothing gained", 0, 16, 25, 5 * time.Second, 0},
-		{"off", 100, 16, 25, 0, 0},
-		{"no prefill cost", 100, 16, 0, 5 * time.Second, 0},
+		{"100 blocks of 16 at 25us, a free slot", 100, 16, 25, 0, 5 * time.Second, 40 * time.Millisecond},
+		{"one block", 1, 16, 25, 0, 5 * time.Second, 400 * time.Microsecond},
+		{"behind a queue", 100, 16, 25, 200 * time.Millisecond, 5 * time.Second, 240 * time.Millisecond},
+		{"capped", 100000, 16, 25, 0, 5 * time.Second, 5 * time.Second},
+		{"queue capped", 100, 16, 25, time.Minute, 5 * time.Second, 5 * time.Second},
+		{"nothing gained", 0, 16, 25, time.Second, 5 * time.Second, 0},
+		{"off", 100, 16, 25, 0, 0, 0},
+		{"no prefill cost", 100, 16, 0, 0, 5 * time.Second, 0},
 	} {
-		if got := PrefixWaitBound(tc.gain, tc.bs, tc.perTokenUs, tc.max); got != tc.want {
-			t.Errorf("%s: PrefixWaitBound(%d, %d, %v, %v) = %v, want %v", tc.name, tc.gain, tc.bs, tc.perTokenUs, tc.max, got, tc.want)
+		if got := PrefixWaitBound(tc.gain, tc.bs, tc.perTokenUs, tc.queue, tc.max); got != tc.want {
+			t.Errorf("%s: PrefixWaitBound(%d, %d, %v, %v, %v) = %v, want %v", tc.name, tc.gain, tc.bs, tc.perTokenUs, tc.queue, tc.max, got, tc.want)
 		}
 	}
 }
