@@ -284,6 +284,8 @@ func (k *call) startUpstream(pod string) context.Context {
 // hooks are proxy mode's hooks: Forward drives the call through them.
 func (k *call) hooks(podSetVersion uint64) proxy.Hooks {
 	return proxy.Hooks{
+		// attemptHeld may block, up to the prefix wait's bound, before the
+		// attempt is sent; the proxy starts its timers after the hook.
 		OnAttempt: func(t proxy.Target, attempt int) { k.attemptHeld(t.Pod) },
 		OnRequest: func(t proxy.Target, out *http.Request) {
 			telemetry.Propagator.Inject(k.startUpstream(t.Pod), propagation.HeaderCarrier(out.Header))
