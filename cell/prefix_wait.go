@@ -14,19 +14,26 @@ const (
 // more of this request's prefix than pod holds, the request waits until
 // that prefill ends, the client leaves, or PrefixWaitBound passes (the
 // queue it would wait for anyway plus the prefill of the blocks it would
-// gain), whichever comes first. The call's
-// ticket is on pod already, so decisions made meanwhile see the load.
+// gain), whichever comes first. The call's ticket is on pod already, so
+// decisions made meanwhile see the load.
 func (k *call) holdForPrefix(pod string) {
 	pw := k.c.cfg.Routing.PrefixWait
-	if !pw.Enabled || k.stored >= k.blocks || (k.d.plan.Disaggregated && k.leg == "decode") {
+	if !pw.Enabled || (k.d.plan.Disaggregated && k.leg == "decode") {
 		return
 	}
-	f, depth := k.c.router.prefills.Deepest(pod, k.hashes, k.stored)
+	// A pod without events holds what the cell learned from its routing,
+	// speculative blocks included: what it has stored is only known from
+	// the prefills in progress themselves (where each began).
+	above := k.stored
+	if s, ok := slotOf(k.rc, pod); ok && k.match != nil && k.match.Approximate().Has(s) {
+		above = 0
+	}
+	f, gain := k.c.router.prefills.Deepest(pod, k.hashes, above)
 	if f == nil {
 		return
 	}
 	cost := k.c.cfg.Routing.Cost
-	bound := PrefixWaitBound(depth-k.stored, k.c.cfg.Events.BlockSize, cost.PrefillPerTokenUs, k.queueAhead(pod), pw.MaxWait)
+	bound := PrefixWaitBound(gain, k.c.cfg.Events.BlockSize, cost.PrefillPerTokenUs, k.queueAhead(pod), pw.MaxWait)
 	if bound <= 0 {
 		return
 	}

@@ -64,13 +64,20 @@ func (p *gatedPod) log() []string {
 // prefilling it (no first token), a follow-up that extends it: with the
 // prefix wait on, the follow-up reaches the pod only after the first
 // prompt's prefill ended, and the wait is counted as "stored"; off, it
-// goes at once.
+// goes at once. A pod without KV events (the approximate index, whose
+// learned depth counts the first prompt's speculative blocks as held)
+// waits alike.
 func TestPrefixWaitHoldsFollowUp(t *testing.T) {
-	for _, on := range []bool{true, false} {
-		t.Run(fmt.Sprintf("enabled=%v", on), func(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		on     bool
+		events string
+	}{{"enabled", true, ""}, {"disabled", false, ""}, {"enabled, no events", true, PodEventsNone}} {
+		on := tc.on
+		t.Run(tc.name, func(t *testing.T) {
 			pod := newGatedPod(t)
 			cfg := testConfig()
-			cfg.Pods = []PodConfig{{ID: "a", Address: strings.TrimPrefix(pod.srv.URL, "http://"), KVBlocks: 10000}}
+			cfg.Pods = []PodConfig{{ID: "a", Address: strings.TrimPrefix(pod.srv.URL, "http://"), KVBlocks: 10000, Events: tc.events}}
 			cfg.Routing.PrefixWait = PrefixWaitConfig{Enabled: on, MaxWait: time.Minute}
 			// A slow engine model, so that the bound (the prefill of the
 			// blocks gained) outlasts the test.

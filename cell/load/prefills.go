@@ -23,6 +23,7 @@ type Prefills struct {
 type Prefill struct {
 	pod   string
 	chain []blockhash.Hash
+	from  int // the blocks of chain the pod held when the prefill began
 	done  chan struct{}
 	ended bool // under Prefills.mu
 }
@@ -31,9 +32,10 @@ type Prefill struct {
 func NewPrefills() *Prefills { return &Prefills{pods: map[string][]*Prefill{}} }
 
 // Begin records that pod prefills a prompt of the chained block hashes
-// chain, which it must not modify until End.
-func (p *Prefills) Begin(pod string, chain []blockhash.Hash) *Prefill {
-	f := &Prefill{pod: pod, chain: chain, done: make(chan struct{})}
+// chain, of which it held the first from blocks already: the prefill
+// stores chain[from:]. The caller must not modify chain until End.
+func (p *Prefills) Begin(pod string, chain []blockhash.Hash, from int) *Prefill {
+	f := &Prefill{pod: pod, chain: chain, from: from, done: make(chan struct{})}
 	p.mu.Lock()
 	p.pods[pod] = append(p.pods[pod], f)
 	p.mu.Unlock()
@@ -73,20 +75,26 @@ func (p *Prefills) End(f *Prefill) {
 // Done is closed when f's prefill ends.
 func (f *Prefill) Done() <-chan struct{} { return f.done }
 
-// Deepest returns the prefill on pod that shares the longest prefix with
-// chain, and that prefix's length in blocks, when it is longer than above
-// (the blocks the pod holds already); nil and above otherwise.
+// From returns the blocks the pod held of f's prompt when its prefill
+// began.
+func (f *Prefill) From() int { return f.from }
+
+// Deepest returns the prefill on pod that will store the most blocks of
+// chain's prefix the pod does not hold: its gain, the blocks it shares
+// with chain beyond both above (what the pod is known to hold of chain)
+// and what the pod held of its own prompt when it began. It returns nil
+// and 0 when no prefill on pod gains anything.
 func (p *Prefills) Deepest(pod string, chain []blockhash.Hash, above int) (*Prefill, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var best *Prefill
-	depth := above
+	gain := 0
 	for _, f := range p.pods[pod] {
-		if n := commonPrefix(f.chain, chain); n > depth {
-			best, depth = f, n
+		if g := commonPrefix(f.chain, chain) - max(above, f.from); g > gain {
+			best, gain = f, g
 		}
 	}
-	return best, depth
+	return best, gain
 }
 
 // Len returns the prefills in progress on pod.

@@ -67,6 +67,7 @@ func TestPrefillsDeepestMatchesNaive(t *testing.T) {
 	type entry struct {
 		pod   string
 		chain []blockhash.Hash
+		from  int
 		f     *Prefill
 	}
 	var live []entry
@@ -75,7 +76,8 @@ func TestPrefillsDeepestMatchesNaive(t *testing.T) {
 		case op == 0 || len(live) == 0:
 			pod := pods[r.IntN(len(pods))]
 			c := chainOf(randomPath(r, base))
-			live = append(live, entry{pod, c, p.Begin(pod, c)})
+			from := r.IntN(len(c) + 1)
+			live = append(live, entry{pod, c, from, p.Begin(pod, c, from)})
 		case op == 1:
 			i := r.IntN(len(live))
 			p.End(live[i].f)
@@ -90,21 +92,21 @@ func TestPrefillsDeepestMatchesNaive(t *testing.T) {
 			pod := pods[r.IntN(len(pods))]
 			q := chainOf(randomPath(r, base))
 			above := r.IntN(4)
-			want := above
+			want := 0
 			for _, e := range live {
 				if e.pod == pod {
-					want = max(want, naivePrefix(e.chain, q))
+					want = max(want, naivePrefix(e.chain, q)-max(above, e.from))
 				}
 			}
 			f, got := p.Deepest(pod, q, above)
 			if got != want {
-				t.Fatalf("step %d: Deepest(%s, above %d) depth = %d, want %d", step, pod, above, got, want)
+				t.Fatalf("step %d: Deepest(%s, above %d) gain = %d, want %d", step, pod, above, got, want)
 			}
-			if (f != nil) != (want > above) {
-				t.Fatalf("step %d: Deepest(%s, above %d) prefill %v with depth %d", step, pod, above, f, got)
+			if (f != nil) != (want > 0) {
+				t.Fatalf("step %d: Deepest(%s, above %d) prefill %v with gain %d", step, pod, above, f, got)
 			}
-			if f != nil && (f.pod != pod || naivePrefix(f.chain, q) != got) {
-				t.Fatalf("step %d: Deepest returned a prefill of pod %s sharing %d blocks, want pod %s sharing %d", step, f.pod, naivePrefix(f.chain, q), pod, got)
+			if f != nil && (f.pod != pod || naivePrefix(f.chain, q)-max(above, f.From()) != got) {
+				t.Fatalf("step %d: Deepest returned a prefill of pod %s gaining %d blocks, want pod %s gaining %d", step, f.pod, naivePrefix(f.chain, q)-max(above, f.From()), pod, got)
 			}
 		}
 		n := 0
@@ -124,7 +126,7 @@ func TestPrefillsDeepestMatchesNaive(t *testing.T) {
 func TestPrefillsEndWakesWaiters(t *testing.T) {
 	p := NewPrefills()
 	p.End(nil)
-	f := p.Begin("a", chainOf([]uint64{1, 2}))
+	f := p.Begin("a", chainOf([]uint64{1, 2}), 0)
 	var wg sync.WaitGroup
 	woke := make(chan struct{}, 4)
 	for range 4 {
@@ -165,13 +167,13 @@ func BenchmarkPrefillsDeepest(b *testing.B) {
 		for j := 256; j < 512; j++ {
 			other = append(other, uint64(1000*(i+1)+j))
 		}
-		p.Begin("pod", chainOf(other))
+		p.Begin("pod", chainOf(other), 0)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, d := p.Deepest("pod", q, 0); d != 256 {
-			b.Fatalf("depth %d, want 256", d)
+			b.Fatalf("gain %d, want 256", d)
 		}
 	}
 }
@@ -181,11 +183,11 @@ func BenchmarkPrefillsBeginEnd(b *testing.B) {
 	p := NewPrefills()
 	c := chainOf([]uint64{1, 2, 3})
 	for range 8 {
-		p.Begin("pod", c)
+		p.Begin("pod", c, 0)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		p.End(p.Begin("pod", c))
+		p.End(p.Begin("pod", c, 0))
 	}
 }
