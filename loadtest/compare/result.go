@@ -118,6 +118,9 @@ type Report struct {
 	DecodePerTokenMs  float64 `json:"decode_per_token_ms"`
 	MaxRunning        int     `json:"max_running"`
 	KVOverlapWeight   float64 `json:"kv_overlap_weight"`
+	// PrefixWait says whether the cache-aware modes ran with the cell's
+	// prefix wait (Config.PrefixWait).
+	PrefixWait bool `json:"prefix_wait"`
 
 	// Modes are the modes run, by name (random, round_robin, kv-nospec,
 	// kv, approx).
@@ -144,7 +147,7 @@ func newReport(cfg Config, recs []trace.Record) *Report {
 	r := &Report{
 		ReachableReuseMethod: ReuseMethod, Workload: cfg.Workload, Requests: len(recs), Sample: cfg.Sample,
 		TimeScale: cfg.TimeScale, MaxTokensCap: cfg.MaxTokensCap, Pods: cfg.Pods, BlocksPerPod: cfg.BlocksPerPod,
-		BlockSize: cfg.BlockSize, MaxRunning: cfg.MaxRunning, KVOverlapWeight: cfg.KVOverlapWeight,
+		BlockSize: cfg.BlockSize, MaxRunning: cfg.MaxRunning, KVOverlapWeight: cfg.KVOverlapWeight, PrefixWait: cfg.PrefixWait,
 		PrefillPerTokenUs: float64(cfg.PrefillPerToken) / float64(time.Microsecond),
 		DecodePerTokenMs:  float64(cfg.DecodePerToken) / float64(time.Millisecond),
 		Modes:             map[string]*ModeResult{}, order: cfg.Modes,
