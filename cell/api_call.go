@@ -157,8 +157,13 @@ func (k *call) attempt(pod string) {
 func (k *call) attemptHeld(pod string) {
 	k.attemptOn(pod)
 	k.d.grant.Started()
-	k.holdForPrefix(pod)
+	f, bound := k.prefixToWait(pod)
+	// The call's own prefill is recorded before it waits, so that the
+	// next turn of its conversation, arriving meanwhile, waits for it
+	// (which ends after the prefill it waits for) rather than for the
+	// same one, and does not start beside it.
 	k.beginPrefill(pod)
+	k.waitPrefix(f, bound)
 }
 
 // attemptOn moves the call's load onto pod: the previous attempt's ticket

@@ -1,6 +1,10 @@
 package cell
 
-import "time"
+import (
+	"time"
+
+	"github.com/cellrouter/cellrouter/cell/load"
+)
 
 // The outcomes of a prefix wait, for cellrouter_prefix_waits_total.
 const (
@@ -9,17 +13,16 @@ const (
 	prefixWaitCancelled = "cancelled"
 )
 
-// holdForPrefix is the prefix wait (routing.prefix_wait, see
-// PrefixWaitConfig): when pod is still prefilling a prompt that shares
-// more of this request's prefix than pod holds, the request waits until
-// that prefill ends, the client leaves, or PrefixWaitBound passes (the
-// queue it would wait for anyway plus the prefill of the blocks it would
-// gain), whichever comes first. The call's ticket is on pod already, so
-// decisions made meanwhile see the load.
-func (k *call) holdForPrefix(pod string) {
+// prefixToWait is the prefix wait's decision (routing.prefix_wait, see
+// PrefixWaitConfig): when pod is still prefilling a prompt that will store
+// more of this request's prefix than pod holds, it returns that prefill and
+// how long to wait for it at most (PrefixWaitBound: the queue the request
+// would wait for anyway plus the prefill of the blocks it gains); nil
+// otherwise.
+func (k *call) prefixToWait(pod string) (*load.Prefill, time.Duration) {
 	pw := k.c.cfg.Routing.PrefixWait
 	if !pw.Enabled || (k.d.plan.Disaggregated && k.leg == "decode") {
-		return
+		return nil, 0
 	}
 	// A pod without events holds what the cell learned from its routing,
 	// speculative blocks included: what it has stored is only known from
@@ -30,11 +33,22 @@ func (k *call) holdForPrefix(pod string) {
 	}
 	f, gain := k.c.router.prefills.Deepest(pod, k.hashes, above)
 	if f == nil {
-		return
+		return nil, 0
 	}
 	cost := k.c.cfg.Routing.Cost
 	bound := PrefixWaitBound(gain, k.c.cfg.Events.BlockSize, cost.PrefillPerTokenUs, k.queueAhead(pod), pw.MaxWait)
 	if bound <= 0 {
+		return nil, 0
+	}
+	return f, bound
+}
+
+// waitPrefix holds the request until f's prefill ends, the client leaves
+// or bound passes, whichever comes first; a nil f returns at once. The
+// call's ticket is on its pod already, so decisions made meanwhile see the
+// load.
+func (k *call) waitPrefix(f *load.Prefill, bound time.Duration) {
+	if f == nil {
 		return
 	}
 	start := time.Now()

@@ -11,20 +11,25 @@ import (
 	"time"
 )
 
-// gatedPod is a pod whose first inference request does not answer until
-// the test opens its gate; it records the order in which requests arrived
-// and the gate opened.
+// gatedPod is a pod whose first inference requests do not answer until
+// the test opens their gates (one each, in order); it records the order
+// in which requests arrived and gates opened.
 type gatedPod struct {
-	srv  *httptest.Server
-	gate chan struct{}
+	srv   *httptest.Server
+	gates []chan struct{}
 
 	mu     sync.Mutex
 	events []string // "req", "gate"
+	served int      // requests arrived
+	opened int      // gates opened
 }
 
-func newGatedPod(t *testing.T) *gatedPod {
+func newGatedPod(t *testing.T, gates int) *gatedPod {
 	t.Helper()
-	p := &gatedPod{gate: make(chan struct{})}
+	p := &gatedPod{}
+	for range gates {
+		p.gates = append(p.gates, make(chan struct{}))
+	}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/v1/completions" {
 			if r.URL.Path == "/v1/models" {
@@ -34,11 +39,12 @@ func newGatedPod(t *testing.T) *gatedPod {
 		}
 		io.Copy(io.Discard, r.Body)
 		p.mu.Lock()
-		first := len(p.events) == 0
+		n := p.served
+		p.served++
 		p.events = append(p.events, "req")
 		p.mu.Unlock()
-		if first {
-			<-p.gate
+		if n < len(p.gates) {
+			<-p.gates[n]
 		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"id":"c","object":"text_completion","model":"m","choices":[{"text":"x"}],"usage":{"prompt_tokens":64,"completion_tokens":1}}`)
@@ -47,11 +53,21 @@ func newGatedPod(t *testing.T) *gatedPod {
 	return p
 }
 
+// open opens the next gate.
 func (p *gatedPod) open() {
 	p.mu.Lock()
 	p.events = append(p.events, "gate")
+	g := p.gates[p.opened]
+	p.opened++
 	p.mu.Unlock()
-	close(p.gate)
+	close(g)
+}
+
+// arrived returns the requests that reached the pod.
+func (p *gatedPod) arrived() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.served
 }
 
 func (p *gatedPod) log() []string {
@@ -75,7 +91,7 @@ func TestPrefixWaitHoldsFollowUp(t *testing.T) {
 	}{{"enabled", true, ""}, {"disabled", false, ""}, {"enabled, no events", true, PodEventsNone}} {
 		on := tc.on
 		t.Run(tc.name, func(t *testing.T) {
-			pod := newGatedPod(t)
+			pod := newGatedPod(t, 1)
 			cfg := testConfig()
 			cfg.Pods = []PodConfig{{ID: "a", Address: strings.TrimPrefix(pod.srv.URL, "http://"), KVBlocks: 10000, Events: tc.events}}
 			cfg.Routing.PrefixWait = PrefixWaitConfig{Enabled: on, MaxWait: time.Minute}
@@ -132,6 +148,54 @@ func TestPrefixWaitHoldsFollowUp(t *testing.T) {
 				t.Errorf("metrics lack %q", w)
 			}
 		})
+	}
+}
+
+// TestPrefixWaitChain sends three turns of one conversation, each
+// extending the last, the second and third while the first is still
+// prefilled: the third waits for the second (which will store more of its
+// prefix), not for the first, so it does not start beside the second.
+func TestPrefixWaitChain(t *testing.T) {
+	pod := newGatedPod(t, 2)
+	cfg := testConfig()
+	cfg.Pods = []PodConfig{{ID: "a", Address: strings.TrimPrefix(pod.srv.URL, "http://"), KVBlocks: 10000}}
+	cfg.Routing.PrefixWait = PrefixWaitConfig{Enabled: true, MaxWait: time.Minute}
+	cfg.Routing.Cost.PrefillPerTokenUs = 1e5
+	c := startCell(t, cfg)
+	base := "http://" + c.HTTPAddr()
+	waitFor(t, "healthz", func() bool { code, _ := get(t, base+"/healthz"); return code == 200 })
+
+	t1 := promptTokens(1)
+	t2 := append(append([]uint32(nil), t1...), promptTokens(2)[:256]...)
+	t3 := append(append([]uint32(nil), t2...), promptTokens(3)[:256]...)
+	done := make(chan int, 3)
+	send := func(toks []uint32) {
+		go func() {
+			resp, _ := completion(t, base, toks, false, nil)
+			done <- resp.StatusCode
+		}()
+	}
+	send(t1)
+	waitFor(t, "the first turn at the pod", func() bool { return pod.arrived() == 1 })
+	send(t2)
+	waitFor(t, "the second turn's ticket", func() bool { return c.router.tracker.Usage("a").Requests == 2 })
+	send(t3)
+	waitFor(t, "the third turn's ticket", func() bool { return c.router.tracker.Usage("a").Requests == 3 })
+	pod.open() // the first turn answers: the second goes
+	waitFor(t, "the second turn at the pod", func() bool { return pod.arrived() >= 2 })
+	pod.open() // the second answers: the third goes
+	for range 3 {
+		select {
+		case code := <-done:
+			if code != http.StatusOK {
+				t.Fatalf("status %d, want 200", code)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("requests did not finish")
+		}
+	}
+	if got, want := strings.Join(pod.log(), ","), "req,gate,req,gate,req"; got != want {
+		t.Fatalf("pod saw %s, want %s (the third turn went beside the second)", got, want)
 	}
 }
 
