@@ -58,6 +58,12 @@ type Config struct {
 	// the prefill it saves, instead of computing the prefix again beside
 	// it. Default: the cell's.
 	PrefixWait bool
+	// FlowControl is the cell's flow control in every mode
+	// (flow_control.enabled, on by default): in this fleet a pod is judged
+	// saturated only when the router's active blocks on it reach 95% of
+	// its KV cache (no engine metrics, no max_inflight_per_pod). Default:
+	// the cell's.
+	FlowControl bool
 	// KVMaxRequests, when positive, caps the requests the kv mode sends to
 	// one pod at a time (a soft filter: ignored when every pod is at the
 	// cap). 0 routes with the cell's plain default profile.
@@ -121,6 +127,7 @@ func DefaultConfig() Config {
 		KVOverlapWeight:   12,
 		Cost:              cell.CostBlocks,
 		PrefixWait:        cell.DefaultPrefixWaitConfig().Enabled,
+		FlowControl:       cell.DefaultConfig().FlowControl.Enabled,
 		SpeculativeTTL:    cell.DefaultConfig().Speculative.TTL,
 		SpeculativeWeight: cell.DefaultConfig().Speculative.Weight,
 		Modes:             ModeNames,

@@ -121,6 +121,9 @@ type Report struct {
 	// PrefixWait says whether the cache-aware modes ran with the cell's
 	// prefix wait (Config.PrefixWait).
 	PrefixWait bool `json:"prefix_wait"`
+	// FlowControl says whether the cell ran with flow control
+	// (Config.FlowControl).
+	FlowControl bool `json:"flow_control"`
 
 	// Modes are the modes run, by name (random, round_robin, kv-nospec,
 	// kv, approx).
@@ -148,6 +151,7 @@ func newReport(cfg Config, recs []trace.Record) *Report {
 		ReachableReuseMethod: ReuseMethod, Workload: cfg.Workload, Requests: len(recs), Sample: cfg.Sample,
 		TimeScale: cfg.TimeScale, MaxTokensCap: cfg.MaxTokensCap, Pods: cfg.Pods, BlocksPerPod: cfg.BlocksPerPod,
 		BlockSize: cfg.BlockSize, MaxRunning: cfg.MaxRunning, KVOverlapWeight: cfg.KVOverlapWeight, PrefixWait: cfg.PrefixWait,
+		FlowControl:       cfg.FlowControl,
 		PrefillPerTokenUs: float64(cfg.PrefillPerToken) / float64(time.Microsecond),
 		DecodePerTokenMs:  float64(cfg.DecodePerToken) / float64(time.Millisecond),
 		Modes:             map[string]*ModeResult{}, order: cfg.Modes,

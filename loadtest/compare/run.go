@@ -216,6 +216,7 @@ func cellConfig(cfg Config, fleet *enginesim.Fleet, name string) cell.Config {
 		DecodePerTokenMs:  float64(cfg.DecodePerToken) / float64(time.Millisecond),
 		DecodeTokens:      float64(cfg.MaxTokensCap), MaxRunning: cfg.MaxRunning}
 	cc.Routing.PrefixWait.Enabled = cfg.PrefixWait
+	cc.FlowControl.Enabled = cfg.FlowControl
 	if m.cacheAware && cfg.KVMaxRequests > 0 {
 		// The cache-aware profile with a per-pod concurrency cap: the
 		// default profile plus a soft "concurrency" filter, so a pod whose
