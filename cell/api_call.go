@@ -188,7 +188,7 @@ func (k *call) attemptOn(pod string) {
 // meanwhile waits for them (holdForPrefix).
 func (k *call) beginPrefill(pod string) {
 	if k.stored < k.blocks && !(k.d.plan.Disaggregated && k.leg == "decode") {
-		k.prefill = k.c.router.prefills.Begin(pod, k.hashes, k.stored)
+		k.prefill = k.c.router.prefills.Begin(pod, k.hashes, k.stored, time.Now())
 	}
 }
 

@@ -15,12 +15,15 @@ import (
 // computes them again: it pays their prefill itself, takes a running slot
 // from the pod that computes them, and fills the pod's cache twice.
 //
-// The wait is bounded by what going at once would cost: the queue wait the
-// engine model of routing.cost expects at the pod (see plugins.TTFTCost)
-// plus the prefill of the blocks it gains (gained blocks x block_size x
-// prefill_per_token_us). Past that the request would have started and
-// computed the blocks itself; the pending prefill is late, and the
-// request goes (PrefixWaitBound). max_wait caps every wait.
+// The wait is weighed against going at once, from the engine model of
+// routing.cost (see plugins.TTFTCost): the queue wait it expects at the
+// pod plus the prefill of the blocks the request gains (gained blocks x
+// block_size x prefill_per_token_us). A request waits only for a prefill
+// expected to end within that (its blocks' prefill time less the time
+// since it was sent: a long prompt that shares a short prefix with the
+// request is not worth waiting for), and at most that long: past it the
+// request would have computed the blocks itself (PrefixWaitBound).
+// max_wait caps every wait.
 // Requests the cell picks for a gateway (picker mode) are sent by the
 // gateway and do not wait.
 type PrefixWaitConfig struct {
@@ -43,24 +46,33 @@ func (c PrefixWaitConfig) validate() error {
 	return nil
 }
 
-// PrefixWaitBound is the longest a request should wait for a pod's
-// prefill in progress that will store gain more blocks of its prefix: the
-// time it would take the request to start on that pod (queue, the wait
-// the engine model expects from the pod's load) and prefill those blocks
-// itself (gain x blockSize tokens at prefillPerTokenUs each), capped at
-// maxWait. Up to then, waiting costs the request no more than going at
-// once would (it would be queued, then computing the same blocks), and
-// the pod computes them once. It returns 0, do not wait, when nothing is
-// gained or the wait is off (maxWait 0).
-func PrefixWaitBound(gain, blockSize int, prefillPerTokenUs float64, queue, maxWait time.Duration) time.Duration {
+// PrefixWaitBound decides the prefix wait: how long at most a request
+// should wait for a pod's prefill in progress that will store gain more
+// blocks of its prefix, 0 for not at all. Going at once, the request would
+// start after queue (the wait the engine model expects from the pod's
+// load) and compute those blocks itself (gain x blockSize tokens at
+// prefillPerTokenUs each); waiting, it starts when the prefill ends,
+// expected after remaining. It waits when remaining is within that, and
+// then at most that long, capped at maxWait: past it the prefill is late,
+// and the request would have computed the blocks by then. It returns 0
+// when nothing is gained or the wait is off (maxWait 0).
+func PrefixWaitBound(gain, blockSize int, prefillPerTokenUs float64, queue, remaining, maxWait time.Duration) time.Duration {
 	if gain <= 0 || blockSize <= 0 || !(prefillPerTokenUs > 0) || maxWait <= 0 {
 		return 0
 	}
-	us := float64(gain)*float64(blockSize)*prefillPerTokenUs + float64(max(0, queue)/time.Microsecond)
-	if us >= float64(maxWait/time.Microsecond) {
-		return maxWait
+	self := time.Duration(float64(gain)*float64(blockSize)*prefillPerTokenUs*float64(time.Microsecond)) + max(0, queue)
+	if remaining > self {
+		return 0
 	}
-	return time.Duration(us * float64(time.Microsecond))
+	return min(self, maxWait)
+}
+
+// PrefixRemaining is when a prefill of work blocks, sent elapsed ago, is
+// expected to end: its prefill time from the engine model less the time
+// it has had (it may have queued, so this is the earliest).
+func PrefixRemaining(work, blockSize int, prefillPerTokenUs float64, elapsed time.Duration) time.Duration {
+	d := time.Duration(float64(work)*float64(blockSize)*prefillPerTokenUs*float64(time.Microsecond)) - elapsed
+	return max(0, d)
 }
 
 // BindPrefixWaitFlags adds the prefix wait's flags to fs: --prefix-wait

@@ -15,10 +15,11 @@ const (
 
 // prefixToWait is the prefix wait's decision (routing.prefix_wait, see
 // PrefixWaitConfig): when pod is still prefilling a prompt that will store
-// more of this request's prefix than pod holds, it returns that prefill and
-// how long to wait for it at most (PrefixWaitBound: the queue the request
-// would wait for anyway plus the prefill of the blocks it gains); nil
-// otherwise.
+// more of this request's prefix than pod holds, and is expected to end
+// before the request would have computed those blocks itself, it returns
+// that prefill and how long to wait for it at most (PrefixWaitBound: the
+// queue the request would wait for anyway plus the prefill of the blocks
+// it gains); nil otherwise.
 func (k *call) prefixToWait(pod string) (*load.Prefill, time.Duration) {
 	pw := k.c.cfg.Routing.PrefixWait
 	if !pw.Enabled || (k.d.plan.Disaggregated && k.leg == "decode") {
@@ -35,8 +36,9 @@ func (k *call) prefixToWait(pod string) (*load.Prefill, time.Duration) {
 	if f == nil {
 		return nil, 0
 	}
-	cost := k.c.cfg.Routing.Cost
-	bound := PrefixWaitBound(gain, k.c.cfg.Events.BlockSize, cost.PrefillPerTokenUs, k.queueAhead(pod), pw.MaxWait)
+	cost, bs := k.c.cfg.Routing.Cost, k.c.cfg.Events.BlockSize
+	remaining := PrefixRemaining(f.Work(), bs, cost.PrefillPerTokenUs, time.Since(f.Began()))
+	bound := PrefixWaitBound(gain, bs, cost.PrefillPerTokenUs, k.queueAhead(pod), remaining, pw.MaxWait)
 	if bound <= 0 {
 		return nil, 0
 	}

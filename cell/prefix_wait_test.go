@@ -199,28 +199,40 @@ func TestPrefixWaitChain(t *testing.T) {
 	}
 }
 
-// TestPrefixWaitBound is the bound's table: the queue ahead plus the
-// prefill of the blocks gained, capped, and no wait when nothing is
-// gained or it is off.
+// TestPrefixWaitBound is the decision's table: wait for a prefill
+// expected to end before the request, going at once, would have queued
+// and computed the blocks it gains itself, and at most that long; not for
+// one expected later, nor when nothing is gained or the wait is off.
 func TestPrefixWaitBound(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		gain, bs   int
-		perTokenUs float64
-		queue, max time.Duration
-		want       time.Duration
+		name                  string
+		gain, bs              int
+		perTokenUs            float64
+		queue, remaining, max time.Duration
+		want                  time.Duration
 	}{
-		{"100 blocks of 16 at 25us, a free slot", 100, 16, 25, 0, 5 * time.Second, 40 * time.Millisecond},
-		{"one block", 1, 16, 25, 0, 5 * time.Second, 400 * time.Microsecond},
-		{"behind a queue", 100, 16, 25, 200 * time.Millisecond, 5 * time.Second, 240 * time.Millisecond},
-		{"capped", 100000, 16, 25, 0, 5 * time.Second, 5 * time.Second},
-		{"queue capped", 100, 16, 25, time.Minute, 5 * time.Second, 5 * time.Second},
-		{"nothing gained", 0, 16, 25, time.Second, 5 * time.Second, 0},
-		{"off", 100, 16, 25, 0, 0, 0},
-		{"no prefill cost", 100, 16, 0, 0, 5 * time.Second, 0},
+		{"100 blocks of 16 at 25us, a free slot, the prefill about to end", 100, 16, 25, 0, 10 * time.Millisecond, 5 * time.Second, 40 * time.Millisecond},
+		{"one block, the prefill ending now", 1, 16, 25, 0, 0, 5 * time.Second, 400 * time.Microsecond},
+		{"the prefill ends after the blocks would be computed", 100, 16, 25, 0, 41 * time.Millisecond, 5 * time.Second, 0},
+		{"the same, behind a queue it would wait for anyway", 100, 16, 25, 200 * time.Millisecond, 41 * time.Millisecond, 5 * time.Second, 240 * time.Millisecond},
+		{"a long prompt sharing a short prefix", 10, 16, 25, 0, 300 * time.Millisecond, 5 * time.Second, 0},
+		{"capped", 100000, 16, 25, 0, 0, 5 * time.Second, 5 * time.Second},
+		{"queue capped", 100, 16, 25, time.Minute, 0, 5 * time.Second, 5 * time.Second},
+		{"nothing gained", 0, 16, 25, time.Second, 0, 5 * time.Second, 0},
+		{"off", 100, 16, 25, 0, 0, 0, 0},
+		{"no prefill cost", 100, 16, 0, 0, 0, 5 * time.Second, 0},
 	} {
-		if got := PrefixWaitBound(tc.gain, tc.bs, tc.perTokenUs, tc.queue, tc.max); got != tc.want {
-			t.Errorf("%s: PrefixWaitBound(%d, %d, %v, %v, %v) = %v, want %v", tc.name, tc.gain, tc.bs, tc.perTokenUs, tc.queue, tc.max, got, tc.want)
+		if got := PrefixWaitBound(tc.gain, tc.bs, tc.perTokenUs, tc.queue, tc.remaining, tc.max); got != tc.want {
+			t.Errorf("%s: PrefixWaitBound(%d, %d, %v, queue %v, remaining %v, %v) = %v, want %v", tc.name, tc.gain, tc.bs, tc.perTokenUs, tc.queue, tc.remaining, tc.max, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		work    int
+		elapsed time.Duration
+		want    time.Duration
+	}{{100, 0, 40 * time.Millisecond}, {100, 30 * time.Millisecond, 10 * time.Millisecond}, {100, time.Second, 0}} {
+		if got := PrefixRemaining(tc.work, 16, 25, tc.elapsed); got != tc.want {
+			t.Errorf("PrefixRemaining(%d blocks, 16, 25us, %v) = %v, want %v", tc.work, tc.elapsed, got, tc.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package load
 
 import (
 	"sync"
+	"time"
 
 	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 )
@@ -23,7 +24,8 @@ type Prefills struct {
 type Prefill struct {
 	pod   string
 	chain []blockhash.Hash
-	from  int // the blocks of chain the pod held when the prefill began
+	from  int       // the blocks of chain the pod held when the prefill began
+	began time.Time // when it was sent
 	done  chan struct{}
 	ended bool // under Prefills.mu
 }
@@ -33,9 +35,10 @@ func NewPrefills() *Prefills { return &Prefills{pods: map[string][]*Prefill{}} }
 
 // Begin records that pod prefills a prompt of the chained block hashes
 // chain, of which it held the first from blocks already: the prefill
-// stores chain[from:]. The caller must not modify chain until End.
-func (p *Prefills) Begin(pod string, chain []blockhash.Hash, from int) *Prefill {
-	f := &Prefill{pod: pod, chain: chain, from: from, done: make(chan struct{})}
+// stores chain[from:]; now is when it was sent. The caller must not modify
+// chain until End.
+func (p *Prefills) Begin(pod string, chain []blockhash.Hash, from int, now time.Time) *Prefill {
+	f := &Prefill{pod: pod, chain: chain, from: from, began: now, done: make(chan struct{})}
 	p.mu.Lock()
 	p.pods[pod] = append(p.pods[pod], f)
 	p.mu.Unlock()
@@ -78,6 +81,12 @@ func (f *Prefill) Done() <-chan struct{} { return f.done }
 // From returns the blocks the pod held of f's prompt when its prefill
 // began.
 func (f *Prefill) From() int { return f.from }
+
+// Work returns the blocks f's prefill stores.
+func (f *Prefill) Work() int { return len(f.chain) - f.from }
+
+// Began returns when f's prefill was sent.
+func (f *Prefill) Began() time.Time { return f.began }
 
 // Deepest returns the prefill on pod that will store the most blocks of
 // chain's prefix the pod does not hold: its gain, the blocks it shares

@@ -77,7 +77,7 @@ func TestPrefillsDeepestMatchesNaive(t *testing.T) {
 			pod := pods[r.IntN(len(pods))]
 			c := chainOf(randomPath(r, base))
 			from := r.IntN(len(c) + 1)
-			live = append(live, entry{pod, c, from, p.Begin(pod, c, from)})
+			live = append(live, entry{pod, c, from, p.Begin(pod, c, from, time.Time{})})
 		case op == 1:
 			i := r.IntN(len(live))
 			p.End(live[i].f)
@@ -126,7 +126,7 @@ func TestPrefillsDeepestMatchesNaive(t *testing.T) {
 func TestPrefillsEndWakesWaiters(t *testing.T) {
 	p := NewPrefills()
 	p.End(nil)
-	f := p.Begin("a", chainOf([]uint64{1, 2}), 0)
+	f := p.Begin("a", chainOf([]uint64{1, 2}), 0, time.Time{})
 	var wg sync.WaitGroup
 	woke := make(chan struct{}, 4)
 	for range 4 {
@@ -167,7 +167,7 @@ func BenchmarkPrefillsDeepest(b *testing.B) {
 		for j := 256; j < 512; j++ {
 			other = append(other, uint64(1000*(i+1)+j))
 		}
-		p.Begin("pod", chainOf(other), 0)
+		p.Begin("pod", chainOf(other), 0, time.Time{})
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -183,11 +183,11 @@ func BenchmarkPrefillsBeginEnd(b *testing.B) {
 	p := NewPrefills()
 	c := chainOf([]uint64{1, 2, 3})
 	for range 8 {
-		p.Begin("pod", c, 0)
+		p.Begin("pod", c, 0, time.Time{})
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		p.End(p.Begin("pod", c, 0))
+		p.End(p.Begin("pod", c, 0, time.Time{}))
 	}
 }
