@@ -36,8 +36,12 @@ func (k *call) prefixToWait(pod string) (*load.Prefill, time.Duration) {
 	if f == nil {
 		return nil, 0
 	}
+	// What is left of f's prefill: its blocks beyond what the pod holds
+	// now (a prefill that waited for another one began with that one's
+	// blocks still to come), less the time since it was sent.
 	cost, bs := k.c.cfg.Routing.Cost, k.c.cfg.Events.BlockSize
-	remaining := PrefixRemaining(f.Work(), bs, cost.PrefillPerTokenUs, time.Since(f.Began()))
+	work := f.Work() - max(0, above-f.From())
+	remaining := PrefixRemaining(work, bs, cost.PrefillPerTokenUs, time.Since(f.Began()))
 	bound := PrefixWaitBound(gain, bs, cost.PrefillPerTokenUs, k.queueAhead(pod), remaining, pw.MaxWait)
 	if bound <= 0 {
 		return nil, 0
