@@ -60,6 +60,8 @@ func (k *call) waitPrefix(f *load.Prefill, bound time.Duration) {
 	start := time.Now()
 	t := time.NewTimer(bound)
 	defer t.Stop()
+	k.c.router.prefixWaiting.Add(1)
+	defer k.c.router.prefixWaiting.Add(-1)
 	outcome := prefixWaitStored
 	select {
 	case <-f.Done():

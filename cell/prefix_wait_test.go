@@ -115,9 +115,7 @@ func TestPrefixWaitHoldsFollowUp(t *testing.T) {
 				done <- resp.StatusCode
 			}()
 			if on {
-				// The follow-up's load is on the pod once it is held (or,
-				// wrongly, sent).
-				waitFor(t, "the follow-up's ticket", func() bool { return c.router.tracker.Usage("a").Requests == 2 })
+				waitFor(t, "the follow-up to wait", func() bool { return c.router.prefixWaiting.Load() == 1 })
 			} else {
 				waitFor(t, "the follow-up at the pod", func() bool { return len(pod.log()) == 2 })
 			}
@@ -144,8 +142,11 @@ func TestPrefixWaitHoldsFollowUp(t *testing.T) {
 			if on {
 				stored = 1
 			}
-			if w := fmt.Sprintf(`cellrouter_prefix_waits_total{cell="cell-0",outcome="stored"} %d`, stored); !strings.Contains(metrics, w) {
-				t.Errorf("metrics lack %q", w)
+			for _, w := range []string{fmt.Sprintf(`cellrouter_prefix_waits_total{cell="cell-0",outcome="stored"} %d`, stored),
+				`cellrouter_prefix_waiting{cell="cell-0"} 0`} {
+				if !strings.Contains(metrics, w) {
+					t.Errorf("metrics lack %q", w)
+				}
 			}
 		})
 	}
@@ -178,9 +179,9 @@ func TestPrefixWaitChain(t *testing.T) {
 	send(t1)
 	waitFor(t, "the first turn at the pod", func() bool { return pod.arrived() == 1 })
 	send(t2)
-	waitFor(t, "the second turn's ticket", func() bool { return c.router.tracker.Usage("a").Requests == 2 })
+	waitFor(t, "the second turn to wait", func() bool { return c.router.prefixWaiting.Load() == 1 })
 	send(t3)
-	waitFor(t, "the third turn's ticket", func() bool { return c.router.tracker.Usage("a").Requests == 3 })
+	waitFor(t, "the third turn to wait", func() bool { return c.router.prefixWaiting.Load() == 2 })
 	pod.open() // the first turn answers: the second goes
 	waitFor(t, "the second turn at the pod", func() bool { return pod.arrived() >= 2 })
 	pod.open() // the second answers: the third goes

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cellrouter/cellrouter/cachekey/blockhash"
@@ -32,8 +33,10 @@ type router struct {
 	// prefills are the prompts sent to pods and not yet prefilled, for the
 	// prefix wait (routing.prefix_wait).
 	prefills *load.Prefills
-	sessions *plugins.Sessions
-	obs      pipeline.Observer
+	// prefixWaiting counts the requests waiting for a prefill now.
+	prefixWaiting atomic.Int64
+	sessions      *plugins.Sessions
+	obs           pipeline.Observer
 
 	mu        sync.Mutex
 	cands     []pipeline.Candidate // static part, refreshed every CandidatesTTL and with each pod set version
