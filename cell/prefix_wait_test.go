@@ -237,3 +237,17 @@ func TestPrefixWaitBound(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixWaitConfigValidate checks that a negative max_wait is refused
+// with the field and value named, and that the defaults pass.
+func TestPrefixWaitConfigValidate(t *testing.T) {
+	cfg := testConfig()
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	cfg.Routing.PrefixWait.MaxWait = -time.Second
+	err := cfg.Validate()
+	if err == nil || !strings.Contains(err.Error(), "routing.prefix_wait.max_wait") || !strings.Contains(err.Error(), "-1s") {
+		t.Fatalf("max_wait -1s: got %v, want an error naming routing.prefix_wait.max_wait = -1s", err)
+	}
+}
