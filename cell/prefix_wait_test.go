@@ -1,6 +1,7 @@
 package cell
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -249,5 +250,29 @@ func TestPrefixWaitConfigValidate(t *testing.T) {
 	err := cfg.Validate()
 	if err == nil || !strings.Contains(err.Error(), "routing.prefix_wait.max_wait") || !strings.Contains(err.Error(), "-1s") {
 		t.Fatalf("max_wait -1s: got %v, want an error naming routing.prefix_wait.max_wait = -1s", err)
+	}
+}
+
+// TestBindPrefixWaitFlags checks that the flags override the config only
+// when given.
+func TestBindPrefixWaitFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want PrefixWaitConfig
+	}{
+		{nil, PrefixWaitConfig{Enabled: true, MaxWait: 7 * time.Second}},
+		{[]string{"--prefix-wait=false"}, PrefixWaitConfig{Enabled: false, MaxWait: 7 * time.Second}},
+		{[]string{"--prefix-wait-max", "2s"}, PrefixWaitConfig{Enabled: true, MaxWait: 2 * time.Second}},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		apply := BindPrefixWaitFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		got := PrefixWaitConfig{Enabled: true, MaxWait: 7 * time.Second} // as a config file set it
+		apply(&got)
+		if got != tc.want {
+			t.Errorf("%v: got %+v, want %+v", tc.args, got, tc.want)
+		}
 	}
 }
