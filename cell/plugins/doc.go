@@ -49,8 +49,13 @@
 // p90, p99; 1.12-1.17 at p50 before). kv-cost is unchanged (its scorer
 // benchmark with it); the wait costs the proxy path a Deepest lookup
 // (BenchmarkPrefillsDeepest: 120 ns, no allocation, eight prefills on the
-// pod) and a Begin and End (283 ns, two allocations). ttft-cost was not
-// measured again with the wait; its figures below are from before it.
+// pod) and a Begin and End (283 ns, two allocations). ttft-cost with the
+// wait (--cost ttft --modes kv, two runs each) still loses on the
+// conversation trace: 0.77-0.86 of the reachable reuse at x1-x3 and TTFT
+// p99 2.55-2.80 s, against blocks' 0.92-0.99 and 1.34-1.37 s; on the cold
+// workload it ties (0.97-1.00; p99 at x3 0.46 s against 0.37 s). So
+// blocks stays the default; ttft-cost's figures below are from before the
+// wait.
 //
 // # Cost under saturation: ttft-cost
 //
