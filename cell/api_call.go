@@ -40,6 +40,8 @@ type call struct {
 	session   string
 
 	ticket   *load.Ticket
+	stored   int           // the attempt's pod's stored depth (exact or approximate)
+	prefill  *load.Prefill // the attempt's prefill in progress; nil when none
 	upstream trace.Span
 	answered bool   // the relayed answer is a success (2xx)
 	leg      string // "single", "prefill" or "decode"
@@ -144,16 +146,50 @@ func (k *call) touch(pod string) {
 // the previous attempt's load is freed, pod's added, its blocks become
 // speculative.
 func (k *call) attempt(pod string) {
-	defer k.d.grant.Started() // flow control's next request sees this one's load
+	k.attemptOn(pod)
+	k.d.grant.Started() // flow control's next request sees this one's load
+	k.beginPrefill(pod)
+}
+
+// attemptHeld is proxy mode's attempt: as attempt, and the request waits
+// for a prefill of its own prefix that pod has in progress (the prefix
+// wait) before it goes.
+func (k *call) attemptHeld(pod string) {
+	k.attemptOn(pod)
+	k.d.grant.Started()
+	f, bound := k.prefixToWait(pod)
+	// The call's own prefill is recorded before it waits, so that the
+	// next turn of its conversation, arriving meanwhile, waits for it
+	// (which ends after the prefill it waits for) rather than for the
+	// same one, and does not start beside it.
+	k.beginPrefill(pod)
+	k.waitPrefix(f, bound)
+}
+
+// attemptOn moves the call's load onto pod: the previous attempt's ticket
+// and prefill end, pod's ticket starts, the blocks become speculative.
+func (k *call) attemptOn(pod string) {
 	if k.ticket != nil {
 		k.c.router.tracker.Done(k.ticket)
 	}
-	prefill := k.blocks - k.storedDepthOf(pod)
+	k.c.router.prefills.End(k.prefill)
+	k.prefill = nil
+	k.stored = k.storedDepthOf(pod)
+	prefill := k.blocks - k.stored
 	if k.d.plan.Disaggregated && k.leg == "decode" {
 		prefill = 0 // the KV cache arrives from the prefill pod
 	}
 	k.ticket = k.c.router.tracker.Start(pod, k.blocks+k.outBlocks, prefill, k.preq.RouteTemplate)
 	k.speculate(pod)
+}
+
+// beginPrefill records that pod prefills the prompt's blocks beyond what
+// it holds, until the first token: a request of the same prefix sent there
+// meanwhile waits for them (holdForPrefix).
+func (k *call) beginPrefill(pod string) {
+	if k.stored < k.blocks && !(k.d.plan.Disaggregated && k.leg == "decode") {
+		k.prefill = k.c.router.prefills.Begin(pod, k.hashes, k.stored, time.Now())
+	}
 }
 
 // retry records that an attempt failed before any byte reached the client.
@@ -193,6 +229,8 @@ func (k *call) firstByte(pod string) {
 	if k.ticket != nil {
 		k.c.router.tracker.FirstToken(k.ticket)
 	}
+	k.c.router.prefills.End(k.prefill) // the pod stored the prompt's blocks
+	k.prefill = nil
 	k.c.router.sessions.Record(k.session, pod)
 	if k.answered {
 		k.touch(pod) // an error answer computed nothing
@@ -228,6 +266,8 @@ func (k *call) end() {
 		k.c.router.tracker.Done(k.ticket)
 		k.ticket = nil
 	}
+	k.c.router.prefills.End(k.prefill)
+	k.prefill = nil
 	if k.upstream != nil {
 		k.upstream.End()
 		k.upstream = nil
@@ -249,7 +289,9 @@ func (k *call) startUpstream(pod string) context.Context {
 // hooks are proxy mode's hooks: Forward drives the call through them.
 func (k *call) hooks(podSetVersion uint64) proxy.Hooks {
 	return proxy.Hooks{
-		OnAttempt: func(t proxy.Target, attempt int) { k.attempt(t.Pod) },
+		// attemptHeld may block, up to the prefix wait's bound, before the
+		// attempt is sent; the proxy starts its timers after the hook.
+		OnAttempt: func(t proxy.Target, attempt int) { k.attemptHeld(t.Pod) },
 		OnRequest: func(t proxy.Target, out *http.Request) {
 			telemetry.Propagator.Inject(k.startUpstream(t.Pod), propagation.HeaderCarrier(out.Header))
 			out.Header.Set(PodSetVersionHeader, strconv.FormatUint(podSetVersion, 10))

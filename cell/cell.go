@@ -172,6 +172,9 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (_ *Cell, err error) {
 		return nil, err
 	}
 	c.router.view = c.pods
+	c.promReg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cellrouter_prefix_waiting",
+		Help:        "Requests waiting now for a prefill of their prefix in progress on their pod (routing.prefix_wait).",
+		ConstLabels: prometheus.Labels{"cell": cfg.CellID}}, func() float64 { return float64(c.router.prefixWaiting.Load()) }))
 	sat := &podSaturation{cfg: cfg.FlowControl, tracker: c.router.tracker, pods: c.pods, engines: c.engines, blockSize: cfg.Events.BlockSize}
 	c.flow = flowcontrol.New(cfg.FlowControl, sat, newFlowMetrics(cfg.CellID, c.promReg))
 	registerFlowController(cfg.CellID, c.promReg, c.flow)

@@ -28,6 +28,9 @@ type RoutingConfig struct {
 	// Cost is the default profile's cost model: the expected time to first
 	// token (queue wait plus prefill) or the reference router's blocks.
 	Cost CostConfig `yaml:"cost"`
+	// PrefixWait holds a request sent to a pod that is still prefilling
+	// part of its prefix until that prefill ends (see PrefixWaitConfig).
+	PrefixWait PrefixWaitConfig `yaml:"prefix_wait"`
 	// RouterTemperature is the default profile's softmax temperature over
 	// normalised costs; 0 picks the lowest cost.
 	RouterTemperature float64 `yaml:"router_temperature"`
@@ -86,6 +89,7 @@ func DefaultRoutingConfig() RoutingConfig {
 		Profile:               "default",
 		KVOverlapScoreWeight:  1,
 		Cost:                  DefaultCostConfig(),
+		PrefixWait:            DefaultPrefixWaitConfig(),
 		RouterTemperature:     0,
 		BusyThreshold:         0.95,
 		SessionHeader:         "X-Session-Id",
@@ -143,6 +147,9 @@ func (r RoutingConfig) validate() error {
 		return bad("candidates_ttl", r.CandidatesTTL, "must not be negative")
 	case r.ChatTemplate != "" && r.TokenizerJSON == "":
 		return bad("chat_template", r.ChatTemplate, "needs tokenizer_json")
+	}
+	if err := r.PrefixWait.validate(); err != nil {
+		return err
 	}
 	if err := r.Cost.validate(); err != nil {
 		return err

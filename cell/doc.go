@@ -87,6 +87,17 @@
 // end or cancellation) in picker mode. A served fallback is a retry, as
 // when the proxy moves to the next target.
 //
+// The prefix wait (prefix_wait.go, config_prefixwait.go,
+// routing.prefix_wait): the call records each prompt the pod is still
+// prefilling (load.Prefills, until its first token); in proxy mode a
+// request whose pod is prefilling more of its prefix than it holds waits
+// for that prefill to end before it is sent, when the engine model of
+// routing.cost expects it to end before the request would have queued and
+// computed those blocks itself, and at most that long. An engine stores a
+// prompt's blocks only when its prefill ends, so without the wait a
+// follow-up sent there moments after its previous turn runs beside it and
+// computes the prefix again.
+//
 // Tracing: a data-plane request is the span cell.request (continuing the
 // caller's W3C context), with a span per pipeline stage (cell.stage.*), one
 // for the tokenization of a text prompt inside prepare (cell.tokenize: the

@@ -36,6 +36,8 @@ type routeMetrics struct {
 	inflight     prometheus.Gauge
 	ttft         prometheus.Histogram
 	matchSource  *prometheus.CounterVec
+	prefixWaits  *prometheus.CounterVec
+	prefixWait   prometheus.Histogram
 
 	// stages caches stageTime's series by profile (stageObserver).
 	stagesMu sync.Mutex
@@ -79,11 +81,21 @@ func newRouteMetrics(cellID string, reg prometheus.Registerer) *routeMetrics {
 			Help: "Routed requests by where the picked pod's match came from: exact (events), speculative " +
 				"(blocks routed there, not yet confirmed), approximate (a pod without events), none.", ConstLabels: labels}, []string{"source"}),
 	}
+	m.prefixWaits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellrouter_prefix_waits_total",
+		Help: "Requests held for a prefill of their own prefix in progress on their pod (routing.prefix_wait), by how the wait ended: " +
+			"stored (the prefill ended), bound (it outlasted the prefill it saves), cancelled (the client left).", ConstLabels: labels}, []string{"outcome"})
+	m.prefixWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cellrouter_prefix_wait_seconds",
+		Help: "Time a request was held for a prefill of its prefix in progress on its pod.", ConstLabels: labels,
+		Buckets: prometheus.ExponentialBuckets(1e-3, 2, 14)})
 	for _, src := range []string{sourceExact, sourceSpeculative, sourceApproximate, sourceNone} {
 		m.matchSource.WithLabelValues(src) // every series from the start
 	}
+	for _, o := range []string{prefixWaitStored, prefixWaitBound, prefixWaitCancelled} {
+		m.prefixWaits.WithLabelValues(o)
+	}
 	reg.MustRegister(m.decisions, m.decisionTime, m.stageTime, m.failOpen, m.predictedHit, m.realisedHit,
-		m.predictedTok, m.realisedTok, m.promptTok, m.upstream, m.retries, m.inflight, m.ttft, m.matchSource)
+		m.predictedTok, m.realisedTok, m.promptTok, m.upstream, m.retries, m.inflight, m.ttft, m.matchSource,
+		m.prefixWaits, m.prefixWait)
 	return m
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cellrouter/cellrouter/cachekey/blockhash"
@@ -29,8 +30,13 @@ type router struct {
 	hasher   blockhash.Hasher
 	workflow *pipeline.Workflow
 	tracker  *load.Tracker
-	sessions *plugins.Sessions
-	obs      pipeline.Observer
+	// prefills are the prompts sent to pods and not yet prefilled, for the
+	// prefix wait (routing.prefix_wait).
+	prefills *load.Prefills
+	// prefixWaiting counts the requests waiting for a prefill now.
+	prefixWaiting atomic.Int64
+	sessions      *plugins.Sessions
+	obs           pipeline.Observer
 
 	mu        sync.Mutex
 	cands     []pipeline.Candidate // static part, refreshed every CandidatesTTL and with each pod set version
@@ -50,6 +56,7 @@ func newRouter(cfg Config, ix *index.Index, reg *events.Registry, learned *learn
 	rt := &router{
 		cfg: cfg.Routing, view: podset.New(cfg.staticPods()), ix: ix, reg: reg, learned: learned, state: state, hasher: hasher,
 		tracker:  load.NewTracker(),
+		prefills: load.NewPrefills(),
 		sessions: plugins.NewSessions(cfg.Routing.SessionTTL, 1<<16, nil),
 		obs:      obs,
 	}

@@ -145,6 +145,12 @@ func occupancy(c *pipeline.Candidate) float64 {
 	return min(1, float64(c.ActiveBlocks)/float64(c.TotalBlocks))
 }
 
+// QueueWaitMs is queueWait for callers outside the scorer (the cell's
+// prefix wait bounds its hold by it).
+func (s *TTFTCost) QueueWaitMs(requests, pendingBlocks int, blockMs float64) float64 {
+	return s.queueWait(requests, pendingBlocks, blockMs)
+}
+
 // queueWait is the model's expected wait, in milliseconds, before a new
 // request starts on a pod with requests in flight, pendingBlocks of their
 // blocks still to prefill at blockMs each: the time for

@@ -75,6 +75,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	memRatio := fs.Float64("memory-limit-ratio", memlimit.DefaultConfig().Ratio, "set the Go memory limit to this fraction of the container's cgroup memory limit, unless GOMEMLIMIT is set (0: off)")
 	applySnapshot := cell.BindSnapshotFlags(fs)
 	applyFlow := flowcontrol.BindFlags(fs)
+	applyPrefixWait := cell.BindPrefixWaitFlags(fs)
 	if help, err := logging.ParseFlags(fs, args, out); help || err != nil {
 		return err
 	}
@@ -138,6 +139,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	}
 	applySnapshot(&cfg.Snapshot)
 	applyFlow(&cfg.FlowControl)
+	applyPrefixWait(&cfg.Routing.PrefixWait)
 	applyAccess(&cfg.AccessLog)
 	applyDecisions(&cfg.Decisions)
 	applyStatus(&cfg.Status)

@@ -52,6 +52,18 @@ type Config struct {
 	// token from the engines' timing model below (PrefillPerToken,
 	// DecodePerToken, MaxRunning, with MaxTokensCap output tokens).
 	Cost string
+	// PrefixWait is the cell's prefix wait for the cache-aware modes
+	// (routing.prefix_wait.enabled): a request sent to a pod that is still
+	// prefilling part of its prefix waits for that prefill to end, at most
+	// the prefill it saves, instead of computing the prefix again beside
+	// it. Default: the cell's.
+	PrefixWait bool
+	// FlowControl is the cell's flow control in every mode
+	// (flow_control.enabled, on by default): in this fleet a pod is judged
+	// saturated only when the router's active blocks on it reach 95% of
+	// its KV cache (no engine metrics, no max_inflight_per_pod). Default:
+	// the cell's.
+	FlowControl bool
 	// KVMaxRequests, when positive, caps the requests the kv mode sends to
 	// one pod at a time (a soft filter: ignored when every pod is at the
 	// cap). 0 routes with the cell's plain default profile.
@@ -114,6 +126,8 @@ func DefaultConfig() Config {
 		Timeout:           2 * time.Minute,
 		KVOverlapWeight:   12,
 		Cost:              cell.CostBlocks,
+		PrefixWait:        cell.DefaultPrefixWaitConfig().Enabled,
+		FlowControl:       cell.DefaultConfig().FlowControl.Enabled,
 		SpeculativeTTL:    cell.DefaultConfig().Speculative.TTL,
 		SpeculativeWeight: cell.DefaultConfig().Speculative.Weight,
 		Modes:             ModeNames,

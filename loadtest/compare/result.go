@@ -35,6 +35,9 @@ type ModeResult struct {
 	VsRoundRobin *Versus `json:"vs_round_robin,omitempty"`
 	// Bypassed counts the requests sent around the cell (Config.Bypass).
 	Bypassed int64 `json:"bypassed,omitempty"`
+	// ReuseLoss says where the reuse the mode missed went (routed away
+	// from the prefix, sent beside the prefix's own prefill, evicted).
+	ReuseLoss *ReuseLoss `json:"reuse_loss,omitempty"`
 
 	results []replay.Result
 }
@@ -115,6 +118,12 @@ type Report struct {
 	DecodePerTokenMs  float64 `json:"decode_per_token_ms"`
 	MaxRunning        int     `json:"max_running"`
 	KVOverlapWeight   float64 `json:"kv_overlap_weight"`
+	// PrefixWait says whether the cache-aware modes ran with the cell's
+	// prefix wait (Config.PrefixWait).
+	PrefixWait bool `json:"prefix_wait"`
+	// FlowControl says whether the cell ran with flow control
+	// (Config.FlowControl).
+	FlowControl bool `json:"flow_control"`
 
 	// Modes are the modes run, by name (random, round_robin, kv-nospec,
 	// kv, approx).
@@ -141,7 +150,8 @@ func newReport(cfg Config, recs []trace.Record) *Report {
 	r := &Report{
 		ReachableReuseMethod: ReuseMethod, Workload: cfg.Workload, Requests: len(recs), Sample: cfg.Sample,
 		TimeScale: cfg.TimeScale, MaxTokensCap: cfg.MaxTokensCap, Pods: cfg.Pods, BlocksPerPod: cfg.BlocksPerPod,
-		BlockSize: cfg.BlockSize, MaxRunning: cfg.MaxRunning, KVOverlapWeight: cfg.KVOverlapWeight,
+		BlockSize: cfg.BlockSize, MaxRunning: cfg.MaxRunning, KVOverlapWeight: cfg.KVOverlapWeight, PrefixWait: cfg.PrefixWait,
+		FlowControl:       cfg.FlowControl,
 		PrefillPerTokenUs: float64(cfg.PrefillPerToken) / float64(time.Microsecond),
 		DecodePerTokenMs:  float64(cfg.DecodePerToken) / float64(time.Millisecond),
 		Modes:             map[string]*ModeResult{}, order: cfg.Modes,

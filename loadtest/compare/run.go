@@ -144,6 +144,9 @@ func runMode(ctx context.Context, cfg Config, recs []trace.Record, name string, 
 	if front != nil {
 		mr.Bypassed = front.bypassed.Load()
 	}
+	if mr.ReuseLoss, err = reuseLoss(recs, out.Results, cfg.Model, cfg.BlockSize); err != nil {
+		return nil, err
+	}
 	ids := make([]string, 0, cfg.Pods)
 	for _, p := range fleet.Pods() {
 		ids = append(ids, p.ID())
@@ -212,6 +215,8 @@ func cellConfig(cfg Config, fleet *enginesim.Fleet, name string) cell.Config {
 		PrefillPerTokenUs: float64(cfg.PrefillPerToken) / float64(time.Microsecond),
 		DecodePerTokenMs:  float64(cfg.DecodePerToken) / float64(time.Millisecond),
 		DecodeTokens:      float64(cfg.MaxTokensCap), MaxRunning: cfg.MaxRunning}
+	cc.Routing.PrefixWait.Enabled = cfg.PrefixWait
+	cc.FlowControl.Enabled = cfg.FlowControl
 	if m.cacheAware && cfg.KVMaxRequests > 0 {
 		// The cache-aware profile with a per-pod concurrency cap: the
 		// default profile plus a soft "concurrency" filter, so a pod whose
