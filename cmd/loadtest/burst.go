@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -60,12 +59,7 @@ func runBurst(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *asJSON {
-		data, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", data)
-		return err
+		return writeJSON(stdout, rep)
 	}
 	fmt.Fprintf(stdout, "bursts sharing a new %d-token prefix within %.0f ms, %d pods, prefill %.0fµs/token, max %d running, overlap weight %v\n\n",
 		rep.PrefixTokens, rep.WindowMs, rep.Pods, rep.PrefillPerTokenUs, rep.MaxRunning, rep.KVOverlapWeight)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -125,4 +126,12 @@ func locateTrace(name, path string) (string, error) {
 			name, err, trace.DefaultPath)
 	}
 	return found, nil
+}
+
+// writeJSON prints v to w as indented JSON and a newline: every command's
+// --json output.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

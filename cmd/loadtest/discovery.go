@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -39,9 +38,7 @@ func runDiscovery(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return writeJSON(stdout, rep)
 	}
 	row := func(name string, d discoverybench.Dist) {
 		fmt.Fprintf(stdout, "%-26s n=%-4d p50 %8.1f ms   p99 %8.1f ms   max %8.1f ms\n", name, d.N, d.P50, d.P99, d.Max)

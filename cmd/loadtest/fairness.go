@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -59,12 +58,7 @@ func runFairness(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	if *asJSON {
-		data, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", data)
-		return err
+		return writeJSON(stdout, rep)
 	}
 	fmt.Fprintf(stdout, "capacity %.1f req/s (%d pods x %d running); quiet %.1f req/s, noisy %.1f req/s (%.0fx its share)\n",
 		rep.CapacityRPS, rep.Pods, rep.MaxRunning, rep.QuietRPS, rep.NoisyRPS, rep.NoisyFactor)
