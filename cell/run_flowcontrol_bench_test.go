@@ -14,7 +14,8 @@ import (
 // BenchmarkFlowAdmitOverhead measures what flow control adds to a request
 // when no pod is saturated (the fast path every request takes while the
 // fleet has room): the saturation of its best pod, judged from the
-// router's load and kv_blocks, the admission and the end.
+// router's load and kv_blocks, the admission, the placement (Grant.Place,
+// which placeFlow asks) and the end.
 func BenchmarkFlowAdmitOverhead(b *testing.B) {
 	var pods []podset.Pod
 	tr := load.NewTracker()
@@ -34,6 +35,9 @@ func BenchmarkFlowAdmitOverhead(b *testing.B) {
 		g, err := c.Admit(ctx, r)
 		if err != nil {
 			b.Fatal(err)
+		}
+		if g.Place(names) >= 0 {
+			b.Fatal("a pod with room moved")
 		}
 		g.Started()
 		g.Done(1000)

@@ -112,25 +112,24 @@ func (c *Controller) room(pods []string, reserve float64) int {
 	return -1
 }
 
-// admissibleLocked reports whether r may go to its pods now and the
-// headroom it must leave free there: none when its pick has room even
-// with the headroom kept (the common case, one question to the pods), or
-// when it need not keep it (restrictedLocked); else Config.Headroom.
-func (c *Controller) admissibleLocked(r *Request, now time.Time) (ok bool, reserve float64) {
+// admissibleLocked returns the index in r.Pods of the pod r may go to
+// now (-1: it must wait) and the headroom it must leave free there: none
+// when its pick has room even with the headroom kept (the common case,
+// one question to the pods), or when it need not keep it
+// (restrictedLocked); else Config.Headroom.
+func (c *Controller) admissibleLocked(r *Request, now time.Time) (at int, reserve float64) {
 	if c.sat == nil || len(r.Pods) == 0 {
-		return true, 0 // nothing to wait for
+		return 0, 0 // nothing to wait for
 	}
 	h := c.cfg.Headroom
 	if h > 0 && !c.sat.Saturated(r.Pods[0], h) {
-		return true, 0
+		return 0, 0
 	}
-	if c.room(r.Pods, 0) < 0 {
-		return false, 0
+	at = c.room(r.Pods, 0)
+	if at < 0 || h == 0 || !c.restrictedLocked(r.Tenant, r.Band, now) {
+		return at, 0
 	}
-	if h == 0 || !c.restrictedLocked(r.Tenant, r.Band, now) {
-		return true, 0
-	}
-	return c.room(r.Pods, h) >= 0, h
+	return c.room(r.Pods, h), h
 }
 
 // Admit returns when r may go to its pods: at once when nothing of its
@@ -170,13 +169,13 @@ func (c *Controller) Admit(ctx context.Context, r Request) (*Grant, error) {
 	}
 	c.arriveLocked(r.Tenant, r.Band, r.Weight, now)
 	if c.q.AtOrAbove(r.Band) == 0 && c.pending == 0 {
-		ok, reserve := c.admissibleLocked(&r, now)
+		at, reserve := c.admissibleLocked(&r, now)
 		if reserve > 0 {
 			c.stats.HeadroomKept++
 		}
-		if ok {
+		if at >= 0 {
 			c.stats.Admitted[bi]++
-			g.charged, g.reserve = float64(r.Tokens), reserve
+			g.charged, g.reserve, g.at = float64(r.Tokens), reserve, at
 			c.q.Charge(r.Tenant, r.Band, r.Weight, g.charged)
 			c.grantedLocked(r.Tenant, r.Band, 1)
 			g.started, g.counted = true, true
@@ -291,9 +290,9 @@ func (c *Controller) dispatchLocked() {
 	now := c.now()
 	it := c.q.Next(func(it *Item) bool {
 		w := it.Value.(*waiter)
-		ok, reserve := c.admissibleLocked(&w.req, now)
+		at, reserve := c.admissibleLocked(&w.req, now)
 		w.reserve = reserve
-		return ok
+		return at >= 0
 	})
 	if it == nil {
 		return

@@ -20,9 +20,11 @@ type Grant struct {
 	started bool
 	done    bool
 	// counted says the request is counted in flight (headroom.go);
-	// reserve is the headroom it must leave free (Place).
+	// reserve is the headroom it must leave free (Place); at is the index
+	// of the pod with room its admission at once found in its pods.
 	counted bool
 	reserve float64
+	at      int
 }
 
 // Place returns the index in pods (the request's pods, best first, after
@@ -33,13 +35,21 @@ type Grant struct {
 // request admitted while it had to leave the headroom free for others
 // (Config.Headroom) counts as room only what lies beyond the headroom.
 // With no room anywhere (the load moved since the admission) it goes to
-// its pick.
+// its pick. A request admitted at once must be placed among the pods it
+// was admitted for: the admission's own answer is returned, with no
+// second question to the pods.
 func (g *Grant) Place(pods []string) int {
 	if g == nil || len(pods) < 2 {
 		return -1
 	}
+	if !g.queued {
+		if g.at > 0 {
+			return g.at
+		}
+		return -1
+	}
 	c := g.c
-	if !c.cfg.Enabled || c.sat == nil {
+	if c.sat == nil {
 		return -1
 	}
 	c.mu.Lock()
