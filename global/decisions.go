@@ -37,8 +37,7 @@ func (g *Global) Decision(id string) (DecisionRecord, bool) { return g.decisions
 // id, the tenant's name and the model.
 func (g *Global) beginRecord(ctx context.Context, r *http.Request, start time.Time, model string) *DecisionRecord {
 	p, _ := edge.PrincipalFrom(r.Context())
-	rec := g.decisions.Begin(ctx, r, start, model, p.TenantName())
-	return rec
+	return g.decisions.Begin(ctx, r, start, model, p.TenantName())
 }
 
 // endRecord adds a finished record to the ring.
