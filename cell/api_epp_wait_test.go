@@ -36,8 +36,8 @@ func waitCell(t *testing.T, pods map[string]*gatedPod, mod func(*Config)) (*Cell
 	cfg.Routing.PrefixWait = PrefixWaitConfig{Enabled: true, MaxWait: time.Minute}
 	// The engine model of the cost (ttft) weighs a block's prefill as the
 	// prefix wait does, so that a follow-up is picked where its previous
-	// turn went (with the blocks cost, the idle pod's 80 blocks to compute
-	// outbid the busy pod's 16 and the 65 blocks in flight).
+	// turn went. With the blocks cost an idle pod (80 blocks to compute)
+	// outbids the busy one (16 to compute, 65 in flight).
 	cfg.Routing.Cost.Model = CostTTFT
 	cfg.Routing.Cost.PrefillPerTokenUs = 1e5
 	if mod != nil {
@@ -53,6 +53,7 @@ func waitCell(t *testing.T, pods map[string]*gatedPod, mod func(*Config)) (*Cell
 	return c, extprocv3.NewExternalProcessorClient(cc)
 }
 
+// addr is the pod's host:port.
 func (p *gatedPod) addr() string { return strings.TrimPrefix(p.srv.URL, "http://") }
 
 // releaseAtEnd opens, when the test ends (before the pod's server closes,
@@ -291,8 +292,13 @@ func TestEPPPrefixWaitCancelled(t *testing.T) {
 		t.Fatal("a grant was done before any call ended")
 	}
 	cancel()
-	if o := <-next; o.err == nil {
-		t.Fatalf("the cancelled call returned %+v, want its context's error", o.out)
+	select {
+	case o := <-next:
+		if o.err == nil {
+			t.Fatalf("the cancelled call returned %+v, want its context's error", o.out)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the cancelled call did not return")
 	}
 	waitFor(t, "the cancelled call to end", func() bool {
 		return c.router.prefixWaiting.Load() == 0 && c.router.tracker.Usage("a").Requests == 1 && c.router.prefills.Len("a") == 1 &&
