@@ -151,9 +151,11 @@ func (k *call) attempt(pod string) {
 	k.beginPrefill(pod)
 }
 
-// attemptHeld is proxy mode's attempt: as attempt, and the request waits
-// for a prefill of its own prefix that pod has in progress (the prefix
-// wait) before it goes.
+// attemptHeld is the first attempt of proxy mode (every attempt) and of
+// picker mode (the pick, whose answer the gateway waits for): as attempt,
+// and the request waits for a prefill of its own prefix that pod has in
+// progress (the prefix wait) before it goes. A fallback the gateway
+// already served is recorded by attempt.
 func (k *call) attemptHeld(pod string) {
 	k.attemptOn(pod)
 	k.d.grant.Started()

@@ -30,7 +30,8 @@ var errServedElsewhere = errors.New("cell: the gateway served the request from a
 // limits, tenant salt, Prepare/Filter/Score/Pick among the subset the
 // gateway allows), answered with the pick and its fallbacks instead of a
 // proxied call, and the same call bookkeeping (api_call.go) driven by what
-// the gateway reports of the response.
+// the gateway reports of the response. The answer is held, as proxy mode
+// holds its request, for flow control and for the prefix wait.
 type eppPicker struct{ c *Cell }
 
 var _ epp.Picker = eppPicker{}
@@ -112,7 +113,17 @@ func (p eppPicker) Pick(ctx context.Context, req *epp.Request) (*epp.Result, err
 	}
 	res.Header.Set(PodSetVersionHeader, strconv.FormatUint(view.Version, 10))
 	x.pod = targets[0].Pod
-	k.attempt(x.pod)
+	// The prefix wait as in proxy mode (prefix_wait.go): the pick's load
+	// and its own prefill are recorded, then the answer is held while the
+	// pick is still prefilling more of the prompt's prefix than it holds,
+	// so that the gateway sends the request once that prefix is stored.
+	// A gateway that goes away meanwhile gets no answer, and the call ends
+	// here (the server finishes no exchange it did not get).
+	k.attemptHeld(x.pod)
+	if ctx.Err() != nil {
+		x.Finish(false)
+		return nil, context.Cause(ctx)
+	}
 	telemetry.Propagator.Inject(k.startUpstream(x.pod), propagation.HeaderCarrier(res.Header))
 	if !bytes.Equal(pl.body, req.Body) {
 		res.Body = pl.body // the tenant's salt went in

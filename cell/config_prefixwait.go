@@ -24,8 +24,9 @@ import (
 // request is not worth waiting for), and at most that long: past it the
 // request would have computed the blocks itself (PrefixWaitBound).
 // max_wait caps every wait.
-// Requests the cell picks for a gateway (picker mode) are sent by the
-// gateway and do not wait.
+// Requests the cell picks for a gateway (picker mode) wait alike: the
+// cell holds its answer, the destination, and the gateway sends the
+// request when the wait ends.
 type PrefixWaitConfig struct {
 	// Enabled turns the prefix wait on.
 	Enabled bool `yaml:"enabled"`

@@ -85,13 +85,17 @@
 // token, usage, metrics), driven by the proxy's hooks in proxy mode and by
 // what the gateway reports of the response (served endpoint, status, body,
 // end or cancellation) in picker mode. A served fallback is a retry, as
-// when the proxy moves to the next target.
+// when the proxy moves to the next target. Both modes hold the request the
+// same way for flow control and the prefix wait: proxy mode before it
+// sends, picker mode before it answers the gateway, whose cancellation
+// ends the call as a client's does.
 //
 // The prefix wait (prefix_wait.go, config_prefixwait.go,
 // routing.prefix_wait): the call records each prompt the pod is still
-// prefilling (load.Prefills, until its first token); in proxy mode a
-// request whose pod is prefilling more of its prefix than it holds waits
-// for that prefill to end before it is sent, when the engine model of
+// prefilling (load.Prefills, until its first token); a request whose pod
+// is prefilling more of its prefix than it holds waits for that prefill to
+// end before it is sent (proxy mode) or before the gateway gets its
+// destination (picker mode), when the engine model of
 // routing.cost expects it to end before the request would have queued and
 // computed those blocks itself, and at most that long. An engine stores a
 // prompt's blocks only when its prefill ends, so without the wait a

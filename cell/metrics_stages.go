@@ -82,8 +82,8 @@ func newRouteMetrics(cellID string, reg prometheus.Registerer) *routeMetrics {
 				"(blocks routed there, not yet confirmed), approximate (a pod without events), none.", ConstLabels: labels}, []string{"source"}),
 	}
 	m.prefixWaits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellrouter_prefix_waits_total",
-		Help: "Requests held for a prefill of their own prefix in progress on their pod (routing.prefix_wait), by how the wait ended: " +
-			"stored (the prefill ended), bound (it outlasted the prefill it saves), cancelled (the client left).", ConstLabels: labels}, []string{"outcome"})
+		Help: "Requests held for a prefill of their own prefix in progress on their pod (routing.prefix_wait; in picker mode, the answer to the gateway held), by how the wait ended: " +
+			"stored (the prefill ended), bound (it outlasted the prefill it saves), cancelled (the client, or the gateway, left).", ConstLabels: labels}, []string{"outcome"})
 	m.prefixWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cellrouter_prefix_wait_seconds",
 		Help: "Time a request was held for a prefill of its prefix in progress on its pod.", ConstLabels: labels,
 		Buckets: prometheus.ExponentialBuckets(1e-3, 2, 14)})

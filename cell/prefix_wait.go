@@ -49,10 +49,10 @@ func (k *call) prefixToWait(pod string) (*load.Prefill, time.Duration) {
 	return f, bound
 }
 
-// waitPrefix holds the request until f's prefill ends, the client leaves
-// or bound passes, whichever comes first; a nil f returns at once. The
-// call's ticket is on its pod already, so decisions made meanwhile see the
-// load.
+// waitPrefix holds the request until f's prefill ends, the client (the
+// gateway in picker mode) leaves or bound passes, whichever comes first; a
+// nil f returns at once. The call's ticket is on its pod already, so
+// decisions made meanwhile see the load.
 func (k *call) waitPrefix(f *load.Prefill, bound time.Duration) {
 	if f == nil {
 		return

@@ -107,8 +107,9 @@ func newEPPMetrics(cellID string, reg prometheus.Registerer) *eppMetrics {
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "cellrouter_epp_refusals_total", ConstLabels: l,
 			Help: "Requests the Endpoint Picker answered with an immediate response, by HTTP status."}, []string{"status"}),
 		pickTime: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "cellrouter_epp_pick_seconds", ConstLabels: l,
-			Help:    "Time from a request's last body byte to the picker's answer.",
-			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16)}),
+			Help: "Time from a request's last body byte to the picker's answer, the holds of flow control's queue and of the prefix wait included.",
+			// 50 us to 26 s: a decision, and the holds up to their bounds.
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 20)}),
 	}
 	reg.MustRegister(m.picks, m.refusals, m.pickTime)
 	return m

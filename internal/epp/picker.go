@@ -98,7 +98,9 @@ type Result struct {
 
 // Picker chooses the endpoints of a request. Pick is called concurrently,
 // once per request, after the whole body arrived; it may block (a pipeline
-// that tokenizes) and must return when ctx ends. An error is answered with
+// that tokenizes, a picker that holds the request until its endpoint is
+// ready: the cell's flow control and prefix wait) and must return when ctx
+// ends (the gateway cancelled the stream), having undone what it did. An error is answered with
 // an ImmediateResponse: an *Error as it is, ErrNoEndpoint 503, ErrShed
 // 429, anything else 500.
 type Picker interface {
