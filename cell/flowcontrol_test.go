@@ -304,7 +304,8 @@ func TestFlowDeadlineAnswers429(t *testing.T) {
 	_, metrics := getAdminMetrics(t, c)
 	for _, want := range []string{`cellrouter_flow_shed_total{band="standard",cell="cell-0",reason="deadline"} 1`,
 		`cellrouter_flow_shed_total{band="standard",cell="cell-0",reason="client_deadline"} 1`,
-		`cellrouter_flow_headroom_kept_total{cell="cell-0"} 0`} { // one tenant alone keeps no headroom
+		`cellrouter_flow_headroom_kept_total{cell="cell-0"} 0`,
+		`cellrouter_flow_affinity_reordered_total{cell="cell-0"} 0`} { // one tenant alone keeps no headroom
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s:\n%s", want, grepLines(metrics, "cellrouter_flow_"))
 		}

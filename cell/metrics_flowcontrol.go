@@ -45,7 +45,8 @@ func newFlowMetrics(cellID string, reg prometheus.Registerer) *flowMetrics {
 
 // registerFlowController exports what ctl computes on demand: the critical
 // requests refused while sheddable ones waited, the requests that left
-// the headroom to others, and the wait estimates.
+// the headroom to others, the requests dispatched out of order for cache
+// affinity, and the wait estimates.
 func registerFlowController(cellID string, reg prometheus.Registerer, ctl *flowcontrol.Controller) {
 	labels := prometheus.Labels{"cell": cellID}
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellrouter_flow_critical_shed_while_sheddable_queued_total",
@@ -54,6 +55,9 @@ func registerFlowController(cellID string, reg prometheus.Registerer, ctl *flowc
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellrouter_flow_headroom_kept_total",
 		Help: "Requests that on arrival left the pods' headroom (flow_control.headroom) to tenants under their share or to a higher band: sent to another pod or queued.", ConstLabels: labels},
 		func() float64 { return float64(ctl.Stats().HeadroomKept) }))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "cellrouter_flow_affinity_reordered_total",
+		Help: "Requests dispatched from the queue ahead of an earlier one of their tenant because the freed pod cost them less prefix (flow_control.affinity_lookahead).", ConstLabels: labels},
+		func() float64 { return float64(ctl.Stats().AffinityReordered) }))
 	for _, b := range auth.Priorities() {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cellrouter_flow_wait_estimate_seconds",
 			Help:        "How long a new request of each band would wait now (what the cell gossips).",

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/cell/flowcontrol"
+	"github.com/cellrouter/cellrouter/cell/index"
 	"github.com/cellrouter/cellrouter/cell/load"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
 	"github.com/cellrouter/cellrouter/cell/podset"
@@ -71,31 +72,71 @@ func (s *podSaturation) Saturated(pod string, reserve float64) bool {
 // acceptablePods are the pods a decision would send the request to, best
 // first (each once): the request waits while all of them are saturated.
 func acceptablePods(d *decision) []string {
+	pods, _ := flowPods(d, false)
+	return pods
+}
+
+// flowPods returns acceptablePods and, with withDetours, each one's
+// detour: the prefix blocks sending the request there would prefill again
+// that its pick holds. Flow control offers a freed pod first to the
+// waiting request it costs the least (flowcontrol.Request.Detours). The
+// detours are nil when the pick matched nothing.
+func flowPods(d *decision, withDetours bool) (pods []string, detours []float64) {
 	dec := d.plan.Single
 	if d.plan.Disaggregated {
 		dec = d.plan.Decode
 	}
-	out := make([]string, 0, len(dec.Order))
-	var seen map[string]bool // for long lists; a short one is scanned
+	var match *index.MatchResult
+	if withDetours {
+		match, _ = pipeline.Match.Get(d.rc)
+	}
+	pods = make([]string, 0, len(dec.Order))
+	var depths []int
+	if match != nil {
+		depths = make([]int, 0, len(dec.Order))
+	}
+	var seen map[string]int // for long lists; a short one is scanned
 	for _, ci := range dec.Order {
-		pod := d.rc.Candidates[ci].Pod
+		c := &d.rc.Candidates[ci]
+		depth := 0
+		if match != nil && c.HasSlot {
+			depth = match.Depth(c.Slot)
+		}
+		at := -1
 		if seen != nil {
-			if seen[pod] {
-				continue
+			if i, ok := seen[c.Pod]; ok {
+				at = i
 			}
-			seen[pod] = true
-		} else if slices.Contains(out, pod) {
+		} else {
+			at = slices.Index(pods, c.Pod)
+		}
+		if at >= 0 { // another holder of the pod (pod#rank)
+			if depths != nil {
+				depths[at] = max(depths[at], depth)
+			}
 			continue
 		}
-		out = append(out, pod)
-		if len(out) == 16 && seen == nil {
-			seen = make(map[string]bool, len(dec.Order))
-			for _, p := range out {
-				seen[p] = true
+		pods = append(pods, c.Pod)
+		if depths != nil {
+			depths = append(depths, depth)
+		}
+		if seen != nil {
+			seen[c.Pod] = len(pods) - 1
+		} else if len(pods) == 16 {
+			seen = make(map[string]int, len(dec.Order))
+			for i, p := range pods {
+				seen[p] = i
 			}
 		}
 	}
-	return out
+	if len(depths) == 0 || depths[0] == 0 {
+		return pods, nil
+	}
+	detours = make([]float64, len(pods))
+	for i, n := range depths {
+		detours[i] = float64(max(0, depths[0]-n))
+	}
+	return pods, detours
 }
 
 // admitFlow passes a decided request through flow control. It returns the
@@ -128,7 +169,8 @@ func (c *Cell) admitFlowOf(ctx context.Context, w http.ResponseWriter, r *http.R
 		tokens += len(hashes) * c.cfg.Events.BlockSize
 	}
 	req := flowcontrol.Request{Tenant: p.TenantName(), Band: band, Weight: p.Tenant.FairWeight(), ClientTimeout: timeout,
-		Tokens: tokens, Pods: acceptablePods(d)}
+		Tokens: tokens}
+	req.Pods, req.Detours = flowPods(d, true)
 	if p.Tenant != nil {
 		req.MaxWait = p.Tenant.MaxQueueWait
 	}

@@ -50,13 +50,30 @@ type Config struct {
 	// dispatch when it sets no max_tokens; its real usage replaces the
 	// estimate when it ends.
 	OutputTokensEstimate int `yaml:"output_tokens_estimate"`
+	// AffinityLookahead is how many of a tenant's waiting requests the
+	// queue looks at when a pod frees up: of them it dispatches the one
+	// that pod (or the first pod of its decision with room) costs the
+	// least prefix, in blocks to prefill again beyond what its pick holds
+	// (Request.Detours), the earliest on a tie; 0 or 1 is plain FIFO
+	// within a tenant. The tenants' fair shares do not change.
+	AffinityLookahead int `yaml:"affinity_lookahead"`
+	// AffinityMaxPasses bounds how often a waiting request may be passed
+	// over for cache affinity (a later request of its tenant dispatched
+	// first while it could have gone): after that many, it goes first to
+	// any pod with room. A bound in dispatches, not time, keeps affinity
+	// when the queue is long, which is when the prefill it saves matters
+	// most, while no request waits more than that many extra dispatches.
+	// 0: never passed over.
+	AffinityMaxPasses int `yaml:"affinity_max_passes"`
 }
 
 // DefaultConfig returns the defaults: flow control on, 1024 queued
 // requests, a 30 s deadline, a pod saturated at 8 waiting requests or 95%
 // of its KV blocks, checked again every 20 ms, a quarter of each limit
 // kept as headroom for tenants under their share (active for 10 s after
-// their last request).
+// their last request), and a freed pod given to the waiting request, of
+// a tenant's first 32, that it costs the least prefix (passing a request over at most 32
+// times).
 func DefaultConfig() Config {
 	return Config{
 		Enabled:               true,
@@ -68,6 +85,8 @@ func DefaultConfig() Config {
 		Headroom:              0.25,
 		ActiveWindow:          10 * time.Second,
 		OutputTokensEstimate:  256,
+		AffinityLookahead:     32,
+		AffinityMaxPasses:     32,
 	}
 }
 
@@ -95,6 +114,10 @@ func (c Config) Validate() error {
 		return bad("active_window", c.ActiveWindow, "want over 0 with headroom")
 	case c.OutputTokensEstimate < 0:
 		return bad("output_tokens_estimate", c.OutputTokensEstimate, "want 0 or more")
+	case c.AffinityLookahead < 0:
+		return bad("affinity_lookahead", c.AffinityLookahead, "want 0 or more (0 or 1: FIFO within a tenant)")
+	case c.AffinityMaxPasses < 0:
+		return bad("affinity_max_passes", c.AffinityMaxPasses, "want 0 or more")
 	}
 	return nil
 }

@@ -40,7 +40,16 @@ type Request struct {
 	// waits while every one of them is saturated. The controller keeps
 	// the slice while the request waits.
 	Pods []string
+	// Detours are, for each of Pods (nil: 0 for every one), what sending
+	// the request there costs beyond its pick: the prefix blocks it would
+	// prefill again that its pick holds. A pod that frees up goes to the
+	// waiting request it costs the least (Config.AffinityLookahead). The
+	// controller keeps the slice while the request waits.
+	Detours []float64
 }
+
+// detour returns the request's detour to Pods[i].
+func (r *Request) detour(i int) float64 { return detourAt(r.Detours, i) }
 
 // waiter is a request waiting in the queue: the controller sends its
 // outcome on ch exactly once, under the lock, after taking its item out.
@@ -282,22 +291,36 @@ func (c *Controller) leftLocked(r Request, waited time.Duration, outcome string)
 }
 
 // dispatchLocked hands the queue's next eligible request a grant, unless
-// a dispatched one has not started yet.
+// a dispatched one has not started yet. Within the tenant served, the
+// request dispatched is, of its first Config.AffinityLookahead, the one
+// whose pod with room costs it the least detour (Request.Detours), so a
+// freed pod takes a request that holds its prefix there before one that
+// would prefill its prefix again; a request passed over
+// Config.AffinityMaxPasses times is passed over no longer.
 func (c *Controller) dispatchLocked() {
 	if c.pending > 0 || c.q.Len() == 0 {
 		return
 	}
 	now := c.now()
-	it := c.q.Next(func(it *Item) bool {
+	it := c.q.NextBest(c.cfg.AffinityLookahead, func(it *Item) (float64, bool) {
 		w := it.Value.(*waiter)
 		at, reserve := c.admissibleLocked(&w.req, now)
 		w.reserve = reserve
-		return at >= 0
+		if at < 0 {
+			return 0, false
+		}
+		if it.Passes() >= c.cfg.AffinityMaxPasses {
+			return 0, true
+		}
+		return w.req.detour(at), true
 	})
 	if it == nil {
 		return
 	}
 	w := it.Value.(*waiter)
+	if head := it.Seq(); c.q.Waiting(w.req.Tenant, w.req.Band) > 0 && c.q.headSeq(w.req.Tenant, w.req.Band) < head {
+		c.stats.AffinityReordered++
+	}
 	c.grantedLocked(w.req.Tenant, w.req.Band, 1)
 	if iv := now.Sub(c.mark); c.interval == 0 {
 		c.interval = iv

@@ -38,10 +38,11 @@
 // tenant backlogged, two tenants' served tokens over their weights differ
 // by at most one request's cost over the least weight
 // (TestQueueFairnessBound), so the shares converge to the weights. Within a tenant the
-// order is first come, first served.
+// order is first come, first served, but for cache affinity (below).
 //
-// The order never looks at prefixes: a request whose prefix is hot on an
-// idle pod waits its turn like any other (TestQueueHotPrefixDoesNotSkip).
+// Between tenants the order never looks at prefixes: a request whose
+// prefix is hot on an idle pod waits its tenant's turn like any other
+// (TestQueueHotPrefixDoesNotSkip, TestAffinityKeepsTenantShares).
 // Pods only decide eligibility: a head whose pods are all saturated is
 // passed over for the next tenant's, which keeps the queue working when
 // the cell serves several models on different pods. Dispatch hands one
@@ -50,6 +51,33 @@
 // next, so one freed slot does not release the whole queue; the queue
 // moves whenever a request ends and every recheck_interval (Run), as the
 // engines' metrics change between requests.
+//
+// # Cache affinity
+//
+// A request that waits is waiting because the pods it would go to are
+// full, and the pod that frees up first is rarely the one that holds its
+// prefix. First come, first served would hand that pod to the oldest
+// request, which then prefills its whole prefix again beside the pod
+// that holds it: under saturation, the queue undid the cache-aware pick
+// (on the conversation trace at eight times its rate, flow control sent
+// 0.14 of the prompt tokens away from their prefix where sending at once
+// sent 0.06; loadtest compare's reuse_loss). So each request carries its
+// detours (Request.Detours: for each of its pods, the prefix blocks its
+// pick holds that the pod does not), and when a pod frees up the queue
+// looks at the first Config.AffinityLookahead requests of the tenant it
+// serves and dispatches the one whose pod with room costs it the least,
+// the earliest on a tie (Queue.NextBest): a request whose prefix is on
+// the freed pod goes before an older one that would recompute its own
+// there, and a request whose prefix nobody holds goes wherever there is
+// room. This is best fit, not a wait: the freed pod never idles while a
+// request could use it. Tenants' shares are untouched (the tenant is
+// chosen first, as above). A request passed over for a later one counts
+// a pass, and after Config.AffinityMaxPasses it goes first to any pod
+// with room; a bound in dispatches rather than time keeps affinity when
+// the queue is long, which is when the prefill it saves matters most
+// (TestAffinityGivesAFreedPodToItsHolder, TestAffinityPassesAreBounded,
+// TestAffinityLookaheadOneIsFIFO; TestQueueAgainstModel checks NextBest
+// and the passes against a naive model).
 //
 // # Headroom
 //

@@ -19,6 +19,8 @@ func BindFlags(fs *flag.FlagSet) func(*Config) {
 	fs.Float64Var(&v.Headroom, "flow-headroom", d.Headroom, "override flow_control.headroom: fraction of each pod's limits kept for tenants under their share and higher bands (0: off)")
 	fs.DurationVar(&v.ActiveWindow, "flow-active-window", d.ActiveWindow, "override flow_control.active_window: how long after its last request a tenant still has headroom kept for it")
 	fs.IntVar(&v.OutputTokensEstimate, "flow-output-tokens-estimate", d.OutputTokensEstimate, "override flow_control.output_tokens_estimate: output tokens charged at dispatch to a request without max_tokens")
+	fs.IntVar(&v.AffinityLookahead, "flow-affinity-lookahead", d.AffinityLookahead, "override flow_control.affinity_lookahead: waiting requests of a tenant a freed pod is offered to, the one it costs the least prefix first (1: FIFO)")
+	fs.IntVar(&v.AffinityMaxPasses, "flow-affinity-max-passes", d.AffinityMaxPasses, "override flow_control.affinity_max_passes: most times a waiting request is passed over for cache affinity (0: never)")
 	return func(dst *Config) {
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
@@ -42,6 +44,10 @@ func BindFlags(fs *flag.FlagSet) func(*Config) {
 				dst.ActiveWindow = v.ActiveWindow
 			case "flow-output-tokens-estimate":
 				dst.OutputTokensEstimate = v.OutputTokensEstimate
+			case "flow-affinity-lookahead":
+				dst.AffinityLookahead = v.AffinityLookahead
+			case "flow-affinity-max-passes":
+				dst.AffinityMaxPasses = v.AffinityMaxPasses
 			}
 		})
 	}

@@ -70,6 +70,10 @@ type Stats struct {
 	// with their pick's room only in the headroom, so they went to another
 	// pod or waited.
 	HeadroomKept int
+	// AffinityReordered counts the requests dispatched ahead of an
+	// earlier one of their tenant and band, because the pod with room
+	// cost them less prefix (Config.AffinityLookahead).
+	AffinityReordered int
 	// ServedTokens is the tokens served by tenant (all bands).
 	ServedTokens map[string]float64
 }

@@ -20,6 +20,7 @@ type Item struct {
 	Value any
 
 	seq    uint64 // arrival order, unique per queue
+	passes int    // times NextBest took a later item of its tenant instead
 	tq     *tenantQueue
 	prev   *Item // the tenant's FIFO, a doubly linked list
 	next   *Item
@@ -28,6 +29,10 @@ type Item struct {
 
 // Seq returns the item's arrival number (unique, increasing).
 func (it *Item) Seq() uint64 { return it.seq }
+
+// Passes returns how many times NextBest dispatched a later item of its
+// tenant while this one was eligible (see NextBest).
+func (it *Item) Passes() int { return it.passes }
 
 // Queued reports whether the item is in its queue.
 func (it *Item) Queued() bool { return it.queued }
@@ -83,6 +88,15 @@ func (q *Queue) BandLen(b auth.Priority) int { return q.bands[b.Index()].n }
 func (q *Queue) Waiting(tenant string, b auth.Priority) int {
 	if tq := q.bands[b.Index()].tenants[tenant]; tq != nil {
 		return tq.n
+	}
+	return 0
+}
+
+// headSeq returns the arrival number of the first item of tenant in band
+// b waiting (0 when none waits).
+func (q *Queue) headSeq(tenant string, b auth.Priority) uint64 {
+	if tq := q.bands[b.Index()].tenants[tenant]; tq != nil && tq.head != nil {
+		return tq.head.seq
 	}
 	return 0
 }
@@ -183,12 +197,30 @@ func (q *Queue) Remove(it *Item) bool {
 // and the bands from the highest down. Its tenant is charged its Cost. It
 // returns nil when no head is eligible.
 func (q *Queue) Next(eligible func(*Item) bool) *Item {
+	if eligible == nil {
+		return q.NextBest(1, nil)
+	}
+	return q.NextBest(1, func(it *Item) (float64, bool) { return 0, eligible(it) })
+}
+
+// NextBest is Next with a look past the heads: within the tenant it
+// serves (the least counter among those with an eligible item), it takes
+// of the first lookahead items (at least the head) the one with the
+// least score, the earliest on a tie. score returns an item's score and
+// whether it is eligible at all (nil: every item scores 0); a score of 0
+// or less ends the look, since no later item can beat it. Each eligible
+// item before the one taken counts a pass (Item.Passes), so a score can
+// bound how long an item is passed over. The tenants' order, and so the
+// fair shares, are Next's: only the order within one tenant's queue
+// changes.
+func (q *Queue) NextBest(lookahead int, score func(*Item) (float64, bool)) *Item {
+	lookahead = max(lookahead, 1)
 	for bi := auth.NumPriorities - 1; bi >= 0; bi-- {
 		b := &q.bands[bi]
 		if b.n == 0 {
 			continue
 		}
-		var tried []*tenantQueue // the heads found ineligible, rarely any
+		var tried []*tenantQueue // the tenants with nothing eligible, rarely any
 		for {
 			var best *tenantQueue
 			for _, tq := range b.active {
@@ -202,8 +234,7 @@ func (q *Queue) Next(eligible func(*Item) bool) *Item {
 			if best == nil {
 				break
 			}
-			it := best.head
-			if eligible == nil || eligible(it) {
+			if it := bestOf(best.head, lookahead, score); it != nil {
 				q.Remove(it)
 				best.counter += it.Cost / best.weight
 				b.floor = best.counter
@@ -213,6 +244,40 @@ func (q *Queue) Next(eligible func(*Item) bool) *Item {
 		}
 	}
 	return nil
+}
+
+// bestOf returns, of the first n items from it on, the eligible one with
+// the least score (the earliest on a tie), or nil; the eligible items
+// before it are counted passed over.
+func bestOf(it *Item, n int, score func(*Item) (float64, bool)) *Item {
+	if score == nil {
+		return it
+	}
+	var buf [32]*Item
+	eligible := buf[:0] // the eligible items seen, in order
+	pick := -1
+	var least float64
+	for ; it != nil && n > 0; it, n = it.next, n-1 {
+		s, ok := score(it)
+		if !ok {
+			continue
+		}
+		eligible = append(eligible, it)
+		if pick >= 0 && s >= least {
+			continue
+		}
+		pick, least = len(eligible)-1, s
+		if s <= 0 {
+			break
+		}
+	}
+	if pick < 0 {
+		return nil
+	}
+	for _, p := range eligible[:pick] {
+		p.passes++
+	}
+	return eligible[pick]
 }
 
 func contains(s []*tenantQueue, tq *tenantQueue) bool {

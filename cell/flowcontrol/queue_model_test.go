@@ -13,6 +13,7 @@ import (
 // in arrival order, counters in a map, everything found by scanning.
 type model struct {
 	items    []*modelItem
+	passes   map[uint64]int // by seq
 	counters map[modelKey]float64
 	weights  map[modelKey]float64
 	floor    [auth.NumPriorities]float64
@@ -33,7 +34,7 @@ type modelItem struct {
 }
 
 func newModel() *model {
-	return &model{counters: map[modelKey]float64{}, weights: map[modelKey]float64{}}
+	return &model{counters: map[modelKey]float64{}, weights: map[modelKey]float64{}, passes: map[uint64]int{}}
 }
 
 func (m *model) key(it *modelItem) modelKey { return modelKey{it.band, it.tenant} }
@@ -131,6 +132,59 @@ func (m *model) next(eligible func(*modelItem) bool) *modelItem {
 	return nil
 }
 
+// nextBest is Queue.NextBest for scores that are never negative: the
+// tenant order of next, and within the tenant served, of its first
+// lookahead items the eligible one with the least score, the earliest on
+// a tie; the eligible items before it in the tenant's order are passed.
+func (m *model) nextBest(lookahead int, score func(*modelItem) (float64, bool)) *modelItem {
+	bands := auth.Priorities()
+	for bi := len(bands) - 1; bi >= 0; bi-- {
+		hs := m.heads(bands[bi])
+		slices.SortFunc(hs, func(a, b *modelItem) int {
+			ca, cb := m.counters[m.key(a)], m.counters[m.key(b)]
+			if ca != cb {
+				if ca < cb {
+					return -1
+				}
+				return 1
+			}
+			return int(a.seq) - int(b.seq)
+		})
+		for _, h := range hs {
+			var window []*modelItem
+			for _, it := range m.items {
+				if it.band == h.band && it.tenant == h.tenant && len(window) < max(lookahead, 1) {
+					window = append(window, it)
+				}
+			}
+			var pick *modelItem
+			least := math.Inf(1)
+			for _, it := range window {
+				if s, ok := score(it); ok && s < least {
+					pick, least = it, s
+				}
+			}
+			if pick == nil {
+				continue
+			}
+			for _, it := range window {
+				if it == pick {
+					break
+				}
+				if _, ok := score(it); ok {
+					m.passes[it.seq]++
+				}
+			}
+			m.remove(pick.seq)
+			k := m.key(pick)
+			m.counters[k] += pick.cost / m.weights[k]
+			m.floor[bi] = m.counters[k]
+			return pick
+		}
+	}
+	return nil
+}
+
 func (m *model) victim(incoming auth.Priority) *modelItem {
 	for _, b := range auth.Priorities() {
 		if b >= incoming {
@@ -204,6 +258,27 @@ func TestQueueAgainstModel(t *testing.T) {
 				}
 				delete(live, s)
 				left[s] = true
+			case op < 6: // dispatch for affinity: random scores, some ineligible
+				salt, look := uint64(rng.IntN(1000)), rng.IntN(6)
+				score := func(seq uint64) (float64, bool) {
+					v := (seq*2654435761 + salt) % 7
+					return float64(v % 4), v != 6
+				}
+				got := q.NextBest(look, func(it *Item) (float64, bool) { return score(it.Seq()) })
+				want := m.nextBest(look, func(it *modelItem) (float64, bool) { return score(it.seq) })
+				switch {
+				case got == nil && want == nil:
+				case got == nil || want == nil || got.Seq() != want.seq:
+					t.Fatalf("seed %d step %d: NextBest(%d) = %v, model %v", seed, step, look, seqOf(got), want)
+				default:
+					delete(live, got.Seq())
+					left[got.Seq()] = true
+				}
+				for s, it := range live {
+					if it.Passes() != m.passes[s] {
+						t.Fatalf("seed %d step %d: item %d passed %d times, model %d", seed, step, s, it.Passes(), m.passes[s])
+					}
+				}
 			case op < 8: // dispatch with some tenants' pods saturated
 				sat := map[string]bool{}
 				for _, ten := range tenants {
