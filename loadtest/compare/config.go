@@ -64,6 +64,11 @@ type Config struct {
 	// its KV cache (no engine metrics, no max_inflight_per_pod). Default:
 	// the cell's.
 	FlowControl bool
+	// AffinityLookahead is flow control's cache affinity
+	// (flow_control.affinity_lookahead): how many of a tenant's waiting
+	// requests a freed pod is offered to, the one it costs the least
+	// prefix first; 1 is first come, first served. Default: the cell's.
+	AffinityLookahead int
 	// KVMaxRequests, when positive, caps the requests the kv mode sends to
 	// one pod at a time (a soft filter: ignored when every pod is at the
 	// cap). 0 routes with the cell's plain default profile.
@@ -128,6 +133,7 @@ func DefaultConfig() Config {
 		Cost:              cell.CostBlocks,
 		PrefixWait:        cell.DefaultPrefixWaitConfig().Enabled,
 		FlowControl:       cell.DefaultConfig().FlowControl.Enabled,
+		AffinityLookahead: cell.DefaultConfig().FlowControl.AffinityLookahead,
 		SpeculativeTTL:    cell.DefaultConfig().Speculative.TTL,
 		SpeculativeWeight: cell.DefaultConfig().Speculative.Weight,
 		Modes:             ModeNames,
@@ -175,6 +181,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("compare: TracePath is empty")
 	case c.Sample < 1:
 		return fmt.Errorf("compare: Sample = %d, want >= 1", c.Sample)
+	case c.AffinityLookahead < 0:
+		return fmt.Errorf("compare: AffinityLookahead = %d, want >= 0", c.AffinityLookahead)
 	case c.MaxRequests < 0:
 		return fmt.Errorf("compare: MaxRequests = %d, want >= 0", c.MaxRequests)
 	case !(c.TimeScale >= 0) || c.TimeScale > 1e6:

@@ -124,6 +124,9 @@ type Report struct {
 	// FlowControl says whether the cell ran with flow control
 	// (Config.FlowControl).
 	FlowControl bool `json:"flow_control"`
+	// AffinityLookahead is flow control's cache affinity
+	// (Config.AffinityLookahead; 1: first come, first served).
+	AffinityLookahead int `json:"affinity_lookahead"`
 
 	// Modes are the modes run, by name (random, round_robin, kv-nospec,
 	// kv, approx).
@@ -151,7 +154,7 @@ func newReport(cfg Config, recs []trace.Record) *Report {
 		ReachableReuseMethod: ReuseMethod, Workload: cfg.Workload, Requests: len(recs), Sample: cfg.Sample,
 		TimeScale: cfg.TimeScale, MaxTokensCap: cfg.MaxTokensCap, Pods: cfg.Pods, BlocksPerPod: cfg.BlocksPerPod,
 		BlockSize: cfg.BlockSize, MaxRunning: cfg.MaxRunning, KVOverlapWeight: cfg.KVOverlapWeight, PrefixWait: cfg.PrefixWait,
-		FlowControl:       cfg.FlowControl,
+		FlowControl: cfg.FlowControl, AffinityLookahead: cfg.AffinityLookahead,
 		PrefillPerTokenUs: float64(cfg.PrefillPerToken) / float64(time.Microsecond),
 		DecodePerTokenMs:  float64(cfg.DecodePerToken) / float64(time.Millisecond),
 		Modes:             map[string]*ModeResult{}, order: cfg.Modes,

@@ -217,6 +217,7 @@ func cellConfig(cfg Config, fleet *enginesim.Fleet, name string) cell.Config {
 		DecodeTokens:      float64(cfg.MaxTokensCap), MaxRunning: cfg.MaxRunning}
 	cc.Routing.PrefixWait.Enabled = cfg.PrefixWait
 	cc.FlowControl.Enabled = cfg.FlowControl
+	cc.FlowControl.AffinityLookahead = cfg.AffinityLookahead
 	if m.cacheAware && cfg.KVMaxRequests > 0 {
 		// The cache-aware profile with a per-pod concurrency cap: the
 		// default profile plus a soft "concurrency" filter, so a pod whose
