@@ -105,20 +105,27 @@ func (m *model) heads(b auth.Priority) []*modelItem {
 	return out
 }
 
+// fairHeads returns the heads of band b's tenants, the least counter
+// first (the earlier head on a tie).
+func (m *model) fairHeads(b auth.Priority) []*modelItem {
+	hs := m.heads(b)
+	slices.SortFunc(hs, func(a, b *modelItem) int {
+		ca, cb := m.counters[m.key(a)], m.counters[m.key(b)]
+		if ca != cb {
+			if ca < cb {
+				return -1
+			}
+			return 1
+		}
+		return int(a.seq) - int(b.seq)
+	})
+	return hs
+}
+
 func (m *model) next(eligible func(*modelItem) bool) *modelItem {
 	bands := auth.Priorities()
 	for bi := len(bands) - 1; bi >= 0; bi-- {
-		hs := m.heads(bands[bi])
-		slices.SortFunc(hs, func(a, b *modelItem) int {
-			ca, cb := m.counters[m.key(a)], m.counters[m.key(b)]
-			if ca != cb {
-				if ca < cb {
-					return -1
-				}
-				return 1
-			}
-			return int(a.seq) - int(b.seq)
-		})
+		hs := m.fairHeads(bands[bi])
 		for _, h := range hs {
 			if eligible(h) {
 				m.remove(h.seq)
@@ -139,17 +146,7 @@ func (m *model) next(eligible func(*modelItem) bool) *modelItem {
 func (m *model) nextBest(lookahead int, score func(*modelItem) (float64, bool)) *modelItem {
 	bands := auth.Priorities()
 	for bi := len(bands) - 1; bi >= 0; bi-- {
-		hs := m.heads(bands[bi])
-		slices.SortFunc(hs, func(a, b *modelItem) int {
-			ca, cb := m.counters[m.key(a)], m.counters[m.key(b)]
-			if ca != cb {
-				if ca < cb {
-					return -1
-				}
-				return 1
-			}
-			return int(a.seq) - int(b.seq)
-		})
+		hs := m.fairHeads(bands[bi])
 		for _, h := range hs {
 			var window []*modelItem
 			for _, it := range m.items {
