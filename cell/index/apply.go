@@ -215,14 +215,21 @@ func (ix *Index) applyOne(sh int, op *Op, r *reserver, res *ApplyResult) bool {
 	}
 	switch op.Kind {
 	case OpStore:
-		created, ok := s.store(uint64(op.Hash), op.Slot, r)
+		created, added, ok := s.store(uint64(op.Hash), op.Slot, r)
 		if !ok {
 			res.CapDrops++
 			return false
 		}
 		res.Created += created
+		if added {
+			ix.held[op.Slot].n.Add(1)
+		}
 	case OpRemove:
-		res.Deleted -= s.remove(uint64(op.Hash), op.Slot)
+		deleted, dropped := s.remove(uint64(op.Hash), op.Slot)
+		res.Deleted -= deleted
+		if dropped {
+			ix.held[op.Slot].n.Add(-1)
+		}
 	}
 	return true
 }
@@ -237,14 +244,21 @@ func (ix *Index) applyPaged(s *pshard, op *Op, r *reserver, res *ApplyResult) bo
 	}
 	switch op.Kind {
 	case OpStore:
-		created, ok := s.store(op, r)
+		created, added, ok := s.store(op, r)
 		if !ok {
 			res.CapDrops++
 			return false
 		}
 		res.Created += created
+		if added {
+			ix.held[op.Slot].n.Add(1)
+		}
 	case OpRemove:
-		res.Deleted -= s.remove(op)
+		deleted, dropped := s.remove(op)
+		res.Deleted -= deleted
+		if dropped {
+			ix.held[op.Slot].n.Add(-1)
+		}
 	}
 	return true
 }
