@@ -26,6 +26,6 @@ func (t tierConfig) configs() (global.SearchConfig, global.ChooseConfig) {
 	choose := global.ChooseConfig{PrefillWeight: t.Prefill, MoveWeight: t.Move, RTTWeight: global.DefaultChooseConfig().RTTWeight,
 		PressureWeight: t.Pressure}
 	search := global.SearchConfig{MaxProbes: t.MaxProbes, Slack: t.Slack, ColdBlocks: t.ColdBlocks,
-		PrefillWeight: choose.BlockWeight(), ProbeCold: t.ProbeCold}
+		PrefillWeight: choose.BlockWeight(), ProbeCold: t.ProbeCold, PressureWeight: t.Pressure}
 	return search, choose
 }
