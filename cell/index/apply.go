@@ -46,6 +46,9 @@ type ApplyResult struct {
 	// Stale counts ops ignored because their slot was not alive, and ops
 	// with the reserved zero hash.
 	Stale int
+
+	// held gathers the per-pod held-count changes; apply flushes it.
+	held heldDelta
 }
 
 // reserver hands out room for new blocks one at a time when the index is
@@ -121,6 +124,7 @@ func (ix *Index) apply(ops []Op, l *Learner) ApplyResult {
 	if ix.blocks.Add(stores) > max {
 		ix.blocks.Add(-stores)
 		ix.applyOrdered(ops, &res)
+		res.held.flush(&ix.held)
 		return res
 	}
 	if len(ops) <= smallBatch {
@@ -135,6 +139,7 @@ func (ix *Index) apply(ops []Op, l *Learner) ApplyResult {
 		ix.applyGrouped(ops, sc, &res)
 	}
 	ix.blocks.Add(int64(res.Created-res.Deleted) - stores)
+	res.held.flush(&ix.held)
 	return res
 }
 
@@ -222,13 +227,13 @@ func (ix *Index) applyOne(sh int, op *Op, r *reserver, res *ApplyResult) bool {
 		}
 		res.Created += created
 		if added {
-			ix.held[op.Slot].n.Add(1)
+			res.held.add(&ix.held, op.Slot, 1)
 		}
 	case OpRemove:
 		deleted, dropped := s.remove(uint64(op.Hash), op.Slot)
 		res.Deleted -= deleted
 		if dropped {
-			ix.held[op.Slot].n.Add(-1)
+			res.held.add(&ix.held, op.Slot, -1)
 		}
 	}
 	return true
@@ -251,13 +256,13 @@ func (ix *Index) applyPaged(s *pshard, op *Op, r *reserver, res *ApplyResult) bo
 		}
 		res.Created += created
 		if added {
-			ix.held[op.Slot].n.Add(1)
+			res.held.add(&ix.held, op.Slot, 1)
 		}
 	case OpRemove:
 		deleted, dropped := s.remove(op)
 		res.Deleted -= deleted
 		if dropped {
-			ix.held[op.Slot].n.Add(-1)
+			res.held.add(&ix.held, op.Slot, -1)
 		}
 	}
 	return true

@@ -2,11 +2,37 @@ package index
 
 import "sync/atomic"
 
-// heldCount is one pod's number of held blocks, alone on its cache line so
-// that pods fed by different goroutines do not share one.
-type heldCount struct {
-	n atomic.Int64
-	_ [56]byte
+// heldCounts are the pods' numbers of held blocks, packed (eight to a
+// cache line) because every decision reads all of them; Apply adds a
+// batch's changes once per run of ops of one pod (heldDelta), so writers
+// of different pods seldom touch a line at the same time.
+type heldCounts [MaxPods]atomic.Int64
+
+// heldDelta gathers the held-count changes of one Apply call: consecutive
+// changes of one slot are added up and written when the slot changes and
+// when the call ends (flush).
+type heldDelta struct {
+	slot Slot
+	n    int64
+}
+
+// add counts d more blocks held by slot s, writing the pending change of
+// another slot first.
+func (h *heldDelta) add(c *heldCounts, s Slot, d int64) {
+	if h.n != 0 && h.slot != s {
+		c[h.slot].Add(h.n)
+		h.n = 0
+	}
+	h.slot = s
+	h.n += d
+}
+
+// flush writes the pending change.
+func (h *heldDelta) flush(c *heldCounts) {
+	if h.n != 0 {
+		c[h.slot].Add(h.n)
+		h.n = 0
+	}
 }
 
 // Held returns how many blocks pod s holds, as its KV events told the
@@ -24,5 +50,5 @@ func (ix *Index) Held(s Slot) int {
 	if !ix.isAlive(s) {
 		return 0
 	}
-	return int(max(0, ix.held[s].n.Load()))
+	return int(max(0, ix.held[s].Load()))
 }

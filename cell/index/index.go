@@ -18,7 +18,7 @@ type Index struct {
 	pods  registry
 	tiers [MaxPods]tierMap
 	// held counts each live pod's blocks (see Held).
-	held  [MaxPods]heldCount
+	held  heldCounts
 	sweep sweeper
 
 	scratch sync.Pool // *applyScratch
