@@ -120,6 +120,28 @@
 // nothing anywhere, so the move costs it nothing and it still goes to the
 // lightest pick.
 //
+// # Cache pressure
+//
+// The cells' kv-cost charges a pod the cached blocks it is expected to
+// evict to store a request (the blocks it lacks times its cache's
+// fullness, routing.kv_pressure_weight each; cell/plugins, "Cache
+// pressure"), and a probe answer carries its pick's (evict_blocks,
+// ProbeAnswer.Evicts). Choose adds them at ChooseConfig.PressureWeight
+// (globald --pressure-weight, the cells' default 1): otherwise a cell
+// whose pick holds the system prompt on a full pod outbids a cell whose
+// pick is an empty pod, and the global tier piles new conversations where
+// the cells themselves would not. The search adds the same term to each
+// cell's bound, from the cell's mean fullness (cellFullness: its summary's
+// sampled hashes times the stride, over its gossiped free plus active
+// blocks): with it, a cell full of a shared prefix no longer keeps emptier
+// cells out of the probes, which at 4 probes had left 4 of the 8 cells
+// unused and their pods empty while the others evicted (conversation
+// trace, 20 ms a token, a quarter of the caches: loss +12.0% at 4 probes
+// before, +1.7% after). The mean is not the emptiest pod's fullness, so
+// with pressure the bound is an estimate rather than a lower bound; no
+// gossip field was added for it (the summary's element count already
+// travels with it).
+//
 // The quality benchmark (loadtest hierarchy, its load sweep, its agents
 // and cold workloads, each level pooled over three seeds) measures what
 // is left (the README has the figures and commands). Over the whole
