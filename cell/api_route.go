@@ -84,6 +84,7 @@ func (s *stateServer) routeResponse(d *decision, max int) *cellv1.RouteResponse 
 		if match != nil && c.HasSlot {
 			d := match.Depth(c.Slot)
 			out.MatchedBlocks = uint32(d)
+			out.EvictBlocks = c.Evicts(len(hashes) - d)
 			out.Approximate = match.Approximate().Has(c.Slot)
 			if !out.Approximate {
 				out.SpeculativeBlocks = uint32(d - match.ExactDepth(c.Slot))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cellrouter/cellrouter/api/openai"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
+	"github.com/cellrouter/cellrouter/cell/plugins"
 	"github.com/cellrouter/cellrouter/internal/proxy"
 )
 
@@ -25,6 +26,13 @@ type RoutingConfig struct {
 	// KVOverlapScoreWeight is the default profile's weight of prefill
 	// blocks against decode blocks in its cost.
 	KVOverlapScoreWeight float64 `yaml:"kv_overlap_score_weight"`
+	// KVPressureWeight is the default profile's weight of cache pressure
+	// in kv-cost: the cost of one cached block a pod is expected to evict
+	// to store the request's blocks it lacks (pipeline.Candidate.Evicts,
+	// from the blocks the index holds for the pod against its kv_blocks),
+	// against one block of decode load. 0 counts no pressure, as the
+	// reference router does. Pods without kv_blocks pay none.
+	KVPressureWeight float64 `yaml:"kv_pressure_weight"`
 	// Cost is the default profile's cost model: the expected time to first
 	// token (queue wait plus prefill) or the reference router's blocks.
 	Cost CostConfig `yaml:"cost"`
@@ -88,6 +96,7 @@ func DefaultRoutingConfig() RoutingConfig {
 	return RoutingConfig{
 		Profile:               "default",
 		KVOverlapScoreWeight:  1,
+		KVPressureWeight:      plugins.DefaultPressureWeight,
 		Cost:                  DefaultCostConfig(),
 		PrefixWait:            DefaultPrefixWaitConfig(),
 		RouterTemperature:     0,
@@ -127,6 +136,8 @@ func (r RoutingConfig) validate() error {
 	switch {
 	case r.KVOverlapScoreWeight < 0:
 		return bad("kv_overlap_score_weight", r.KVOverlapScoreWeight, "must not be negative")
+	case !(r.KVPressureWeight >= 0):
+		return bad("kv_pressure_weight", r.KVPressureWeight, "must not be negative")
 	case r.RouterTemperature < 0:
 		return bad("router_temperature", r.RouterTemperature, "must not be negative")
 	case r.BusyThreshold <= 0 || r.BusyThreshold > 1:

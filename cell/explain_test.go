@@ -117,7 +117,9 @@ func TestRouteExplain(t *testing.T) {
 	}
 	// The explained score is the response's cost (its negation), and the
 	// weighted sum of the raw scores; kv-cost's raw score is the reference
-	// cost, prefill blocks plus active blocks (overlap weight 1, idle pods).
+	// cost, prefill blocks plus active blocks (overlap weight 1, idle pods),
+	// plus the pressure: the blocks the pod is expected to evict, which the
+	// response carries as evict_blocks (pressure weight 1).
 	for _, cand := range resp.GetCandidates() {
 		p := byPod[cand.GetPod()]
 		if -p.GetScore() != cand.GetCost() || len(p.GetScores()) != len(pass.GetScorers()) {
@@ -131,8 +133,8 @@ func TestRouteExplain(t *testing.T) {
 		if sum != p.GetScore() {
 			t.Errorf("pod %s: weighted raw scores %v, score %v", cand.GetPod(), sum, p.GetScore())
 		}
-		if raw := p.GetScores()[0].GetRaw(); raw != -float64(p.GetPrefillBlocks()+p.GetActiveBlocks()) {
-			t.Errorf("pod %s: kv-cost %v, want -(prefill %d + active %d)", cand.GetPod(), raw, p.GetPrefillBlocks(), p.GetActiveBlocks())
+		if raw := p.GetScores()[0].GetRaw(); raw != -(float64(p.GetPrefillBlocks()+p.GetActiveBlocks())+cand.GetEvictBlocks()) || cand.GetEvictBlocks() <= 0 {
+			t.Errorf("pod %s: kv-cost %v, want -(prefill %d + active %d + evict %v), evict > 0", cand.GetPod(), raw, p.GetPrefillBlocks(), p.GetActiveBlocks(), cand.GetEvictBlocks())
 		}
 	}
 }

@@ -72,8 +72,9 @@ func newRouter(cfg Config, ix *index.Index, reg *events.Registry, learned *learn
 		profiles[p.Name] = p
 	}
 	if _, ok := profiles["default"]; !ok {
-		profiles["default"] = plugins.WithSpeculativeWeight(
-			plugins.DefaultProfile("default", cfg.Routing.KVOverlapScoreWeight, cfg.Routing.RouterTemperature, cfg.Routing.BusyThreshold), specWeight)
+		profiles["default"] = plugins.WithPressureWeight(plugins.WithSpeculativeWeight(
+			plugins.DefaultProfile("default", cfg.Routing.KVOverlapScoreWeight, cfg.Routing.RouterTemperature, cfg.Routing.BusyThreshold), specWeight),
+			cfg.Routing.KVPressureWeight)
 		if cfg.EngineMetrics.Enabled {
 			// The engine load plug-ins fall back per pod when its scrape is
 			// stale, so they are safe on whenever scraping is.
@@ -188,6 +189,12 @@ func (rt *router) candidates(dst []pipeline.Candidate) []pipeline.Candidate {
 	out := append(dst[:0], rt.cands...)
 	at := rt.candsAt
 	rt.mu.Unlock()
+	// How full each pod's cache is: one atomic load per holder.
+	for i := range out {
+		if out[i].HasSlot && out[i].TotalBlocks > 0 {
+			out[i].HeldBlocks = rt.ix.Held(out[i].Slot)
+		}
+	}
 	rt.tracker.Snapshot(func(pod string, u *load.Usage) {
 		first, ok := at[pod]
 		if !ok {

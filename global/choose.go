@@ -32,6 +32,11 @@ type ProbeAnswer struct {
 	// WaitCost is what the choice charges for the wait the cell announced
 	// for the request's priority band (see chargeWaits), in blocks.
 	WaitCost float64
+	// Evicts is how many cached blocks the pick would evict to store the
+	// request's blocks it lacks: what does not fit in the pod's free cache
+	// (the cell's Candidate.Evicts, carried as the probe answer's
+	// evict_blocks). 0 from a cell that does not report it.
+	Evicts float64
 }
 
 // ChooseConfig weighs the parts of a cell's cost.
@@ -52,13 +57,23 @@ type ChooseConfig struct {
 	// RTTWeight is the cost of one millisecond of round-trip time, in
 	// blocks: across regions a farther cell must save that much prefill.
 	RTTWeight float64
+	// PressureWeight is the cost of one cached block the pick would evict
+	// (ProbeAnswer.Evicts): the reuse it would have given the requests that
+	// come back to it. It should be the cells' kv-cost pressure_weight, so
+	// that the global tier weighs a full pod as the cells do.
+	PressureWeight float64
 }
 
 // DefaultChooseConfig follows the cells' default cost, with a move
 // costing as much again as the prefill it makes.
 func DefaultChooseConfig() ChooseConfig {
-	return ChooseConfig{PrefillWeight: 1, MoveWeight: DefaultMoveWeight, RTTWeight: 1}
+	return ChooseConfig{PrefillWeight: 1, MoveWeight: DefaultMoveWeight, RTTWeight: 1, PressureWeight: DefaultPressureWeight}
 }
+
+// DefaultPressureWeight is ChooseConfig.PressureWeight's default, the
+// cells' default kv-cost pressure_weight (plugins.DefaultPressureWeight;
+// global may not import cell, so a test checks they agree).
+const DefaultPressureWeight = 1
 
 // DefaultMoveWeight is ChooseConfig.MoveWeight's default.
 const DefaultMoveWeight = 1
@@ -73,10 +88,11 @@ func (c ChooseConfig) BlockWeight() float64 { return c.PrefillWeight + c.MoveWei
 // Choose orders the answered cells by cost, lowest first: for each,
 // PrefillWeight*(total-matched) + MoveWeight*(deepest-matched) + load of
 // its pick + RTTWeight*distance_ms + WaitCost (the cell's wait for the
-// request's band), where deepest is the deepest match of any answer. Since
+// request's band) + PressureWeight*Evicts (the cached blocks the pick
+// would evict), where deepest is the deepest match of any answer. Since
 // deepest is one number for all answers, the order is that of
-// BlockWeight*(total-matched) + load + RTTWeight*distance_ms + WaitCost, a
-// cost of the cell alone: probing more cells never makes Choose prefer a
+// BlockWeight*(total-matched) + load + RTTWeight*distance_ms + WaitCost +
+// PressureWeight*Evicts, a cost of the cell alone: probing more cells never makes Choose prefer a
 // cell it would rank lower among fewer answers.
 // A cell whose pick is busy comes after every cell whose pick is not, as
 // the flat router's soft busy filter passes over busy pods while any other
@@ -91,7 +107,7 @@ func Choose(cfg ChooseConfig, answers []ProbeAnswer, total int) []int {
 		s[i] = scored{cell: a.Cell, ok: a.Err == nil, busy: a.Busy, blocks: a.CellBlocks}
 		if a.Err == nil {
 			prefill, load, dist := chooseTerms(&cfg, &a, total)
-			s[i].cost = prefill + load + dist + a.WaitCost
+			s[i].cost = prefill + load + dist + a.WaitCost + cfg.PressureWeight*a.Evicts
 		}
 	}
 	// Stable insertion sort: answers are few.

@@ -106,3 +106,29 @@ func TestChooseMoreProbesNeverChooseWorse(t *testing.T) {
 		}
 	}
 }
+
+// TestChooseWeighsThePressure: a cell whose pick holds a deeper prefix on a
+// full cache loses a new prefix to a cell whose pick has room, once the
+// blocks it would evict (Evicts, at PressureWeight) outweigh the prefix it
+// saves; with weight 0 the deeper prefix wins, as before.
+func TestChooseWeighsThePressure(t *testing.T) {
+	const total = 200
+	full := ProbeAnswer{Cell: 0, Matched: 32, Evicts: 168} // the system prompt on a full pod
+	empty := ProbeAnswer{Cell: 1, Matched: 0}              // an empty pod elsewhere
+	for _, tc := range []struct {
+		name     string
+		pressure float64
+		want     int
+	}{
+		{"the full pod's evictions outweigh its prefix", 1, 1},
+		{"without pressure the deeper prefix wins", 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultChooseConfig()
+			cfg.PressureWeight = tc.pressure
+			if got := Choose(cfg, []ProbeAnswer{full, empty}, total); got[0] != tc.want {
+				t.Fatalf("order %v at pressure weight %v: want cell %d first", got, tc.pressure, tc.want)
+			}
+		})
+	}
+}

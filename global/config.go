@@ -180,6 +180,8 @@ func (c Config) Validate() error {
 		return bad("choose weights", c.Choose, "must not be negative")
 	case !(c.Choose.MoveWeight >= 0):
 		return bad("move_weight", c.Choose.MoveWeight, "want >= 0")
+	case !(c.Choose.PressureWeight >= 0):
+		return bad("pressure_weight", c.Choose.PressureWeight, "want >= 0")
 	case c.ProbeTimeout <= 0:
 		return bad("probe_timeout", c.ProbeTimeout, "must be positive")
 	case c.RoutedLoadTTL <= 0:

@@ -120,6 +120,28 @@
 // nothing anywhere, so the move costs it nothing and it still goes to the
 // lightest pick.
 //
+// # Cache pressure
+//
+// The cells' kv-cost charges a pod the cached blocks it is expected to
+// evict to store a request (the blocks it lacks times its cache's
+// fullness, routing.kv_pressure_weight each; cell/plugins, "Cache
+// pressure"), and a probe answer carries its pick's (evict_blocks,
+// ProbeAnswer.Evicts). Choose adds them at ChooseConfig.PressureWeight
+// (globald --pressure-weight, the cells' default 1): otherwise a cell
+// whose pick holds the system prompt on a full pod outbids a cell whose
+// pick is an empty pod, and the global tier piles new conversations where
+// the cells themselves would not. The search adds the same term to each
+// cell's bound, from the cell's mean fullness (cellFullness: its summary's
+// sampled hashes times the stride, over its gossiped free plus active
+// blocks): with it, a cell full of a shared prefix no longer keeps emptier
+// cells out of the probes, which at 4 probes had left 4 of the 8 cells
+// unused and their pods empty while the others evicted (conversation
+// trace, 20 ms a token, a quarter of the caches: loss +12.0% at 4 probes
+// before, +1.7% after). The mean is not the emptiest pod's fullness, so
+// with pressure the bound is an estimate rather than a lower bound; no
+// gossip field was added for it (the summary's element count already
+// travels with it).
+//
 // The quality benchmark (loadtest hierarchy, its load sweep, its agents
 // and cold workloads, each level pooled over three seeds) measures what
 // is left (the README has the figures and commands). Over the whole
@@ -130,39 +152,32 @@
 // seed too), with probes p95 2, and the hierarchy evicts fewer blocks
 // than the flat router (but on the idle cold level, 0.2% more).
 //
-// More probes. On the cold workload the loss falls as MaxProbes grows
-// from 1 to 8 at every loaded level, with the caches evicting or not
-// (4,000 requests, 2,000 ms a token, a quarter of the caches: -4.3%,
-// -10.0%, -11.4%, -12.0%); a rise of 0.25 points from 4 to 8 probes
-// measured over two seeds was inside their spread (one seed's loss moves
-// by 1.5 points). Two regimes keep the hierarchy's own reuse from rising
-// with the probes, though pooled over the seeds it never falls below the
-// flat router's:
+// More probes. Before the cache pressure two regimes kept the
+// hierarchy's reuse from rising with MaxProbes (1, 2, 4, 8): idle traffic
+// behind one shared system prompt (the conversation trace at 20 ms a
+// token, 4,000 requests: loss -10.8%, -18.4%, -3.4%, -0.2%), where the
+// cells' cost sent every new conversation to the few idle pods holding the
+// system prompt (42 of 256 pods served everything at 8 probes) and the
+// more cells were probed the surer such a pod was found; and agents at 400
+// ms (-13.8%, -12.2%, -10.2%, -9.8%), where more probes found lighter
+// picks and moved sessions. The loss was negative because the flat
+// reference, the cells' own cost over all pods, piled up worst.
 //
-//   - Idle traffic behind one shared system prompt (the conversation
-//     trace at 20 ms a token: -10.8%, -18.4%, -3.4%, -0.2%). The cells'
-//     cost sends a new conversation to an idle pod that holds the system
-//     prompt; the more cells are probed, the surer one of them has such a
-//     pod, so a few pods take every new conversation and evict the older
-//     ones (at 8 probes 42 of 256 pods served all 4,000 requests and
-//     1.92M blocks were evicted; at 2 probes 67 pods and 1.36M; single
-//     seeds at 8 probes lose up to 2.1%, 4.0% with a quarter of the
-//     caches). Eight probes
-//     decide as the flat router does (reuse 0.233 against its 0.232, which
-//     evicts 1.90M): the concentration is the cells' cost's, which counts
-//     no cache pressure, and a choice that sees each cell's pick alone
-//     cannot undo it (two probes escape it by chance: when both cells'
-//     system-prompt pods are busy, a cell seeds an empty pod). Breaking
-//     Choose's ties toward the deeper summary estimate, or toward the
-//     cell holding the deeper prefix on any pod, made it worse: every new
-//     conversation went to the cell that held the most (busiest cell 51%
-//     and 68%), so ties still go to the less loaded cell.
-//   - Agents at 400 ms a token, nothing evicted (-13.8%, -12.2%, -10.2%,
-//     -9.8%): one probe keeps a session in the cell its summary names,
-//     whose picker then trades within the cell; more probes find lighter
-//     picks elsewhere and Choose makes the trade its cost states (prefill
-//     and move against load), the TTFT estimate improving (114, 111, 109,
-//     110 ms). That is the trade the cost exists for, not a lost copy.
+// With the pressure (cells, choice and search; whole workloads, seeds
+// 42-44 pooled) the flat router itself spreads new prefixes, its reuse
+// rising (conversation at 20 ms 0.358, agents at 400 ms 0.700), and the
+// hierarchy converges to it as the probes grow: conversation at 20 ms
+// +1.78%, +0.02%, -0.06%, -0.05%; with a quarter of the caches +12.3%,
+// +5.8%, +1.15%, +0.10%; agents at 400 ms -1.77%, -3.20%, -3.12%,
+// -3.45%. Non-increasing within 0.01 and 0.08 points (conversation 4 to
+// 8, agents 2 to 4), inside the seeds' spread (one seed's loss moves by
+// 0.3 to 0.5 points); the agents' TTFT estimate improves with the probes
+// as the choice trades a little prefix for load. One probe now loses:
+// it cannot see an emptier cell, and its cell's caches fill first. With a
+// quarter of the caches two probes lose 5.8% to the flat router, whose
+// choice among all 256 pods' caches two probed cells cannot match, though
+// both rose far (flat 0.122 to 0.301, the hierarchy 0.163 to 0.283; README,
+// "Measured").
 //
 // At fleet scale the search must not test every cell's summary: a
 // gossip.Bank holds all summaries transposed (one row of cell bits per

@@ -42,6 +42,7 @@ func (rt *Router) explain(d *Decision, notes *explainNotes, topK int) *globalv1.
 	}
 	sc := rt.cfg.Search
 	sc.PrefillWeight = rt.cfg.Choose.PrefillWeight // as decide searched
+	sc.PressureWeight = rt.cfg.Choose.PressureWeight
 	est := make(map[int]int, len(notes.depths))
 	for _, cd := range notes.depths {
 		est[cd.Cell] = cd.Depth

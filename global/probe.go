@@ -186,6 +186,7 @@ func probeAll(ctx context.Context, tr *telemetry.Tracer, pr Prober, timeout time
 		if err == nil && resp.GetPick() != nil {
 			a.Pod, a.Matched, a.Load, a.Cost = resp.GetPick().GetPod(), int(resp.GetPick().GetMatchedBlocks()), resp.GetPick().GetLoad(), resp.GetPick().GetCost()
 			a.Busy = resp.GetFailedOpen()
+			a.Evicts = resp.GetPick().GetEvictBlocks()
 		} else if err == nil {
 			a.Err = errNoPick
 		}

@@ -283,6 +283,7 @@ func (rt *Router) decide(ctx context.Context, req *Request, probeLone bool, note
 	_, span := rt.tr.Start(ctx, "global.summary_lookup")
 	sc := rt.cfg.Search
 	sc.PrefillWeight = rt.cfg.Choose.BlockWeight() // one weight for the bound and the choice
+	sc.PressureWeight = rt.cfg.Choose.PressureWeight
 	var cands []Candidate
 	var cold bool
 	var depths []gossip.CellDepth

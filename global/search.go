@@ -41,6 +41,12 @@ type SearchConfig struct {
 	// the summaries show its first turn finds it. Without it a cold
 	// prompt goes unprobed to the less loaded of two hashed cells.
 	ProbeCold bool
+	// PressureWeight adds the cache pressure to each cell's bound: the
+	// blocks a cell lacks times its fullness (see cellFullness) at this
+	// weight, as the cells' kv-cost and the choice weigh a pick's expected
+	// evictions. The Router sets it to ChooseConfig.PressureWeight. 0
+	// leaves it out.
+	PressureWeight float64
 }
 
 // DefaultSearchConfig probes at most two cells, cold prompts included.
@@ -87,7 +93,36 @@ func searchBound(cfg *SearchConfig, v *CellView, est, total int) float64 {
 	if est > 0 {
 		cached = min(total, est+cfg.Slack)
 	}
-	return cfg.PrefillWeight*float64(total-cached) + float64(v.Load.LeastPodBlocks)
+	b := cfg.PrefillWeight*float64(total-cached) + float64(v.Load.LeastPodBlocks)
+	if cfg.PressureWeight > 0 {
+		b += cfg.PressureWeight * float64(total-cached) * cellFullness(v)
+	}
+	return b
+}
+
+// cellFullness estimates how full cell v's caches are, in [0, 1]: the
+// blocks its summary says it holds (the sampled hashes its builder kept
+// times the stride) over its pods' KV blocks (gossiped free plus active
+// blocks); 0 when either is unknown. It is the cell's mean, not its
+// emptiest pod's, so with it the search's bound is an estimate rather
+// than a lower bound: a full cell's deeper prefix no longer keeps an
+// emptier cell out of the probes for a new prefix, which is what the
+// cells' pressure would choose.
+func cellFullness(v *CellView) float64 {
+	capacity := v.Load.FreeBlocks + v.Load.ActiveBlocks
+	s, ok := v.Summary.(sizedSummary)
+	if !ok || capacity <= 0 {
+		return 0
+	}
+	held := float64(s.Elements()) * float64(max(1, s.Params().Stride))
+	return min(1, held/float64(capacity))
+}
+
+// sizedSummary is a summary that says how many hashes it was built from
+// (*gossip.Summary is one).
+type sizedSummary interface {
+	Elements() uint64
+	Params() gossip.Params
 }
 
 // LoadOrder returns the usable cells of views, least loaded pod first

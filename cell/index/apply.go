@@ -46,6 +46,9 @@ type ApplyResult struct {
 	// Stale counts ops ignored because their slot was not alive, and ops
 	// with the reserved zero hash.
 	Stale int
+
+	// held gathers the per-pod held-count changes; apply flushes it.
+	held heldDelta
 }
 
 // reserver hands out room for new blocks one at a time when the index is
@@ -121,6 +124,7 @@ func (ix *Index) apply(ops []Op, l *Learner) ApplyResult {
 	if ix.blocks.Add(stores) > max {
 		ix.blocks.Add(-stores)
 		ix.applyOrdered(ops, &res)
+		res.held.flush(&ix.held)
 		return res
 	}
 	if len(ops) <= smallBatch {
@@ -135,6 +139,7 @@ func (ix *Index) apply(ops []Op, l *Learner) ApplyResult {
 		ix.applyGrouped(ops, sc, &res)
 	}
 	ix.blocks.Add(int64(res.Created-res.Deleted) - stores)
+	res.held.flush(&ix.held)
 	return res
 }
 
@@ -215,14 +220,21 @@ func (ix *Index) applyOne(sh int, op *Op, r *reserver, res *ApplyResult) bool {
 	}
 	switch op.Kind {
 	case OpStore:
-		created, ok := s.store(uint64(op.Hash), op.Slot, r)
+		created, added, ok := s.store(uint64(op.Hash), op.Slot, r)
 		if !ok {
 			res.CapDrops++
 			return false
 		}
 		res.Created += created
+		if added {
+			res.held.add(&ix.held, op.Slot, 1)
+		}
 	case OpRemove:
-		res.Deleted -= s.remove(uint64(op.Hash), op.Slot)
+		deleted, dropped := s.remove(uint64(op.Hash), op.Slot)
+		res.Deleted -= deleted
+		if dropped {
+			res.held.add(&ix.held, op.Slot, -1)
+		}
 	}
 	return true
 }
@@ -237,14 +249,21 @@ func (ix *Index) applyPaged(s *pshard, op *Op, r *reserver, res *ApplyResult) bo
 	}
 	switch op.Kind {
 	case OpStore:
-		created, ok := s.store(op, r)
+		created, added, ok := s.store(op, r)
 		if !ok {
 			res.CapDrops++
 			return false
 		}
 		res.Created += created
+		if added {
+			res.held.add(&ix.held, op.Slot, 1)
+		}
 	case OpRemove:
-		res.Deleted -= s.remove(op)
+		deleted, dropped := s.remove(op)
+		res.Deleted -= deleted
+		if dropped {
+			res.held.add(&ix.held, op.Slot, -1)
+		}
 	}
 	return true
 }

@@ -209,4 +209,18 @@
 // its own bound and, when a store is refused, has the pods over their fair
 // share of MaxBlocks evict (package events), so that one pod's flood does
 // not refuse the others' blocks.
+//
+// # Held counts
+//
+// Held(slot) is how many blocks a live pod holds, on any tier, as its
+// events told the index (learned holdings apart): with the pod's cache size
+// it is how full the cache is, which routing weighs as cache pressure
+// (cell/plugins, "Cache pressure"). Apply keeps one counter per slot from
+// what its writes do to the holder bits (a store that sets the slot's bit
+// adds one, a remove that clears it subtracts one; idempotent writes and
+// refused stores change nothing), adding a batch's changes once per run of
+// one pod's ops; Register and ClearPod reset it, and a slot that is not
+// alive reads 0. The counters are packed, eight to a cache line, because a
+// decision reads every pod's: one atomic load each. The reference test
+// checks them against the reference model's held sets in both layouts.
 package index

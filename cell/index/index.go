@@ -17,6 +17,8 @@ type Index struct {
 
 	pods  registry
 	tiers [MaxPods]tierMap
+	// held counts each live pod's blocks (see Held).
+	held  heldCounts
 	sweep sweeper
 
 	scratch sync.Pool // *applyScratch

@@ -50,6 +50,9 @@ func (ix *Index) Register(podID string) (Slot, error) {
 			r.state[i] = slotLive
 			r.ids[i] = podID
 			r.byID[podID] = s
+			// A reused slot starts empty: its sweep cleared every bit, and
+			// no write for it applied since its Kill.
+			ix.held[s].Store(0)
 			ix.setAlive(s)
 			return s, nil
 		}
@@ -115,6 +118,7 @@ func (ix *Index) ClearPod(s Slot) {
 	}
 	ix.tiers[s].reset()
 	ix.sweepShards(BitmapOf(s))
+	ix.held[s].Store(0)
 }
 
 func (r *registry) counts() (live, sweeping int) {

@@ -118,7 +118,7 @@ func validPlace(op *Op) bool {
 
 // store adds op.Slot to the holders of op.Hash in page op.Page; see
 // shard.store. Writers only.
-func (s *pshard) store(op *Op, res *reserver) (created int, ok bool) {
+func (s *pshard) store(op *Op, res *reserver) (created int, added, ok bool) {
 	d := s.dir.Load()
 	page, h := uint64(op.Page), uint64(op.Hash)
 	off := int(op.Pos % PageSize)
@@ -126,7 +126,7 @@ func (s *pshard) store(op *Op, res *reserver) (created int, ok bool) {
 	if !found {
 		if res != nil && !res.take() {
 			s.capDrops++
-			return 0, false
+			return 0, false, false
 		}
 		if (s.pages+1)*growDen > d.size()*growNum {
 			d = s.resize(d.size() * 2)
@@ -144,25 +144,25 @@ func (s *pshard) store(op *Op, res *reserver) (created int, ok bool) {
 		ps.key.Store(page)
 		s.pages++
 		s.count++
-		return 1, true
+		return 1, true, true
 	}
 	ps := &d.slots[i]
 	b := bucketOf(ps.b.Load())
 	n, ordered := bucketHeader(b)
 	if j := findEntry(b, n, ordered, off, h); j > 0 {
 		w := b[j].val.Load()
-		nw := s.addHolder(w, op.Slot, maxInlinePaged, w&offMask)
+		nw, added := s.addHolder(w, op.Slot, maxInlinePaged, w&offMask)
 		if nw != w {
 			b[j].val.Store(nw)
 		}
 		if off == 0 || off == PageSize-1 { // an overflow set changes in place
 			ps.note(off, h, s.decode(nw))
 		}
-		return 0, true
+		return 0, added, true
 	}
 	if res != nil && !res.take() {
 		s.capDrops++
-		return 0, false
+		return 0, false, false
 	}
 	if n == len(b)-1 {
 		b = s.rebucket(d, i, b, 2*n)
@@ -173,7 +173,7 @@ func (s *pshard) store(op *Op, res *reserver) (created int, ok bool) {
 	setBucketHeader(b, n+1, ordered && off == n)
 	ps.note(off, h, s.decode(w))
 	s.count++
-	return 1, true
+	return 1, true, true
 }
 
 // rebucket moves the entries of bucket b, directory slot i, into a new
@@ -194,12 +194,13 @@ func (s *pshard) rebucket(d *ptable, i uint64, b []pentry, capacity int) []pentr
 
 // remove drops op.Slot from the holders of op.Hash and deletes the block
 // (and its page, when it was the last) when nobody holds it any more. It
-// returns -1 when it deleted the block. Writers only.
-func (s *pshard) remove(op *Op) int {
+// returns -1 when it deleted the block, and whether op.Slot was a holder.
+// Writers only.
+func (s *pshard) remove(op *Op) (deleted int, dropped bool) {
 	d := s.dir.Load()
 	i, found := d.pos(uint64(op.Page))
 	if !found {
-		return 0
+		return 0, false
 	}
 	ps := &d.slots[i]
 	b := bucketOf(ps.b.Load())
@@ -207,21 +208,20 @@ func (s *pshard) remove(op *Op) int {
 	h := uint64(op.Hash)
 	j := findEntry(b, n, ordered, int(op.Pos%PageSize), h)
 	if j == 0 {
-		return 0
+		return 0, false
 	}
 	w := b[j].val.Load()
-	held := s.decode(w).Has(op.Slot)
-	nw := s.dropHolder(w, op.Slot, maxInlinePaged, w&offMask)
+	nw, held := s.dropHolder(w, op.Slot, maxInlinePaged, w&offMask)
 	if !held {
-		return 0
+		return 0, false
 	}
 	ps.note(wordOff(w), h, s.decode(nw))
 	if nw == w {
-		return 0 // an overflow set changed in place
+		return 0, true // an overflow set changed in place
 	}
 	if nw != 0 {
 		b[j].val.Store(nw)
-		return 0
+		return 0, true
 	}
 	// Delete entry j: the last entry takes its place.
 	if j != n {
@@ -243,7 +243,7 @@ func (s *pshard) remove(op *Op) int {
 	case len(b)-1 > minBucket && (n-1)*4 <= len(b)-1:
 		s.rebucket(d, i, b, (len(b)-1)/2)
 	}
-	return -1
+	return -1, true
 }
 
 // resize rebuilds the directory at the given size and publishes it; see

@@ -194,6 +194,22 @@ func TestMatchesReferenceModel(t *testing.T) {
 	}
 }
 
+// checkHeld compares the index's per-pod held counts with the reference's
+// sets of held nodes: a live pod holds as many blocks as its set has, every
+// other slot none.
+func checkHeld(t *testing.T, ix *Index, held map[Slot]map[int]bool, seed uint64, step int) {
+	t.Helper()
+	for s := 0; s < MaxPods; s++ {
+		want := 0
+		if h, ok := held[Slot(s)]; ok {
+			want = len(h)
+		}
+		if got := ix.Held(Slot(s)); got != want {
+			t.Fatalf("seed %d step %d: Held(%d) = %d, want %d", seed, step, s, got, want)
+		}
+	}
+}
+
 func testMatchesReference(t *testing.T, lay Layout, deep bool) {
 	deepest := int32(0)
 	defer func() {
@@ -314,9 +330,11 @@ func testMatchesReference(t *testing.T, lay Layout, deep bool) {
 					chain = append(chain, BlockHash(rng.Uint64()|1))
 				}
 				checkMatch(t, ix, ref, chain, &r, step)
+				checkHeld(t, ix, held, seed, step)
 			}
 		}
 		ix.WaitSweeps()
+		checkHeld(t, ix, held, seed, -1)
 		got, want := ix.Dump(), ref.dump()
 		if len(got) != len(want) {
 			t.Fatalf("seed %d: Dump has %d blocks, reference %d", seed, len(got), len(want))

@@ -143,13 +143,13 @@ func (s *shardBase) endWrite() {
 // store adds slot sl to key's holders. It returns +1 when it created the
 // block, 0 otherwise, and false when the block was new but room was refused.
 // Writers only.
-func (s *shard) store(key uint64, sl Slot, res *reserver) (created int, ok bool) {
+func (s *shard) store(key uint64, sl Slot, res *reserver) (created int, added, ok bool) {
 	t := s.tab.Load()
 	i, found := t.pos(key)
 	if !found {
 		if res != nil && !res.take() {
 			s.capDrops++
-			return 0, false
+			return 0, false, false
 		}
 		if (s.count+1)*growDen > t.size()*growNum {
 			t = s.resize(t.size() * 2)
@@ -158,84 +158,87 @@ func (s *shard) store(key uint64, sl Slot, res *reserver) (created int, ok bool)
 		t.slots[i].val.Store(inlineAdd(0, sl))
 		t.slots[i].key.Store(key)
 		s.count++
-		return 1, true
+		return 1, true, true
 	}
 	w := t.slots[i].val.Load()
-	if nw := s.addHolder(w, sl, maxInline, 0); nw != w {
+	nw, added := s.addHolder(w, sl, maxInline, 0)
+	if nw != w {
 		t.slots[i].val.Store(nw)
 	}
-	return 0, true
+	return 0, added, true
 }
 
 // addHolder returns holder word w with slot sl added: inline while the
 // word has room for maxIn slots, else in an overflow bitmap. extra holds
 // bits the word keeps beside its holders (the paged layout's offset).
-// Writers only.
-func (s *shardBase) addHolder(w uint64, sl Slot, maxIn int, extra uint64) uint64 {
+// added says sl was not a holder before. Writers only.
+func (s *shardBase) addHolder(w uint64, sl Slot, maxIn int, extra uint64) (nw uint64, added bool) {
 	switch {
 	case isOverflow(w):
 		ov := *s.over.Load()
 		b := ov[overflowRef(w)].load()
-		if !b.Has(sl) {
-			ov[overflowRef(w)].store(b.Set(sl))
+		if b.Has(sl) {
+			return w, false
 		}
-		return w
+		ov[overflowRef(w)].store(b.Set(sl))
+		return w, true
 	case inlineHas(w, sl):
-		return w
+		return w, false
 	case holderCount(w) < maxIn:
-		return inlineAdd(w, sl)
+		return inlineAdd(w, sl), true
 	}
-	return makeOverflow(s.allocOverflow(inlineBitmap(w).Set(sl))) | extra
+	return makeOverflow(s.allocOverflow(inlineBitmap(w).Set(sl))) | extra, true
 }
 
 // dropHolder returns holder word w without slot sl, 0 when sl was its last
-// holder; see addHolder. Writers only.
-func (s *shardBase) dropHolder(w uint64, sl Slot, maxIn int, extra uint64) uint64 {
+// holder; see addHolder. dropped says sl was a holder. Writers only.
+func (s *shardBase) dropHolder(w uint64, sl Slot, maxIn int, extra uint64) (nw uint64, dropped bool) {
 	if !isOverflow(w) {
 		if !inlineHas(w, sl) {
-			return w
+			return w, false
 		}
-		return inlineRemove(w, sl)
+		return inlineRemove(w, sl), true
 	}
 	ref := overflowRef(w)
 	ov := *s.over.Load()
 	b := ov[ref].load()
 	if !b.Has(sl) {
-		return w
+		return w, false
 	}
 	b = b.Clear(sl)
 	if b.Count() > maxIn {
 		ov[ref].store(b)
-		return w
+		return w, true
 	}
 	ov[ref].store(HostBitmap{})
 	s.free = append(s.free, ref)
-	return inlineFromBitmap(b) | extra
+	return inlineFromBitmap(b) | extra, true
 }
 
 // remove drops slot sl from key's holders and deletes the block when nobody
-// holds it any more. It returns -1 when it deleted the block. Writers only.
-func (s *shard) remove(key uint64, sl Slot) int {
+// holds it any more. It returns -1 when it deleted the block, and whether
+// sl was a holder. Writers only.
+func (s *shard) remove(key uint64, sl Slot) (deleted int, dropped bool) {
 	t := s.tab.Load()
 	i, found := t.pos(key)
 	if !found {
-		return 0
+		return 0, false
 	}
 	w := t.slots[i].val.Load()
-	nw := s.dropHolder(w, sl, maxInline, 0)
+	nw, dropped := s.dropHolder(w, sl, maxInline, 0)
 	if nw == w {
-		return 0
+		return 0, dropped
 	}
 	if nw != 0 {
 		t.slots[i].val.Store(nw)
-		return 0
+		return 0, dropped
 	}
 	t.deleteAt(i)
 	s.count--
 	if t.size() > s.minSize && s.count*8 < t.size() {
 		s.resize(t.size() / 2)
 	}
-	return -1
+	return -1, dropped
 }
 
 // allocOverflow returns an overflow entry holding b. Writers only.

@@ -27,7 +27,7 @@ func TestShardMatchesMap(t *testing.T) {
 			sl := Slot(rng.IntN(12)) // > maxInline holders on some keys
 			s.beginWrite()
 			if rng.IntN(2) == 0 {
-				if _, ok := s.store(k, sl, nil); !ok {
+				if _, _, ok := s.store(k, sl, nil); !ok {
 					t.Fatal("store refused without a reserver")
 				}
 				ref[k] = ref[k].Set(sl)

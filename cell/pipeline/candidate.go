@@ -33,7 +33,7 @@ func (r Role) Serves(want Role) bool {
 // rank of a pod) as the pipeline sees it when a decision starts.
 //
 // A Candidate holds only what filters and scorers read on every decision,
-// in 56 bytes; the names and address, read for the winner only, sit behind
+// in 64 bytes (one cache line); the names and address, read for the winner only, sit behind
 // the embedded *Target. A pass over 256 candidates then touches about 220
 // cache lines instead of 420, and the cell copies half as much per request
 // (BenchmarkDecision measures it).
@@ -55,6 +55,10 @@ type Candidate struct {
 	PrefillBlocks int
 	// TotalBlocks is the pod's KV cache size in blocks (0 when unknown).
 	TotalBlocks int
+	// HeldBlocks is how many blocks the index holds for the pod (its
+	// cached prefixes, from its KV events): with TotalBlocks, how full its
+	// cache is (see Evicts).
+	HeldBlocks int
 	// RouteTemplates counts the pod's active requests by route template
 	// (looped-transformer requests batch well with their own template).
 	RouteTemplates map[string]int
@@ -62,6 +66,23 @@ type Candidate struct {
 	// Target names the candidate; it is shared, never nil for a candidate
 	// the cell built, and must not be modified.
 	*Target
+}
+
+// Evicts returns how many cached blocks the pod is expected to evict
+// because it stores stored more blocks: stored times the pod's fullness f =
+// HeldBlocks / TotalBlocks (at most 1), and 0 when its cache size is
+// unknown. A full cache evicts one cached block for every block it stores.
+// A cache with free room evicts nothing at once, but the blocks stored take
+// room the pod's later requests would have filled, so its evictions come
+// that much sooner and take younger blocks; the fuller the cache, the
+// sooner: f of a block for each. The linear form spreads new prefixes over
+// the emptier caches long before any is full, instead of filling a few
+// pods until they evict (see plugins.KVCost's pressure).
+func (c *Candidate) Evicts(stored int) float64 {
+	if c.TotalBlocks <= 0 || stored <= 0 || c.HeldBlocks <= 0 {
+		return 0
+	}
+	return float64(stored) * min(1, float64(c.HeldBlocks)/float64(c.TotalBlocks))
 }
 
 // Target is the part of a candidate that names it: who it is and where

@@ -12,6 +12,48 @@
 // adds all their factories to a registry; it is the one place that says
 // what a cell can load.
 //
+// # Cache pressure
+//
+// The reference cost, overlap_weight * prefill_blocks + active_blocks,
+// counts what a pod saves this request and what it makes it wait, but not
+// what storing the request's new blocks costs the requests after it: on a
+// full cache every stored block evicts a cached one, and the prefix it
+// belonged to (another conversation's next turn) must be prefilled again.
+// At the conversation trace's own pace, where load is nearly zero, the
+// reference cost sent every new conversation to an idle pod that already
+// held the system prompt: a few pods took them all and evicted each
+// other's conversations while most stayed empty (loadtest hierarchy's
+// flat router: 42 of 256 pods served every request, 1.9M blocks evicted
+// in 4,000 requests).
+//
+// kv-cost adds pressure_weight (routing.kv_pressure_weight, default
+// DefaultPressureWeight = 1) times the blocks the pod is expected to evict,
+// pipeline.Candidate.Evicts: the blocks it lacks times its fullness f =
+// HeldBlocks / TotalBlocks, at most 1. HeldBlocks is the index's count of
+// the pod's blocks (index.Held, one atomic load per pod per decision),
+// TotalBlocks its kv_blocks; a pod of unknown size pays nothing. A full
+// cache evicts one block for each it stores; one with room evicts nothing
+// yet, but what it stores takes room its later requests would have filled,
+// bringing its evictions forward, the more so the fuller it is: f of a
+// block each. On full pods the term is a stronger overlap weight (a
+// follow-up stays with its prefix: copying it elsewhere evicts as much
+// again); among pods with room it prefers the emptier cache for a new
+// prefix, long before any evicts. The form that charges only what does
+// not fit at once, max(0, held + stored - total), lets pods fill unevenly
+// until they are full: with it the flat router reused 0.289 of the
+// conversation trace's blocks at 20 ms a token (64k evicted), with the
+// fullness form 0.316 (none evicted). The probe answer carries the pick's expected evictions
+// (evict_blocks), which the global tier weighs at the same weight.
+//
+// Measured with loadtest hierarchy (README, "Measured"): at weight 1 the
+// flat router's reuse on the first 4,000 requests of the conversation trace
+// rose from 0.232 to 0.316 at 20 ms a token (no block evicted instead of
+// 1.9M), 0.195 to 0.244 at 400 ms, 0.204 to 0.231 at 2,000 ms; agents at
+// 400 ms 0.555 to 0.653; the cold workload at 400 ms 0.205 to 0.291.
+// Weight 0.5 gave the same within a few tenths of a percent. loadtest
+// compare's kv kept 0.98-0.99 of the reachable reuse at x1-x3 (0.94-0.99
+// before, one run each, alternated) with TTFT ratios within noise.
+//
 // # Under saturation: where kv's reuse went
 //
 // loadtest compare reports, per mode, where the reuse it missed went

@@ -62,12 +62,15 @@ func Register(r *pipeline.Registry, d Deps) {
 	})
 	// Scorers.
 	r.Register("kv-cost", func(p pipeline.Params) (pipeline.Plugin, error) {
-		s := &KVCost{OverlapWeight: 1, SpeculativeWeight: 1}
+		s := &KVCost{OverlapWeight: 1, SpeculativeWeight: 1, PressureWeight: DefaultPressureWeight}
 		if err := p.Decode(s); err != nil {
 			return nil, err
 		}
 		if s.OverlapWeight < 0 {
 			return nil, fmt.Errorf("overlap_weight = %v, want >= 0", s.OverlapWeight)
+		}
+		if !(s.PressureWeight >= 0) {
+			return nil, fmt.Errorf("pressure_weight = %v, want >= 0", s.PressureWeight)
 		}
 		if !(s.SpeculativeWeight >= 0 && s.SpeculativeWeight <= 1) {
 			return nil, fmt.Errorf("speculative_weight = %v, want in [0, 1]", s.SpeculativeWeight)
@@ -135,18 +138,33 @@ func WithSpeculativeWeight(p pipeline.ProfileConfig, w float64) pipeline.Profile
 	if w == 1 {
 		return p
 	}
+	return withKVCost(p, func(kc *KVCost) { kc.SpeculativeWeight = w })
+}
+
+// WithPressureWeight returns p with every kv-cost scorer weighing cache
+// pressure at w (see KVCost.PressureWeight).
+func WithPressureWeight(p pipeline.ProfileConfig, w float64) pipeline.ProfileConfig {
+	return withKVCost(p, func(kc *KVCost) { kc.PressureWeight = w })
+}
+
+// withKVCost returns p with set applied to the parameters of every kv-cost
+// scorer (decoded over the factory's defaults); p's own slices are not
+// changed. A scorer whose parameters do not decode is left for Build to
+// report.
+func withKVCost(p pipeline.ProfileConfig, set func(*KVCost)) pipeline.ProfileConfig {
 	score := make([]pipeline.PluginSpec, len(p.Score))
 	copy(score, p.Score)
 	for i := range score {
 		if score[i].Type != "kv-cost" {
 			continue
 		}
-		var kc KVCost
-		kc.OverlapWeight = 1
+		kc := KVCost{OverlapWeight: 1, SpeculativeWeight: 1, PressureWeight: DefaultPressureWeight}
 		if err := score[i].Params.Decode(&kc); err != nil {
 			continue // Build reports it
 		}
-		params, err := pipeline.ParamsOf(fmt.Sprintf("{overlap_weight: %v, speculative_weight: %v}", kc.OverlapWeight, w))
+		set(&kc)
+		params, err := pipeline.ParamsOf(fmt.Sprintf("{overlap_weight: %v, speculative_weight: %v, pressure_weight: %v}",
+			kc.OverlapWeight, kc.SpeculativeWeight, kc.PressureWeight))
 		if err == nil {
 			score[i].Params = params
 		}

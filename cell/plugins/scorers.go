@@ -23,9 +23,15 @@ import (
 // 1. Below 1 the scorer asks the index where each matched pod's exact
 // depth ends, which costs a map lookup per matched pod with speculative
 // blocks.
+//
+// PressureWeight adds the cache pressure (see pressure.go): a pod whose
+// cache is full pays PressureWeight for every cached block that storing
+// the request's new blocks would evict there (Candidate.Evicts), the reuse
+// those blocks would have given the requests that come back to them.
 type KVCost struct {
 	OverlapWeight     float64 `yaml:"overlap_weight"`
 	SpeculativeWeight float64 `yaml:"speculative_weight"`
+	PressureWeight    float64 `yaml:"pressure_weight"`
 
 	split Splitter
 }
@@ -60,7 +66,11 @@ func (s *KVCost) Score(rc *pipeline.Context, out []float64) {
 		if c.HasSlot {
 			d = depth[c.Slot]
 		}
-		out[k] = -(w*float64(int32(total)-d) + float64(c.ActiveBlocks))
+		miss := int32(total) - d
+		out[k] = -(w*float64(miss) + float64(c.ActiveBlocks))
+		if s.PressureWeight > 0 {
+			out[k] -= s.PressureWeight * c.Evicts(int(miss))
+		}
 	}
 	if s.SpeculativeWeight != 1 && s.split != nil && m != nil {
 		s.weighSpeculative(rc, out, hs, m, w)

@@ -336,7 +336,8 @@ func TestTTFTCostParams(t *testing.T) {
 
 // BenchmarkScorers times kv-cost and ttft-cost side by side over the 256
 // pods of BenchmarkDecision's cell, after one Prepare, with a few pods'
-// depth speculative.
+// depth speculative and every pod's cache partly full (kv-cost weighs the
+// pressure; kv-cost-nopressure is kv-cost at pressure weight 0).
 func BenchmarkScorers(b *testing.B) {
 	f, reqs, _ := decisionBench(b)
 	l, err := index.NewLearner(f.ix, index.DefaultLearnConfig())
@@ -351,13 +352,15 @@ func BenchmarkScorers(b *testing.B) {
 	for i := range f.cands {
 		f.cands[i].ActiveRequests = rng.IntN(12)
 		f.cands[i].PrefillBlocks = rng.IntN(200)
+		f.cands[i].HeldBlocks = rng.IntN(f.cands[i].TotalBlocks + 1)
 	}
 	for _, sw := range []float64{1, 0.5} {
 		profiles := map[string]pipeline.ProfileConfig{
-			"kv-cost":   WithSpeculativeWeight(DefaultProfile("default", 1, 0, 0.95), sw),
-			"ttft-cost": ttftProfile(b, TTFTCost{PrefillPerTokenUs: 25, DecodePerTokenMs: 2, DecodeTokens: 16, MaxRunning: 4, SpeculativeWeight: sw}),
+			"kv-cost":            WithSpeculativeWeight(DefaultProfile("default", 1, 0, 0.95), sw),
+			"kv-cost-nopressure": WithPressureWeight(WithSpeculativeWeight(DefaultProfile("default", 1, 0, 0.95), sw), 0),
+			"ttft-cost":          ttftProfile(b, TTFTCost{PrefillPerTokenUs: 25, DecodePerTokenMs: 2, DecodeTokens: 16, MaxRunning: 4, SpeculativeWeight: sw}),
 		}
-		for _, name := range []string{"kv-cost", "ttft-cost"} {
+		for _, name := range []string{"kv-cost", "kv-cost-nopressure", "ttft-cost"} {
 			b.Run(fmt.Sprintf("%s/spec=%v", name, sw), func(b *testing.B) {
 				s := f.selector(b, profiles[name], nil)
 				rc := pipeline.NewContext(nil, f.cands, rand.New(rand.NewPCG(1, 2)))

@@ -5,7 +5,7 @@
 //
 //	celld --config celld.yaml [--http-addr HOST:PORT] [--grpc-addr HOST:PORT] [--epp-addr HOST:PORT] [--cell-id ID] [--replica-id ID] [--log-level info]
 //	      [--gossip-advertise IP:PORT] [--gossip-secret-key KEY]
-//	      [--kv-overlap-score-weight 1] [--router-temperature 0] [--busy-threshold 0.95]
+//	      [--kv-overlap-score-weight 1] [--kv-pressure-weight 1] [--router-temperature 0] [--busy-threshold 0.95]
 //	      [--prefix-wait=true --prefix-wait-max 5s]
 //	      [--api-keys keys.yaml] [--tls-cert C --tls-key K --tls-ca CA] [--max-body-bytes N ...]
 //	      [--snapshot-dir DIR --snapshot-interval 5m --snapshot-every-events N --snapshot-keep 3]

@@ -56,6 +56,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	applyStatus := statuspage.BindFlags(fs, statuspage.DefaultConfig())
 	d := cell.DefaultRoutingConfig()
 	overlap := fs.Float64("kv-overlap-score-weight", d.KVOverlapScoreWeight, "default profile: weight of a block to prefill against a block of decode load (overrides routing.kv_overlap_score_weight)")
+	pressure := fs.Float64("kv-pressure-weight", d.KVPressureWeight, "default profile: weight of a cached block a pod is expected to evict to store the request, against a block of decode load (overrides routing.kv_pressure_weight)")
 	temp := fs.Float64("router-temperature", d.RouterTemperature, "default profile: softmax temperature over normalised costs; 0 picks the lowest cost (overrides routing.router_temperature)")
 	maxPromptBytes := fs.Int64("max-prompt-bytes", d.PromptLimits.MaxBytes, "override routing.prompt_limits.max_bytes: longest prompt text in bytes, checked before tokenizing (400 context_length_exceeded past it; 0: unlimited)")
 	maxPromptTokens := fs.Int("max-prompt-tokens", d.PromptLimits.MaxTokens, "override routing.prompt_limits.max_tokens: most prompt tokens (400 context_length_exceeded past it; 0: unlimited)")
@@ -150,6 +151,8 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 		switch f.Name {
 		case "kv-overlap-score-weight":
 			cfg.Routing.KVOverlapScoreWeight = *overlap
+		case "kv-pressure-weight":
+			cfg.Routing.KVPressureWeight = *pressure
 		case "router-temperature":
 			cfg.Routing.RouterTemperature = *temp
 		case "busy-threshold":

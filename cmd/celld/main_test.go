@@ -29,6 +29,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{[]string{"--busy-threshold", "1.5"}, "busy_threshold"},
 		{[]string{"--router-temperature", "-1"}, "router_temperature"},
 		{[]string{"--kv-overlap-score-weight", "-2"}, "kv_overlap_score_weight"},
+		{[]string{"--kv-pressure-weight", "-1"}, "kv_pressure_weight"},
 		{[]string{"--max-body-bytes", "10"}, "max_body_bytes"},
 		{[]string{"--max-header-bytes", "10"}, "limits.max_header_bytes"},
 		{[]string{"--body-timeout", "0s"}, "limits.body_timeout"},

@@ -39,3 +39,24 @@ func TestHierarchyScaleFlags(t *testing.T) {
 		t.Errorf("trace_seconds %v, want about 40 (60 replayed, 20 of warm-up)", s)
 	}
 }
+
+// TestHierarchyPressureFlag: --pressure-weight reaches the quality run (its
+// cells' kv-cost and the global choice) and its JSON.
+func TestHierarchyPressureFlag(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"hierarchy", "--trace", "../../testdata/mooncake_small.jsonl", "--cells", "2", "--pods-per-cell", "2",
+		"--blocks-per-pod", "256", "--seeds", "1", "--decode-ms-per-token", "20", "--pressure-weight", "0.5", "--json", "--quiet"}
+	if err := dispatch(context.Background(), args, &out, &errOut); err != nil {
+		t.Fatalf("dispatch: %v\nstderr:\n%s", err, errOut.String())
+	}
+	var rep map[string]any
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("stdout is not one JSON object: %v\n%s", err, out.String())
+	}
+	if rep["pressure_weight"] != 0.5 {
+		t.Fatalf("pressure_weight: got %v, want 0.5", rep["pressure_weight"])
+	}
+	if _, ok := rep["reuse_loss"].(float64); !ok {
+		t.Fatalf("reuse_loss: got %v, want a number", rep["reuse_loss"])
+	}
+}

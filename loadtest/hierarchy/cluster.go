@@ -48,7 +48,7 @@ func newCluster(id string, pods []int, cfg Config, h blockhash.Hasher, tok plugi
 	}
 	r := pipeline.NewRegistry()
 	plugins.Register(r, plugins.Deps{Index: ix, Hasher: h, Tokenizer: tok})
-	prof, err := r.Build(plugins.DefaultProfile("default", cfg.OverlapWeight, cfg.Temperature, cfg.BusyThreshold))
+	prof, err := r.Build(plugins.WithPressureWeight(plugins.DefaultProfile("default", cfg.OverlapWeight, cfg.Temperature, cfg.BusyThreshold), cfg.PressureWeight))
 	if err != nil {
 		ix.Close()
 		return nil, fmt.Errorf("hierarchy: cell %s: %w", id, err)
@@ -94,6 +94,9 @@ type pick struct {
 	// failedOpen says every pod was busy and the selector ignored its
 	// soft filters (what a probe's answer reports as failed_open).
 	failedOpen bool
+	// evicts is how many cached blocks the chosen pod would evict to store
+	// the blocks it lacks (what a probe's answer reports as evict_blocks).
+	evicts float64
 }
 
 // decide runs the cell's selector for req over the current candidates, as
@@ -115,6 +118,9 @@ func (c *cluster) decide(ctx context.Context, req *pipeline.Request, rng *rand.R
 		if _, b, ok := m.Best(); ok {
 			p.best = b
 		}
+	}
+	if hs, ok := pipeline.BlockHashes.Get(c.rc); ok {
+		p.evicts = c.cands[p.local].Evicts(len(hs) - p.depth)
 	}
 	return p, nil
 }
@@ -138,6 +144,7 @@ func (c *cluster) admit(i int, now int64, chain []blockhash.Hash) int {
 	}
 	c.ops = ops
 	c.evicted += int64(len(ad.Removed))
+	c.cands[i].HeldBlocks = c.ix.Held(slot)
 	if c.held != nil {
 		for _, h := range ad.Removed {
 			c.held.remove(h)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/cell/index"
+	"github.com/cellrouter/cellrouter/cell/plugins"
 	"github.com/cellrouter/cellrouter/global"
 	"github.com/cellrouter/cellrouter/gossip"
 	"github.com/cellrouter/cellrouter/loadtest/trace"
@@ -69,6 +70,10 @@ type Config struct {
 	OverlapWeight float64 `json:"overlap_weight"`
 	Temperature   float64 `json:"temperature"`
 	BusyThreshold float64 `json:"busy_threshold"`
+	// PressureWeight is the cells' kv-cost pressure_weight (the cost of a
+	// cached block a pick would evict, plugins.KVCost) and the global
+	// choice's (global.ChooseConfig.PressureWeight).
+	PressureWeight float64 `json:"pressure_weight"`
 	// DecodeMsPerToken sets the load model: a request occupies its pod for
 	// output_length * DecodeMsPerToken of trace time.
 	DecodeMsPerToken float64 `json:"decode_ms_per_token"`
@@ -123,6 +128,7 @@ func DefaultConfig() Config {
 		OverlapWeight:     1,
 		Temperature:       0,
 		BusyThreshold:     0.95,
+		PressureWeight:    plugins.DefaultPressureWeight,
 		DecodeMsPerToken:  20,
 		PrefillMsPerBlock: 0.5,
 		Prompt:            PromptTokens,
@@ -180,6 +186,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("hierarchy: MoveWeight must be >= 0, got %v", c.MoveWeight)
 	case c.OverlapWeight < 0:
 		return fmt.Errorf("hierarchy: OverlapWeight must be >= 0, got %v", c.OverlapWeight)
+	case !(c.PressureWeight >= 0):
+		return fmt.Errorf("hierarchy: PressureWeight must be >= 0, got %v", c.PressureWeight)
 	case c.Temperature < 0:
 		return fmt.Errorf("hierarchy: Temperature must be >= 0, got %v", c.Temperature)
 	case !(c.BusyThreshold > 0 && c.BusyThreshold <= 1):
@@ -208,7 +216,7 @@ func (c Config) Validate() error {
 // choice's prefill weight.
 func (c Config) tier() tierConfig {
 	return tierConfig{MaxProbes: c.MaxProbes, Slack: c.ProbeSlack, ColdBlocks: c.ColdBlocks, ProbeCold: c.ProbeCold,
-		Prefill: c.OverlapWeight, Move: c.MoveWeight}
+		Prefill: c.OverlapWeight, Move: c.MoveWeight, Pressure: c.PressureWeight}
 }
 
 // summaryConfig is the gossip default with the run's stride and rate.

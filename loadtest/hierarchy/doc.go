@@ -16,7 +16,10 @@
 //     (cell/index) of the pod's pool as ops, as the pod's KV events would be.
 //  3. Flat: one index over all pods and one selector of the cell's default
 //     profile (plugins.DefaultProfile, built with pipeline and plugins as the
-//     cell builds it) picks the pod.
+//     cell builds it, kv-cost's cache pressure at Config.PressureWeight,
+//     --pressure-weight) picks the pod. Every pod's candidate carries its
+//     cache size and the blocks the index holds for it (index.Held, as
+//     celld fills them), so the pressure sees how full each cache is.
 //  4. Hierarchical: one index and one selector per cell. Every
 //     Config.SummaryInterval of trace time, each cell rebuilds its summary
 //     from every block it holds (gossip.Builder with the block's depth in
@@ -26,7 +29,10 @@
 //     knows the first block, its candidates are the cells a stable hash of
 //     the first blocks ranks highest); each candidate is probed by running
 //     its selector in-process (what CellService.Route does, changing
-//     nothing) and global.Choose orders the answers, as global.Router does
+//     nothing; the answer carries the pick's expected evictions, as
+//     evict_blocks does) and global.Choose orders the answers (weighing
+//     them at Config.PressureWeight, as the search's bounds weigh each
+//     cell's mean fullness), as global.Router does
 //     (with --probe-cold=false or one probe a cold request goes unprobed
 //     to the less loaded of two hashed cells, counted as routed load); then the
 //     chosen cell's selector decides again (the hand-off) and its pick

@@ -219,6 +219,7 @@ func (h *hierRouter) route(ctx context.Context, r *request) (int, error) {
 				pc := &cl.cands[p.local]
 				a.Pod, a.Matched, a.Load = pc.Pod, p.depth, float64(pc.ActiveBlocks)
 				a.Busy = p.failedOpen
+				a.Evicts = p.evicts
 			}
 			n++
 			// A false probe is one the summary sent for nothing: it

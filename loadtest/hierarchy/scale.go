@@ -161,6 +161,8 @@ func (c ScaleConfig) tenants() int {
 
 // tier is the run's global tier: the cells' default prefill weight (the
 // oracle's), the cold key over the global tier's default leading blocks.
+// It weighs no cache pressure: its cells are one cache each, whose probe
+// answers report no evictions.
 func (c ScaleConfig) tier() tierConfig {
 	return tierConfig{MaxProbes: c.MaxProbes, Slack: c.ProbeSlack, ColdBlocks: global.DefaultSearchConfig().ColdBlocks,
 		ProbeCold: c.ProbeCold, Prefill: oraclePrefillWeight, Move: c.MoveWeight}

@@ -13,8 +13,9 @@ type tierConfig struct {
 	ProbeCold                    bool
 	// Prefill is the choice's weight of one block to prefill (the cells'
 	// overlap weight) and Move its cost of copying a prefix another probed
-	// cell holds (global.ChooseConfig).
-	Prefill, Move float64
+	// cell holds (global.ChooseConfig); Pressure its cost of a cached block
+	// the pick would evict (the cells' pressure weight).
+	Prefill, Move, Pressure float64
 }
 
 // configs returns the search and the choice. The search's bound weighs a
@@ -22,8 +23,9 @@ type tierConfig struct {
 // the prefill and the move), as global.Router's decide sets it, so the
 // search never leaves out a cell the choice would prefer.
 func (t tierConfig) configs() (global.SearchConfig, global.ChooseConfig) {
-	choose := global.ChooseConfig{PrefillWeight: t.Prefill, MoveWeight: t.Move, RTTWeight: global.DefaultChooseConfig().RTTWeight}
+	choose := global.ChooseConfig{PrefillWeight: t.Prefill, MoveWeight: t.Move, RTTWeight: global.DefaultChooseConfig().RTTWeight,
+		PressureWeight: t.Pressure}
 	search := global.SearchConfig{MaxProbes: t.MaxProbes, Slack: t.Slack, ColdBlocks: t.ColdBlocks,
-		PrefillWeight: choose.BlockWeight(), ProbeCold: t.ProbeCold}
+		PrefillWeight: choose.BlockWeight(), ProbeCold: t.ProbeCold, PressureWeight: t.Pressure}
 	return search, choose
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/cellrouter/cellrouter/cell/plugins"
 	"github.com/cellrouter/cellrouter/global"
 )
 
@@ -17,19 +18,24 @@ func TestTierIsTheRouters(t *testing.T) {
 	wantChoose := global.DefaultChooseConfig()
 	wantSearch := global.DefaultSearchConfig()
 	wantSearch.PrefillWeight = wantChoose.BlockWeight()
+	wantSearch.PressureWeight = wantChoose.PressureWeight
 	for _, c := range []struct {
-		name  string
-		tier  tierConfig
-		slack int
+		name     string
+		tier     tierConfig
+		slack    int
+		pressure float64
 	}{
-		{"quality", DefaultConfig().tier(), DefaultConfig().ProbeSlack},
-		{"scale", DefaultScaleConfig().tier(), DefaultScaleConfig().ProbeSlack},
+		{"quality", DefaultConfig().tier(), DefaultConfig().ProbeSlack, wantChoose.PressureWeight},
+		// The scale model's cells are one cache each and report no
+		// evictions: it weighs no pressure.
+		{"scale", DefaultScaleConfig().tier(), DefaultScaleConfig().ProbeSlack, 0},
 	} {
 		search, choose := c.tier.configs()
-		ws := wantSearch
+		ws, wc := wantSearch, wantChoose
 		ws.Slack = c.slack
-		if search != ws || choose != wantChoose {
-			t.Errorf("%s: search %+v choose %+v, want %+v and %+v", c.name, search, choose, ws, wantChoose)
+		ws.PressureWeight, wc.PressureWeight = c.pressure, c.pressure
+		if search != ws || choose != wc {
+			t.Errorf("%s: search %+v choose %+v, want %+v and %+v", c.name, search, choose, ws, wc)
 		}
 	}
 	sc := DefaultScaleConfig()
@@ -73,5 +79,18 @@ func TestRunScaleColdPath(t *testing.T) {
 	if noMove.ReuseHier == probed.ReuseHier && noMove.RequestsBelowOracle == probed.RequestsBelowOracle {
 		t.Errorf("move weight 0 and %v gave the same run (reuse %v, %d below the oracle): the weight does not reach the choice",
 			float64(global.DefaultMoveWeight), probed.ReuseHier, probed.RequestsBelowOracle)
+	}
+}
+
+// TestPressureDefaultsAgree: the global choice weighs a pick's expected
+// evictions as the cells' kv-cost does (global may not import cell, so the
+// two defaults are separate constants), and the quality run uses both.
+func TestPressureDefaultsAgree(t *testing.T) {
+	if plugins.DefaultPressureWeight != global.DefaultPressureWeight {
+		t.Fatalf("cells' pressure weight %v, global choice's %v: want equal", plugins.DefaultPressureWeight, global.DefaultPressureWeight)
+	}
+	search, choose := DefaultConfig().tier().configs()
+	if choose.PressureWeight != plugins.DefaultPressureWeight || search.PressureWeight != choose.PressureWeight {
+		t.Fatalf("quality run: choice pressure %v, search %v, want %v", choose.PressureWeight, search.PressureWeight, plugins.DefaultPressureWeight)
 	}
 }

@@ -1160,8 +1160,15 @@ type Candidate struct {
 	// speculative: requests were routed to the pod moments ago and its
 	// events have not confirmed those blocks yet.
 	SpeculativeBlocks uint32 `protobuf:"varint,8,opt,name=speculative_blocks,json=speculativeBlocks,proto3" json:"speculative_blocks,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// evict_blocks is how many cached blocks the pod is expected to evict to
+	// store the request's blocks it lacks: those blocks times the pod's cache
+	// fullness (blocks the index holds for it over its kv_blocks; 0 when its
+	// size is unknown). The global tier weighs it as the cell's kv-cost
+	// does, so that a full pod's deeper prefix does not outbid an emptier
+	// cell for a new prefix.
+	EvictBlocks   float64 `protobuf:"fixed64,9,opt,name=evict_blocks,json=evictBlocks,proto3" json:"evict_blocks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Candidate) Reset() {
@@ -1246,6 +1253,13 @@ func (x *Candidate) GetApproximate() bool {
 func (x *Candidate) GetSpeculativeBlocks() uint32 {
 	if x != nil {
 		return x.SpeculativeBlocks
+	}
+	return 0
+}
+
+func (x *Candidate) GetEvictBlocks() float64 {
+	if x != nil {
+		return x.EvictBlocks
 	}
 	return 0
 }
@@ -2146,7 +2160,7 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\tlora_name\x18\x05 \x01(\tR\bloraName\x12/\n" +
 	"\x04role\x18\x06 \x01(\x0e2\x1b.cellrouter.cell.v1.PodRoleR\x04role\x12%\n" +
 	"\x0emax_candidates\x18\a \x01(\rR\rmaxCandidates\x12\x18\n" +
-	"\aexplain\x18\x1e \x01(\bR\aexplain\"\x8b\x02\n" +
+	"\aexplain\x18\x1e \x01(\bR\aexplain\"\xae\x02\n" +
 	"\tCandidate\x12\x10\n" +
 	"\x03pod\x18\x01 \x01(\tR\x03pod\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12%\n" +
@@ -2155,7 +2169,8 @@ const file_api_cell_v1_cell_proto_rawDesc = "" +
 	"\x04cost\x18\x05 \x01(\x01R\x04cost\x122\n" +
 	"\x05state\x18\x06 \x01(\x0e2\x1c.cellrouter.cell.v1.PodStateR\x05state\x12 \n" +
 	"\vapproximate\x18\a \x01(\bR\vapproximate\x12-\n" +
-	"\x12speculative_blocks\x18\b \x01(\rR\x11speculativeBlocks\"O\n" +
+	"\x12speculative_blocks\x18\b \x01(\rR\x11speculativeBlocks\x12!\n" +
+	"\fevict_blocks\x18\t \x01(\x01R\vevictBlocks\"O\n" +
 	"\vFilteredPod\x12\x10\n" +
 	"\x03pod\x18\x01 \x01(\tR\x03pod\x12\x16\n" +
 	"\x06filter\x18\x02 \x01(\tR\x06filter\x12\x16\n" +
