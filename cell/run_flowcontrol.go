@@ -91,16 +91,16 @@ func flowPods(d *decision, withDetours bool) (pods []string, detours []float64) 
 		match, _ = pipeline.Match.Get(d.rc)
 	}
 	pods = make([]string, 0, len(dec.Order))
-	var depths []int
 	if match != nil {
-		depths = make([]int, 0, len(dec.Order))
+		// Each pod's depth first, turned into its detour at the end.
+		detours = make([]float64, 0, len(dec.Order))
 	}
 	var seen map[string]int // for long lists; a short one is scanned
 	for _, ci := range dec.Order {
 		c := &d.rc.Candidates[ci]
-		depth := 0
+		depth := 0.0
 		if match != nil && c.HasSlot {
-			depth = match.Depth(c.Slot)
+			depth = float64(match.Depth(c.Slot))
 		}
 		at := -1
 		if seen != nil {
@@ -111,14 +111,14 @@ func flowPods(d *decision, withDetours bool) (pods []string, detours []float64) 
 			at = slices.Index(pods, c.Pod)
 		}
 		if at >= 0 { // another holder of the pod (pod#rank)
-			if depths != nil {
-				depths[at] = max(depths[at], depth)
+			if detours != nil {
+				detours[at] = max(detours[at], depth)
 			}
 			continue
 		}
 		pods = append(pods, c.Pod)
-		if depths != nil {
-			depths = append(depths, depth)
+		if detours != nil {
+			detours = append(detours, depth)
 		}
 		if seen != nil {
 			seen[c.Pod] = len(pods) - 1
@@ -129,12 +129,12 @@ func flowPods(d *decision, withDetours bool) (pods []string, detours []float64) 
 			}
 		}
 	}
-	if len(depths) == 0 || depths[0] == 0 {
+	if len(detours) == 0 || detours[0] == 0 {
 		return pods, nil
 	}
-	detours = make([]float64, len(pods))
-	for i, n := range depths {
-		detours[i] = float64(max(0, depths[0]-n))
+	pick := detours[0]
+	for i, n := range detours {
+		detours[i] = max(0, pick-n)
 	}
 	return pods, detours
 }

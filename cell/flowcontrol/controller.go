@@ -48,8 +48,13 @@ type Request struct {
 	Detours []float64
 }
 
-// detour returns the request's detour to Pods[i].
-func (r *Request) detour(i int) float64 { return detourAt(r.Detours, i) }
+// detour returns the request's detour to Pods[i] (0 past Detours' end).
+func (r *Request) detour(i int) float64 {
+	if i < len(r.Detours) {
+		return r.Detours[i]
+	}
+	return 0
+}
 
 // waiter is a request waiting in the queue: the controller sends its
 // outcome on ch exactly once, under the lock, after taking its item out.
@@ -318,7 +323,7 @@ func (c *Controller) dispatchLocked() {
 		return
 	}
 	w := it.Value.(*waiter)
-	if head := it.Seq(); c.q.Waiting(w.req.Tenant, w.req.Band) > 0 && c.q.headSeq(w.req.Tenant, w.req.Band) < head {
+	if head := c.q.headSeq(w.req.Tenant, w.req.Band); head != 0 && head < it.Seq() {
 		c.stats.AffinityReordered++
 	}
 	c.grantedLocked(w.req.Tenant, w.req.Band, 1)

@@ -60,14 +60,6 @@ func (g *Grant) Place(pods []string) int {
 	return -1
 }
 
-// detourAt is detours[i], 0 past its end.
-func detourAt(detours []float64, i int) float64 {
-	if i < len(detours) {
-		return detours[i]
-	}
-	return 0
-}
-
 // Waited returns how long the request waited in the queue (0: admitted at
 // once).
 func (g *Grant) Waited() time.Duration { return g.waited }
