@@ -33,10 +33,10 @@ func (r Role) Serves(want Role) bool {
 // rank of a pod) as the pipeline sees it when a decision starts.
 //
 // A Candidate holds only what filters and scorers read on every decision,
-// in 64 bytes (one cache line); the names and address, read for the winner only, sit behind
-// the embedded *Target. A pass over 256 candidates then touches about 220
-// cache lines instead of 420, and the cell copies half as much per request
-// (BenchmarkDecision measures it).
+// in 64 bytes (one cache line); the names and address, read for the
+// winner only, sit behind the embedded *Target. A pass over 256 candidates
+// then touches about 256 cache lines instead of 420, and the cell copies
+// about half as much per request (BenchmarkDecision measures it).
 type Candidate struct {
 	// Healthy is false for pods the registry considers dead; Draining for
 	// pods an operator is draining.
@@ -69,7 +69,7 @@ type Candidate struct {
 }
 
 // Evicts returns how many cached blocks the pod is expected to evict
-// because it stores stored more blocks: stored times the pod's fullness f =
+// because it stores another stored blocks: stored times the pod's fullness f =
 // HeldBlocks / TotalBlocks (at most 1), and 0 when its cache size is
 // unknown. A full cache evicts one cached block for every block it stores.
 // A cache with free room evicts nothing at once, but the blocks stored take
