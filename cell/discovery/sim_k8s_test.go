@@ -235,10 +235,16 @@ func (l *load) stop() {
 
 // checkNoLateRequests fails if pod received a request under a pod set
 // version at or after the one in which the cell saw it stop being
-// routable.
+// routable. The test's observer follows the pod set in its own goroutine,
+// so it is given a while to see the pod go (the cell may have, a moment
+// before the caller looked).
 func checkNoLateRequests(t *testing.T, tc *testCell, s *simPod) {
 	t.Helper()
 	gone, ok := tc.goneAt(s.name)
+	for deadline := time.Now().Add(30 * time.Second); !ok && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		gone, ok = tc.goneAt(s.name)
+	}
 	if !ok {
 		t.Errorf("%s: the cell never saw it stop being routable", s.name)
 		return
