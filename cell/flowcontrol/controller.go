@@ -2,6 +2,7 @@ package flowcontrol
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -46,6 +47,14 @@ type Request struct {
 	// waiting request it costs the least (Config.AffinityLookahead). The
 	// controller keeps the slice while the request waits.
 	Detours []float64
+	// Key names the request while it waits, for requests that follow it
+	// (0: none may). Follows is the Key of a waiting request whose prompt
+	// this one's extends (0: none), and FollowBlocks the prefix blocks it
+	// shares with that leader beyond what its pods hold: it waits until
+	// the leader starts, and then for the leader's pod at most as long as
+	// those blocks take to prefill (follow.go).
+	Key, Follows uint64
+	FollowBlocks float64
 }
 
 // detour returns the request's detour to Pods[i] (0 past Detours' end).
@@ -67,6 +76,13 @@ type waiter struct {
 	byClient bool
 	// reserve is the headroom its dispatch had to leave free (its grant's).
 	reserve float64
+	// follow is its relation to the leader it follows (nil: none);
+	// followers are the waiting requests that follow it (follow.go).
+	follow    *follower
+	followers []*waiter
+	// held is the most its pick holds beyond a pod that holds least: its
+	// largest detour (affinityScore).
+	held float64
 }
 
 // Controller is a cell's flow control: the Queue behind a lock, the
@@ -93,6 +109,12 @@ type Controller struct {
 	mark     time.Time
 	closed   bool
 	stats    Stats
+	// leaders are the waiting (or dispatched, not yet started) requests
+	// others may follow, by Request.Key.
+	leaders map[uint64]*waiter
+	// holders counts the waiting requests whose pick holds part of their
+	// prefix (waiter.held > 0): affinityScore.
+	holders int
 	// loads are the requests in flight and the last arrival of each band
 	// and tenant, for the headroom (headroom.go).
 	loads [auth.NumPriorities]bandLoad
@@ -104,7 +126,7 @@ func New(cfg Config, sat Saturation, obs Observer) *Controller {
 	if obs == nil {
 		obs = nopObserver{}
 	}
-	c := &Controller{cfg: cfg, sat: sat, obs: obs, now: time.Now, q: NewQueue()}
+	c := &Controller{cfg: cfg, sat: sat, obs: obs, now: time.Now, q: NewQueue(), leaders: map[uint64]*waiter{}}
 	for i := range c.stats.Left {
 		c.stats.Left[i] = map[string]int{}
 	}
@@ -126,24 +148,53 @@ func (c *Controller) room(pods []string, reserve float64) int {
 	return -1
 }
 
+// roomFor returns the index of the first of r's pods with room while
+// keeping reserve free that is open to r after waiting waited (open) and,
+// for a follower (w, nil for none), at now (followOpen), or -1.
+func (c *Controller) roomFor(r *Request, reserve float64, waited time.Duration, w *waiter, now time.Time) int {
+	for i, p := range r.Pods {
+		if c.open(r, i, waited) && (w == nil || c.followOpen(w, p, now)) && !c.sat.Saturated(p, reserve) {
+			return i
+		}
+	}
+	return -1
+}
+
+// open reports whether r, having waited waited, may go to r.Pods[i]: at
+// once when the pod costs it no detour or Config.AffinityWait is off,
+// else once it has waited as long as the detour's prefill would take
+// (the ski-rental rule: waiting longer for its pick than the prefill it
+// saves loses more than it gains).
+func (c *Controller) open(r *Request, i int, waited time.Duration) bool {
+	d := r.detour(i)
+	if d <= 0 || !c.cfg.AffinityWait || c.cfg.PrefillPerBlock <= 0 {
+		return true
+	}
+	return waited >= time.Duration(d*float64(c.cfg.PrefillPerBlock))
+}
+
 // admissibleLocked returns the index in r.Pods of the pod r may go to
-// now (-1: it must wait) and the headroom it must leave free there: none
-// when its pick has room even with the headroom kept (the common case,
-// one question to the pods), or when it need not keep it
-// (restrictedLocked); else Config.Headroom.
-func (c *Controller) admissibleLocked(r *Request, now time.Time) (at int, reserve float64) {
+// now, having waited waited (-1: it must wait), and the headroom it must
+// leave free there: none when its pick has room even with the headroom
+// kept (the common case, one question to the pods), or when it need not
+// keep it (restrictedLocked); else Config.Headroom. Only pods open to it
+// (open) count.
+func (c *Controller) admissibleLocked(r *Request, now time.Time, waited time.Duration, w *waiter) (at int, reserve float64) {
+	if w != nil && w.blocked() {
+		return -1, 0 // its leader has not started
+	}
 	if c.sat == nil || len(r.Pods) == 0 {
 		return 0, 0 // nothing to wait for
 	}
 	h := c.cfg.Headroom
-	if h > 0 && !c.sat.Saturated(r.Pods[0], h) {
+	if h > 0 && (w == nil || c.followOpen(w, r.Pods[0], now)) && !c.sat.Saturated(r.Pods[0], h) {
 		return 0, 0
 	}
-	at = c.room(r.Pods, 0)
+	at = c.roomFor(r, 0, waited, w, now)
 	if at < 0 || h == 0 || !c.restrictedLocked(r.Tenant, r.Band, now) {
 		return at, 0
 	}
-	return c.room(r.Pods, h), h
+	return c.roomFor(r, h, waited, w, now), h
 }
 
 // Admit returns when r may go to its pods: at once when nothing of its
@@ -182,8 +233,8 @@ func (c *Controller) Admit(ctx context.Context, r Request) (*Grant, error) {
 		return nil, ErrClosed
 	}
 	c.arriveLocked(r.Tenant, r.Band, r.Weight, now)
-	if c.q.AtOrAbove(r.Band) == 0 && c.pending == 0 {
-		at, reserve := c.admissibleLocked(&r, now)
+	if _, leads := c.leaders[r.Follows]; c.q.AtOrAbove(r.Band) == 0 && c.pending == 0 && (r.Follows == 0 || !leads) {
+		at, reserve := c.admissibleLocked(&r, now, 0, nil)
 		if reserve > 0 {
 			c.stats.HeadroomKept++
 		}
@@ -208,10 +259,18 @@ func (c *Controller) Admit(ctx context.Context, r Request) (*Grant, error) {
 		c.shedLocked(v, now)
 	}
 	w := &waiter{req: r, since: now, ch: make(chan error, 1), byClient: byClient}
+	for _, d := range r.Detours {
+		w.held = max(w.held, d)
+	}
+	if w.held > 0 {
+		c.holders++
+	}
 	it := &Item{Tenant: r.Tenant, Band: r.Band, Weight: r.Weight, Cost: float64(r.Tokens), Value: w}
 	if c.q.Len() == 0 {
 		c.mark = now
 	}
+	c.followLocked(w)
+	c.leadLocked(w)
 	c.q.Push(it)
 	c.obs.Queued(r.Tenant, r.Band, 1)
 	c.dispatchLocked()
@@ -230,7 +289,7 @@ func (c *Controller) Admit(ctx context.Context, r Request) (*Grant, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.charged, g.waited, g.queued, g.counted, g.reserve = float64(r.Tokens), c.now().Sub(now), true, true, w.reserve
+	g.charged, g.waited, g.queued, g.counted, g.reserve, g.w = float64(r.Tokens), c.now().Sub(now), true, true, w.reserve, w
 	if ctx.Err() != nil {
 		// Dispatched as the client left: give the slot back.
 		g.Done(0)
@@ -250,6 +309,7 @@ func (c *Controller) leave(it *Item, err error, outcome string) error {
 		c.mu.Unlock()
 		return <-w.ch
 	}
+	c.unheldLocked(w)
 	now := c.now()
 	c.obs.Queued(w.req.Tenant, w.req.Band, -1)
 	if outcome == OutcomeDeadline && !w.byClient {
@@ -266,6 +326,7 @@ func (c *Controller) leave(it *Item, err error, outcome string) error {
 		outcome = OutcomeClientDeadline
 	}
 	c.leftLocked(w.req, now.Sub(w.since), outcome)
+	c.releaseFollowersLocked(w, "")
 	if e, ok := err.(*Error); ok {
 		e.Waited = now.Sub(w.since)
 		e.RetryAfter = retryAfter(c.estimateLocked(w.req.Band))
@@ -279,8 +340,10 @@ func (c *Controller) leave(it *Item, err error, outcome string) error {
 func (c *Controller) shedLocked(v *Item, now time.Time) {
 	vw := v.Value.(*waiter)
 	c.q.Remove(v)
+	c.unheldLocked(vw)
 	c.obs.Queued(vw.req.Tenant, vw.req.Band, -1)
 	c.leftLocked(vw.req, now.Sub(vw.since), OutcomeShed)
+	c.releaseFollowersLocked(vw, "")
 	vw.ch <- &Error{Err: ErrShed, Waited: now.Sub(vw.since), RetryAfter: retryAfter(c.estimateLocked(vw.req.Band))}
 }
 
@@ -309,20 +372,21 @@ func (c *Controller) dispatchLocked() {
 	now := c.now()
 	it := c.q.NextBest(c.cfg.AffinityLookahead, func(it *Item) (float64, bool) {
 		w := it.Value.(*waiter)
-		at, reserve := c.admissibleLocked(&w.req, now)
+		at, reserve := c.admissibleLocked(&w.req, now, affinityWaited(w, now), w)
 		w.reserve = reserve
 		if at < 0 {
 			return 0, false
 		}
 		if it.Passes() >= c.cfg.AffinityMaxPasses {
-			return 0, true
+			return math.Inf(-1), true
 		}
-		return w.req.detour(at), true
+		return affinityScore(w.req.detour(at), w.held, c.holders > 0), true
 	})
 	if it == nil {
 		return
 	}
 	w := it.Value.(*waiter)
+	c.unheldLocked(w)
 	if head := c.q.headSeq(w.req.Tenant, w.req.Band); head != 0 && head < it.Seq() {
 		c.stats.AffinityReordered++
 	}
@@ -337,6 +401,30 @@ func (c *Controller) dispatchLocked() {
 	c.obs.Queued(w.req.Tenant, w.req.Band, -1)
 	c.leftLocked(w.req, now.Sub(w.since), OutcomeDispatched)
 	w.ch <- nil
+}
+
+// affinityScore ranks a waiting request for a pod (lower first): the
+// prefix the pod costs it (its detour there), and on a tie, the more of its prefix the pod
+// holds the better, so that a pod that frees goes to a request it holds
+// the prefix of before one that would be as well served anywhere (whose
+// prefix nobody holds); the tie-break weighs a block a millionth of a
+// detour's, so it never outweighs one.
+// Queue.NextBest ends its look at the first score at or below 0: a
+// request that loses nothing anywhere scores 0 while no waiting request
+// holds a prefix (holders false, the common case: the look stops at the
+// head), and just above 0 otherwise, so that the look goes on to a holder.
+func affinityScore(detour, held float64, holders bool) float64 {
+	if s := detour - 1e-6*(held-detour); s != 0 || !holders {
+		return s
+	}
+	return 1e-9
+}
+
+// unheldLocked counts w, which leaves the queue, out of the holders.
+func (c *Controller) unheldLocked(w *waiter) {
+	if w.held > 0 {
+		c.holders--
+	}
 }
 
 func minTime(a, b time.Time) time.Time {
