@@ -83,6 +83,10 @@ type waiter struct {
 	// held is the most its pick holds beyond a pod that holds least: its
 	// largest detour (affinityScore).
 	held float64
+	// at is the index in req.Pods of the pod its dispatch found room on;
+	// claim is that pod while the dispatch has not started.
+	at    int
+	claim string
 }
 
 // Controller is a cell's flow control: the Queue behind a lock, the
@@ -97,6 +101,11 @@ type Controller struct {
 
 	mu sync.Mutex
 	q  *Queue
+	// claimed counts, by pod, the dispatched requests not started yet
+	// that were dispatched for it: a claimed pod takes no other dispatch
+	// until its load shows the first, so several pods fill at once while
+	// no one pod is handed the whole queue.
+	claimed map[string]int
 	// pending counts the requests dispatched from the queue that have not
 	// started (Grant.Started): the next one waits for them, so that one
 	// freed slot is not handed to the whole queue before the pods' load
@@ -126,7 +135,8 @@ func New(cfg Config, sat Saturation, obs Observer) *Controller {
 	if obs == nil {
 		obs = nopObserver{}
 	}
-	c := &Controller{cfg: cfg, sat: sat, obs: obs, now: time.Now, q: NewQueue(), leaders: map[uint64]*waiter{}}
+	c := &Controller{cfg: cfg, sat: sat, obs: obs, now: time.Now, q: NewQueue(), leaders: map[uint64]*waiter{},
+		claimed: map[string]int{}}
 	for i := range c.stats.Left {
 		c.stats.Left[i] = map[string]int{}
 	}
@@ -153,7 +163,7 @@ func (c *Controller) room(pods []string, reserve float64) int {
 // for a follower (w, nil for none), at now (followOpen), or -1.
 func (c *Controller) roomFor(r *Request, reserve float64, waited time.Duration, w *waiter, now time.Time) int {
 	for i, p := range r.Pods {
-		if c.open(r, i, waited) && (w == nil || c.followOpen(w, p, now)) && !c.sat.Saturated(p, reserve) {
+		if c.claimed[p] == 0 && c.open(r, i, waited) && (w == nil || c.followOpen(w, p, now)) && !c.sat.Saturated(p, reserve) {
 			return i
 		}
 	}
@@ -187,7 +197,7 @@ func (c *Controller) admissibleLocked(r *Request, now time.Time, waited time.Dur
 		return 0, 0 // nothing to wait for
 	}
 	h := c.cfg.Headroom
-	if h > 0 && (w == nil || c.followOpen(w, r.Pods[0], now)) && !c.sat.Saturated(r.Pods[0], h) {
+	if h > 0 && c.claimed[r.Pods[0]] == 0 && (w == nil || c.followOpen(w, r.Pods[0], now)) && !c.sat.Saturated(r.Pods[0], h) {
 		return 0, 0
 	}
 	at = c.roomFor(r, 0, waited, w, now)
@@ -358,22 +368,26 @@ func (c *Controller) leftLocked(r Request, waited time.Duration, outcome string)
 	c.obs.Left(r.Tenant, r.Band, waited, outcome)
 }
 
-// dispatchLocked hands the queue's next eligible request a grant, unless
-// a dispatched one has not started yet. Within the tenant served, the
-// request dispatched is, of its first Config.AffinityLookahead, the one
-// whose pod with room costs it the least detour (Request.Detours), so a
-// freed pod takes a request that holds its prefix there before one that
-// would prefill its prefix again; a request passed over
-// Config.AffinityMaxPasses times is passed over no longer.
+// dispatchLocked hands the queue's eligible requests grants, one per pod
+// with room that no dispatch has claimed yet (claimed). Within the tenant
+// served, the request dispatched is, of its first
+// Config.AffinityLookahead, the one whose pod with room costs it the
+// least detour (Request.Detours), so a freed pod takes a request that
+// holds its prefix there before one that would prefill its prefix again;
+// a request passed over Config.AffinityMaxPasses times is passed over no
+// longer.
 func (c *Controller) dispatchLocked() {
-	if c.pending > 0 || c.q.Len() == 0 {
-		return
+	for c.q.Len() > 0 && c.dispatchOneLocked() {
 	}
+}
+
+// dispatchOneLocked dispatches one request, and reports whether it did.
+func (c *Controller) dispatchOneLocked() bool {
 	now := c.now()
 	it := c.q.NextBest(c.cfg.AffinityLookahead, func(it *Item) (float64, bool) {
 		w := it.Value.(*waiter)
 		at, reserve := c.admissibleLocked(&w.req, now, affinityWaited(w, now), w)
-		w.reserve = reserve
+		w.reserve, w.at = reserve, at
 		if at < 0 {
 			return 0, false
 		}
@@ -383,7 +397,7 @@ func (c *Controller) dispatchLocked() {
 		return affinityScore(w.req.detour(at), w.held, c.holders > 0), true
 	})
 	if it == nil {
-		return
+		return false
 	}
 	w := it.Value.(*waiter)
 	c.unheldLocked(w)
@@ -398,9 +412,25 @@ func (c *Controller) dispatchLocked() {
 	}
 	c.mark = now
 	c.pending++
+	if w.at >= 0 && w.at < len(w.req.Pods) {
+		w.claim = w.req.Pods[w.at]
+		c.claimed[w.claim]++
+	}
 	c.obs.Queued(w.req.Tenant, w.req.Band, -1)
 	c.leftLocked(w.req, now.Sub(w.since), OutcomeDispatched)
 	w.ch <- nil
+	return true
+}
+
+// unclaimLocked ends the claim of w's dispatch (it started or ended).
+func (c *Controller) unclaimLocked(w *waiter) {
+	if w == nil || w.claim == "" {
+		return
+	}
+	if c.claimed[w.claim]--; c.claimed[w.claim] <= 0 {
+		delete(c.claimed, w.claim)
+	}
+	w.claim = ""
 }
 
 // affinityScore ranks a waiting request for a pod (lower first): the

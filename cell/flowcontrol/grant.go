@@ -65,7 +65,17 @@ func (g *Grant) Place(pods []string, detours []float64) int {
 	if g.w != nil {
 		waited = affinityWaited(g.w, now)
 	}
-	if i := c.roomFor(&r, g.reserve, waited, g.w, now); i > 0 {
+	// Its own dispatch's claim does not keep it from its pod.
+	own := ""
+	if g.w != nil && g.w.claim != "" {
+		own = g.w.claim
+		c.claimed[own]--
+	}
+	i := c.roomFor(&r, g.reserve, waited, g.w, now)
+	if own != "" {
+		c.claimed[own]++
+	}
+	if i > 0 {
 		return i
 	}
 	return -1
@@ -98,6 +108,7 @@ func (g *Grant) StartedOn(pod string) {
 	c := g.c
 	c.mu.Lock()
 	c.pending--
+	c.unclaimLocked(g.w)
 	c.releaseFollowersLocked(g.w, pod)
 	c.dispatchLocked()
 	c.mu.Unlock()
@@ -121,6 +132,7 @@ func (g *Grant) Done(tokens int) {
 	if !g.started {
 		g.started = true
 		c.pending--
+		c.unclaimLocked(g.w)
 		c.releaseFollowersLocked(g.w, "")
 	}
 	if c.cfg.Enabled {
