@@ -211,8 +211,10 @@ func (c *Cell) admitFlowOf(ctx context.Context, w http.ResponseWriter, r *http.R
 	}
 	// The queued request this one's prompt extends, if any, leads it; and
 	// this one may lead the requests that extend its own while it waits.
+	// Both only while requests wait: a request that finds the queue empty
+	// rarely joins it.
 	hashes, _ := pipeline.BlockHashes.Get(d.rc)
-	if len(hashes) > 0 && c.cfg.FlowControl.Enabled {
+	if len(hashes) > 0 && c.cfg.FlowControl.Enabled && c.flow.Waiting() > 0 {
 		held := heldDepth(d)
 		if lead, depth := c.follow.leader(hashes, held); lead != 0 {
 			req.Follows, req.FollowBlocks = lead, float64(depth-held)

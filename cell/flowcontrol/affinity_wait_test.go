@@ -152,3 +152,25 @@ func TestAffinityWaitFreedPodTakesAnOpenRequest(t *testing.T) {
 		t.Fatalf("a freed: err %v, want the request placed on a", r.err)
 	}
 }
+
+func TestAffinityWaitCountsFromTheFirstRoom(t *testing.T) {
+	// A request that queued a long while with no room anywhere has not
+	// waited for its pick yet: when b frees, its wait for a begins.
+	pods := newFakePods(1)
+	c, clk := startClocked(t, waitConfig(), pods)
+	pods.add("a", 1)
+	pods.add("b", 1)
+	ch := admitAsync(context.Background(), c, Request{Tokens: 10, Pods: []string{"a", "b"}, Detours: []float64{0, 100}})
+	eventually(t, "the request to wait", func() bool { return queued(c) == 1 })
+	clk.advance(5 * time.Second)
+	pods.add("b", -1)
+	stillWaiting(t, ch, "b just freed; the 5 s queued behind a full fleet do not count")
+	clk.advance(100 * time.Millisecond)
+	r := <-ch
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if i := r.g.Place([]string{"a", "b"}, []float64{0, 100}); i != 1 {
+		t.Fatalf("Place = %d, want 1 (b, open after 100 ms of room)", i)
+	}
+}

@@ -51,6 +51,9 @@ func TestDispatchFillsSeveralPodsAtOnce(t *testing.T) {
 	if claims != 3 {
 		t.Fatalf("%d pods claimed, want 3", claims)
 	}
+	if n := c.Waiting(); n != 1 {
+		t.Fatalf("Waiting = %d, want 1", n)
+	}
 }
 
 func TestClaimEndsWhenTheDispatchStarts(t *testing.T) {

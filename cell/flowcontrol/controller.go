@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cellrouter/cellrouter/internal/auth"
@@ -87,6 +88,9 @@ type waiter struct {
 	// claim is that pod while the dispatch has not started.
 	at    int
 	claim string
+	// open is when a pod first had room for it while its affinity wait
+	// held it back (zero: not yet): the ski-rental clock (affinityWaited).
+	open time.Time
 }
 
 // Controller is a cell's flow control: the Queue behind a lock, the
@@ -122,8 +126,10 @@ type Controller struct {
 	// others may follow, by Request.Key.
 	leaders map[uint64]*waiter
 	// holders counts the waiting requests whose pick holds part of their
-	// prefix (waiter.held > 0): affinityScore.
+	// prefix (waiter.held > 0): affinityScore. waiting counts them all,
+	// for Waiting.
 	holders int
+	waiting atomic.Int32
 	// loads are the requests in flight and the last arrival of each band
 	// and tenant, for the headroom (headroom.go).
 	loads [auth.NumPriorities]bandLoad
@@ -275,6 +281,7 @@ func (c *Controller) Admit(ctx context.Context, r Request) (*Grant, error) {
 	if w.held > 0 {
 		c.holders++
 	}
+	c.waiting.Add(1)
 	it := &Item{Tenant: r.Tenant, Band: r.Band, Weight: r.Weight, Cost: float64(r.Tokens), Value: w}
 	if c.q.Len() == 0 {
 		c.mark = now
@@ -389,6 +396,9 @@ func (c *Controller) dispatchOneLocked() bool {
 		at, reserve := c.admissibleLocked(&w.req, now, affinityWaited(w, now), w)
 		w.reserve, w.at = reserve, at
 		if at < 0 {
+			if w.open.IsZero() && !w.blocked() && c.room(w.req.Pods, 0) >= 0 {
+				w.open = now // a pod has room, but affinity holds it back
+			}
 			return 0, false
 		}
 		if it.Passes() >= c.cfg.AffinityMaxPasses {
@@ -450,12 +460,18 @@ func affinityScore(detour, held float64, holders bool) float64 {
 	return 1e-9
 }
 
-// unheldLocked counts w, which leaves the queue, out of the holders.
+// unheldLocked counts w, which leaves the queue, out of the waiting
+// requests and the holders.
 func (c *Controller) unheldLocked(w *waiter) {
+	c.waiting.Add(-1)
 	if w.held > 0 {
 		c.holders--
 	}
 }
+
+// Waiting returns how many requests wait in the queue now, without the
+// lock.
+func (c *Controller) Waiting() int { return int(c.waiting.Load()) }
 
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {

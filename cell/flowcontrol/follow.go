@@ -83,10 +83,15 @@ func (c *Controller) followOpen(w *waiter, pod string, now time.Time) bool {
 }
 
 // affinityWaited is the wait the ski-rental rule counts for w: since its
-// leader started, for a follower; its whole wait otherwise.
+// leader started, for a follower; else since a pod first had room for it
+// that its affinity kept it from (waiter.open): the time it queued
+// behind others while no pod had room is no wait for its pick.
 func affinityWaited(w *waiter, now time.Time) time.Duration {
 	if w.follow != nil && w.follow.pod != "" {
 		return now.Sub(w.follow.freed)
 	}
-	return now.Sub(w.since)
+	if w.open.IsZero() {
+		return 0
+	}
+	return now.Sub(w.open)
 }
