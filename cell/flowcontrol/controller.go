@@ -130,6 +130,8 @@ type Controller struct {
 	// for Waiting.
 	holders int
 	waiting atomic.Int32
+	// heldBack is roomFor's note to the dispatch that called it.
+	heldBack bool
 	// loads are the requests in flight and the last arrival of each band
 	// and tenant, for the headroom (headroom.go).
 	loads [auth.NumPriorities]bandLoad
@@ -165,12 +167,25 @@ func (c *Controller) room(pods []string, reserve float64) int {
 }
 
 // roomFor returns the index of the first of r's pods with room while
-// keeping reserve free that is open to r after waiting waited (open) and,
-// for a follower (w, nil for none), at now (followOpen), or -1.
+// keeping reserve free, not claimed by a dispatch, and open to r after
+// waiting waited (open) and, for a follower (w, nil for none), at now
+// (followOpen), or -1. For a waiter whose affinity clock has not started
+// (waiter.open), it notes in c.heldBack whether a pod had room that its
+// affinity kept it from.
 func (c *Controller) roomFor(r *Request, reserve float64, waited time.Duration, w *waiter, now time.Time) int {
+	track := w != nil && w.open.IsZero()
 	for i, p := range r.Pods {
-		if c.claimed[p] == 0 && c.open(r, i, waited) && (w == nil || c.followOpen(w, p, now)) && !c.sat.Saturated(p, reserve) {
-			return i
+		if c.claimed[p] != 0 {
+			continue
+		}
+		if c.open(r, i, waited) && (w == nil || c.followOpen(w, p, now)) {
+			if !c.sat.Saturated(p, reserve) {
+				return i
+			}
+			continue
+		}
+		if track && !c.heldBack && !c.sat.Saturated(p, reserve) {
+			c.heldBack = true
 		}
 	}
 	return -1
@@ -388,15 +403,26 @@ func (c *Controller) dispatchLocked() {
 	}
 }
 
-// dispatchOneLocked dispatches one request, and reports whether it did.
+// dispatchOneLocked dispatches one request, and reports whether another
+// may follow: whether the look saw room on a pod besides the one it
+// claimed (a look that saw none would be wasted).
 func (c *Controller) dispatchOneLocked() bool {
 	now := c.now()
+	var seen [2]string // the first two pods with room the look saw
 	it := c.q.NextBest(c.cfg.AffinityLookahead, func(it *Item) (float64, bool) {
 		w := it.Value.(*waiter)
+		c.heldBack = false
 		at, reserve := c.admissibleLocked(&w.req, now, affinityWaited(w, now), w)
 		w.reserve, w.at = reserve, at
+		if at >= 0 && at < len(w.req.Pods) && seen[1] == "" {
+			if p := w.req.Pods[at]; seen[0] == "" {
+				seen[0] = p
+			} else if p != seen[0] {
+				seen[1] = p
+			}
+		}
 		if at < 0 {
-			if w.open.IsZero() && !w.blocked() && c.room(w.req.Pods, 0) >= 0 {
+			if c.heldBack && w.open.IsZero() {
 				w.open = now // a pod has room, but affinity holds it back
 			}
 			return 0, false
@@ -429,7 +455,7 @@ func (c *Controller) dispatchOneLocked() bool {
 	c.obs.Queued(w.req.Tenant, w.req.Band, -1)
 	c.leftLocked(w.req, now.Sub(w.since), OutcomeDispatched)
 	w.ch <- nil
-	return true
+	return seen[1] != "" || w.claim == ""
 }
 
 // unclaimLocked ends the claim of w's dispatch (it started or ended).
