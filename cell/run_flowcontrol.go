@@ -220,7 +220,7 @@ func (c *Cell) admitFlowOf(ctx context.Context, w http.ResponseWriter, r *http.R
 			req.Follows, req.FollowBlocks = lead, float64(depth-held)
 		}
 		req.Key = c.follow.add(hashes)
-		defer c.follow.remove(req.Key, hashes)
+		defer c.follow.remove(req.Key)
 	}
 	g, err := c.flow.Admit(ctx, req)
 	if err != nil {

@@ -26,6 +26,10 @@ type followIndex struct {
 	// at maps an indexed block to the requests indexed there, oldest
 	// first, with the prefix depth it ends (usually one).
 	at map[blockhash.Hash][]followEntry
+	// blocks are each request's indexed blocks, for remove: the caller's
+	// hashes belong to its decision, which is recycled before the request
+	// leaves the index.
+	blocks map[uint64][]blockhash.Hash
 }
 
 // followEntry is one indexed block: the request's key and the depth in
@@ -36,7 +40,7 @@ type followEntry struct {
 }
 
 func newFollowIndex() *followIndex {
-	return &followIndex{at: map[blockhash.Hash][]followEntry{}}
+	return &followIndex{at: map[blockhash.Hash][]followEntry{}, blocks: map[uint64][]blockhash.Hash{}}
 }
 
 // leader returns the key of the indexed request sharing the deepest
@@ -65,24 +69,28 @@ func (f *followIndex) add(hashes []blockhash.Hash) uint64 {
 	defer f.mu.Unlock()
 	f.next++
 	key := f.next
+	indexed := make([]blockhash.Hash, 0, len(hashes)/followStride+1)
 	f.each(hashes, func(h blockhash.Hash, depth int) {
 		f.at[h] = append(f.at[h], followEntry{key, depth})
+		indexed = append(indexed, h)
 	})
+	f.blocks[key] = indexed
 	return key
 }
 
 // remove drops what add indexed for key.
-func (f *followIndex) remove(key uint64, hashes []blockhash.Hash) {
+func (f *followIndex) remove(key uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.each(hashes, func(h blockhash.Hash, _ int) {
+	for _, h := range f.blocks[key] {
 		es := slices.DeleteFunc(f.at[h], func(e followEntry) bool { return e.key == key })
 		if len(es) == 0 {
 			delete(f.at, h)
 		} else {
 			f.at[h] = es
 		}
-	})
+	}
+	delete(f.blocks, key)
 }
 
 // each calls fn with the indexed blocks of hashes (every followStride-th

@@ -58,12 +58,15 @@
 // (TestQueueHotPrefixDoesNotSkip, TestAffinityKeepsTenantShares).
 // Pods only decide eligibility: a head whose pods are all saturated is
 // passed over for the next tenant's, which keeps the queue working when
-// the cell serves several models on different pods. Dispatch hands one
-// request at a time to its goroutine and waits until it has been
-// re-picked and its load recorded (Grant.Started) before dispatching the
-// next, so one freed slot does not release the whole queue; the queue
-// moves whenever a request ends and every recheck_interval (Run), as the
-// engines' metrics change between requests.
+// the cell serves several models on different pods. Each dispatch
+// claims the pod it found room on until the request has been re-picked
+// and its load recorded (Grant.StartedOn): a claimed pod takes no other
+// dispatch meanwhile, so one freed slot does not release the whole
+// queue, while pods that free together fill at once (earlier, one
+// dispatch at a time for the whole cell made every request past capacity
+// wait for the re-picks before it). The queue moves whenever a request
+// ends and every recheck_interval (Run), as the engines' metrics change
+// between requests.
 //
 // # Cache affinity
 //
