@@ -147,7 +147,7 @@ func (k *call) touch(pod string) {
 // speculative.
 func (k *call) attempt(pod string) {
 	k.attemptOn(pod)
-	k.d.grant.Started() // flow control's next request sees this one's load
+	k.d.grant.StartedOn(pod) // flow control's next request sees this one's load
 	k.beginPrefill(pod)
 }
 
@@ -158,7 +158,7 @@ func (k *call) attempt(pod string) {
 // already served is recorded by attempt.
 func (k *call) attemptHeld(pod string) {
 	k.attemptOn(pod)
-	k.d.grant.Started()
+	k.d.grant.StartedOn(pod)
 	f, bound := k.prefixToWait(pod)
 	// The call's own prefill is recorded before it waits, so that the
 	// next turn of its conversation, arriving meanwhile, waits for it

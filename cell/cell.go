@@ -85,6 +85,7 @@ type Cell struct {
 	// flow is the flow controller between Pick and Execute; it passes
 	// every request at once when flow_control is disabled.
 	flow    *flowcontrol.Controller
+	follow  *followIndex // the prompts of requests passing flow control
 	tok     *cellTokenizer
 	proxy   *proxy.Proxy
 	rm      *routeMetrics
@@ -175,8 +176,10 @@ func New(cfg Config, log *slog.Logger, opts ...Option) (_ *Cell, err error) {
 	c.promReg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "cellrouter_prefix_waiting",
 		Help:        "Requests waiting now for a prefill of their prefix in progress on their pod (routing.prefix_wait).",
 		ConstLabels: prometheus.Labels{"cell": cfg.CellID}}, func() float64 { return float64(c.router.prefixWaiting.Load()) }))
-	sat := &podSaturation{cfg: cfg.FlowControl, tracker: c.router.tracker, pods: c.pods, engines: c.engines, blockSize: cfg.Events.BlockSize}
-	c.flow = flowcontrol.New(cfg.FlowControl, sat, newFlowMetrics(cfg.CellID, c.promReg))
+	fc := flowConfig(cfg)
+	sat := &podSaturation{cfg: fc, tracker: c.router.tracker, pods: c.pods, engines: c.engines, blockSize: cfg.Events.BlockSize}
+	c.flow = flowcontrol.New(fc, sat, newFlowMetrics(cfg.CellID, c.promReg))
+	c.follow = newFollowIndex()
 	registerFlowController(cfg.CellID, c.promReg, c.flow)
 	// The cell gossips, per band, how long a new request would wait.
 	c.SetBandWaits(c.flow.WaitEstimate)

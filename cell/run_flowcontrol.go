@@ -22,6 +22,16 @@ import (
 // flow-control queue, in seconds, when it waited at all.
 const QueueWaitHeader = "X-Cellrouter-Queue-Wait"
 
+// flowConfig is cfg's flow control with what it takes from the rest of
+// the configuration: a block's prefill time (routing.cost's
+// prefill_per_token_us x events.block_size), what a detour is worth to
+// the affinity wait.
+func flowConfig(cfg Config) flowcontrol.Config {
+	fc := cfg.FlowControl
+	fc.PrefillPerBlock = time.Duration(float64(cfg.Events.BlockSize) * cfg.Routing.Cost.PrefillPerTokenUs * float64(time.Microsecond))
+	return fc
+}
+
 // podSaturation judges a pod saturated for flow control
 // (flowcontrol.Saturation) from the load the cell already knows: the
 // router's own requests and blocks on it (cell/load), corrected by the
@@ -42,7 +52,9 @@ var _ flowcontrol.Saturation = (*podSaturation)(nil)
 // queue_depth_threshold requests waiting, or its active blocks (the
 // router's, plus what only the engine saw) reach active_blocks_threshold
 // of its capacity (kv_blocks, else the engine's cache size); each limit
-// less reserve of it (flowcontrol.ReservedLimit for the counts).
+// less reserve of it (flowcontrol.ReservedLimit for the counts). Without
+// fresh engine metrics and with engine_max_running known, the engine's
+// queue and KV use are the router's estimate (engineEstimate).
 func (s *podSaturation) Saturated(pod string, reserve float64) bool {
 	u := s.tracker.Usage(pod)
 	if s.cfg.MaxInflightPerPod > 0 && u.Requests >= flowcontrol.ReservedLimit(s.cfg.MaxInflightPerPod, reserve) {
@@ -53,8 +65,10 @@ func (s *podSaturation) Saturated(pod string, reserve float64) bool {
 		capacity = float64(p.KVBlocks)
 	}
 	blocks := float64(u.Blocks)
+	fresh := false
 	if s.engines != nil {
-		if snap, fresh := s.engines.View().Load(pod); fresh {
+		snap, ok := s.engines.View().Load(pod)
+		if fresh = ok; fresh {
 			if s.cfg.QueueDepthThreshold > 0 && snap.HasQueue && snap.Waiting >= float64(flowcontrol.ReservedLimit(s.cfg.QueueDepthThreshold, reserve)) {
 				return true
 			}
@@ -66,7 +80,28 @@ func (s *podSaturation) Saturated(pod string, reserve float64) bool {
 			}
 		}
 	}
+	if !fresh && s.cfg.EngineMaxRunning > 0 {
+		waiting, held := engineEstimate(u, s.cfg.EngineMaxRunning)
+		if s.cfg.QueueDepthThreshold > 0 && waiting >= flowcontrol.ReservedLimit(s.cfg.QueueDepthThreshold, reserve) {
+			return true
+		}
+		blocks = held
+	}
 	return s.cfg.ActiveBlocksThreshold > 0 && capacity > 0 && blocks >= s.cfg.ActiveBlocksThreshold*(1-reserve)*capacity
+}
+
+// engineEstimate is what the router's own requests on a pod (u) say of
+// an engine that runs at most maxRunning at once: how many wait in its
+// queue, and the KV blocks the running ones hold (requests waiting in an
+// engine's queue hold none), each request counted at the mean of u's
+// blocks, since the router does not know which ones run.
+func engineEstimate(u load.Usage, maxRunning int) (waiting int, held float64) {
+	held = float64(u.Blocks)
+	if u.Requests > maxRunning {
+		waiting = u.Requests - maxRunning
+		held *= float64(maxRunning) / float64(u.Requests)
+	}
+	return waiting, held
 }
 
 // acceptablePods are the pods a decision would send the request to, best
@@ -174,6 +209,19 @@ func (c *Cell) admitFlowOf(ctx context.Context, w http.ResponseWriter, r *http.R
 	if p.Tenant != nil {
 		req.MaxWait = p.Tenant.MaxQueueWait
 	}
+	// The queued request this one's prompt extends, if any, leads it; and
+	// this one may lead the requests that extend its own while it waits.
+	// Both only while requests wait: a request that finds the queue empty
+	// rarely joins it.
+	hashes, _ := pipeline.BlockHashes.Get(d.rc)
+	if len(hashes) > 0 && c.cfg.FlowControl.Enabled && c.flow.Waiting() > 0 {
+		held := heldDepth(d)
+		if lead, depth := c.follow.leader(hashes, held); lead != 0 {
+			req.Follows, req.FollowBlocks = lead, float64(depth-held)
+		}
+		req.Key = c.follow.add(hashes)
+		defer c.follow.remove(req.Key)
+	}
 	g, err := c.flow.Admit(ctx, req)
 	if err != nil {
 		c.router.release(d)
@@ -202,11 +250,12 @@ func (c *Cell) admitFlowOf(ctx context.Context, w http.ResponseWriter, r *http.R
 // placeFlow moves the pod flow control admitted the request to to the
 // front of its decision, when that is not its pick: a saturated pick
 // gives way to the best pod with room (beyond the headroom, for a request
-// that had to leave it to others: flow_control.headroom). The rest of the
+// that had to leave it to others: flow_control.headroom) that is open to
+// it after its wait (flow_control.affinity_wait). The rest of the
 // order, the fallbacks, stays as the pipeline ranked it.
 func placeFlow(d *decision, g *flowcontrol.Grant) {
-	pods := acceptablePods(d)
-	i := g.Place(pods)
+	pods, detours := flowPods(d, true)
+	i := g.Place(pods, detours)
 	if i <= 0 {
 		return
 	}

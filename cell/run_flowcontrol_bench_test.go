@@ -36,7 +36,7 @@ func BenchmarkFlowAdmitOverhead(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if g.Place(names) >= 0 {
+		if g.Place(names, nil) >= 0 {
 			b.Fatal("a pod with room moved")
 		}
 		g.Started()

@@ -61,7 +61,7 @@ func TestAffinityGivesAFreedPodToItsHolder(t *testing.T) {
 	if st := c.Stats(); st.AffinityReordered != 1 {
 		t.Fatalf("AffinityReordered = %d, want 1", st.AffinityReordered)
 	}
-	if r.g.Place([]string{"b", "a"}) != -1 {
+	if r.g.Place([]string{"b", "a"}, nil) != -1 {
 		t.Fatal("the request dispatched for b is placed elsewhere")
 	}
 	pods.add("b", 1) // it runs there
@@ -72,7 +72,7 @@ func TestAffinityGivesAFreedPodToItsHolder(t *testing.T) {
 	case <-time.After(30 * time.Millisecond):
 	}
 	pods.add("a", -1)
-	if r := <-toA; r.err != nil || r.g.Place([]string{"a", "b"}) != -1 {
+	if r := <-toA; r.err != nil || r.g.Place([]string{"a", "b"}, nil) != -1 {
 		t.Fatalf("a freed: err %v, want the request dispatched to a", r.err)
 	}
 }
@@ -89,7 +89,7 @@ func TestAffinityLookaheadOneIsFIFO(t *testing.T) {
 		t.Fatalf("dispatched request %d (err %v), want the first (FIFO)", which, r.err)
 	}
 	// It goes to the pod with room, away from its prefix.
-	if i := r.g.Place([]string{"a", "b"}); i != 1 {
+	if i := r.g.Place([]string{"a", "b"}, nil); i != 1 {
 		t.Fatalf("Place = %d, want 1 (b, the pod with room)", i)
 	}
 	r.g.Done(0)
@@ -157,5 +157,48 @@ func TestAffinityKeepsTenantShares(t *testing.T) {
 	pods.add("a", -1)
 	if r := <-heavy; r.err != nil {
 		t.Fatal(r.err)
+	}
+}
+
+func TestAffinityPrefersTheHolderOverAnAnywhereRequest(t *testing.T) {
+	// A freed pod that costs two waiting requests nothing goes to the
+	// one whose prefix it holds, not to the earlier one that any pod
+	// serves as well.
+	pods := newFakePods(1)
+	c := start(t, testConfig(), pods)
+	pods.add("a", 1)
+	pods.add("b", 1)
+	ctx := context.Background()
+	anywhere := admitAsync(ctx, c, Request{Tokens: 10, Pods: []string{"a", "b"}})
+	eventually(t, "the first request to wait", func() bool { return queued(c) == 1 })
+	holder := admitAsync(ctx, c, Request{Tokens: 10, Pods: []string{"a", "b"}, Detours: []float64{0, 50}})
+	eventually(t, "the second request to wait", func() bool { return queued(c) == 2 })
+	pods.add("a", -1)
+	r, which := dispatched(t, anywhere, holder)
+	if which != 1 || r.err != nil {
+		t.Fatalf("a freed: dispatched request %d (err %v), want the one whose prefix a holds", which, r.err)
+	}
+	pods.add("a", 1)
+	r.g.Started()
+	pods.add("b", -1)
+	if r := <-anywhere; r.err != nil || r.g.Place([]string{"a", "b"}, nil) != 1 {
+		t.Fatalf("b freed: err %v, want the other request placed on b", r.err)
+	}
+}
+
+func TestAffinityScore(t *testing.T) {
+	// The detour decides; the prefix held only breaks ties, and never
+	// outweighs a block of detour even at the largest caches.
+	if !(affinityScore(0, 600, true) < affinityScore(0, 0, true)) {
+		t.Error("a holder does not go before a request served as well anywhere")
+	}
+	if affinityScore(0, 600, true) >= 0 || affinityScore(0, 0, true) <= 0 || affinityScore(0, 0, false) != 0 {
+		t.Error("the look does not end at a holder, or ends at a request served anywhere while holders wait")
+	}
+	if !(affinityScore(0, 0, true) < affinityScore(1, 1_000_000, true)) {
+		t.Error("the prefix held outweighs a block of detour")
+	}
+	if !(affinityScore(3, 10, true) < affinityScore(4, 10, true)) {
+		t.Error("a smaller detour does not go first")
 	}
 }

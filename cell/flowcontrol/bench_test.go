@@ -115,6 +115,7 @@ func BenchmarkDispatchAffinity(b *testing.B) {
 					w := &waiter{req: Request{Tenant: "t", Band: auth.PriorityStandard, Weight: 1, Tokens: 100, Pods: names, Detours: detours}, ch: make(chan error, 1)}
 					items[i] = &Item{Tenant: "t", Band: auth.PriorityStandard, Weight: 1, Cost: 100, Value: w}
 					c.q.Push(items[i])
+					c.waiting.Add(1)
 				}
 				b.ReportAllocs()
 				b.ResetTimer()
@@ -127,8 +128,12 @@ func BenchmarkDispatchAffinity(b *testing.B) {
 							it = x
 						}
 					}
-					<-it.Value.(*waiter).ch
+					w := it.Value.(*waiter)
+					<-w.ch
 					c.pending = 0
+					clear(c.claimed) // as if it started
+					w.claim = ""
+					c.waiting.Add(1)
 					c.grantedLocked("t", auth.PriorityStandard, -1)
 					it.passes = 0
 					c.q.Push(it)

@@ -65,6 +65,30 @@ type Config struct {
 	// most, while no request waits more than that many extra dispatches.
 	// 0: never passed over.
 	AffinityMaxPasses int `yaml:"affinity_max_passes"`
+	// AffinityWait lets a request whose pick is saturated wait for it
+	// instead of going at once to a pod with room that lacks part of its
+	// prefix: a pod is open to it only once it has waited as long as
+	// that pod's detour would take to prefill (Request.Detours x
+	// PrefillPerBlock), the ski-rental rule. Its pick, and every pod
+	// holding all its pick holds, are open at once; a request whose
+	// prefix nobody holds never waits for affinity. Off, any pod with
+	// room takes it at once.
+	AffinityWait bool `yaml:"affinity_wait"`
+	// PrefillPerBlock is what prefilling one block costs an engine: the
+	// time a detour of one block is worth to AffinityWait. The cell sets
+	// it from routing.cost (block_size x prefill_per_token_us); 0 turns
+	// the wait off.
+	PrefillPerBlock time.Duration `yaml:"-"`
+	// EngineMaxRunning is the requests one engine runs at once (vLLM's
+	// max_num_seqs), 0 when unknown. Known, and while a pod's engine
+	// metrics are not fresh, the cell judges the engine from its own
+	// requests: those beyond EngineMaxRunning wait in the engine's queue
+	// (against QueueDepthThreshold) and hold no KV blocks, so only the
+	// running share of the router's blocks counts against
+	// ActiveBlocksThreshold. Unknown, every routed block counts as held,
+	// which saturates a pod serving long prompts while its engine still
+	// has free slots.
+	EngineMaxRunning int `yaml:"engine_max_running"`
 }
 
 // DefaultConfig returns the defaults: flow control on, 1024 queued
@@ -73,7 +97,8 @@ type Config struct {
 // kept as headroom for tenants under their share (active for 10 s after
 // their last request), and a freed pod given to the waiting request, of
 // a tenant's first 32, that it costs the least prefix (passing a request over at most 32
-// times).
+// times), a request waiting for its saturated pick at most the prefill a
+// detour would cost it, and the engines' running batch unknown.
 func DefaultConfig() Config {
 	return Config{
 		Enabled:               true,
@@ -87,6 +112,7 @@ func DefaultConfig() Config {
 		OutputTokensEstimate:  256,
 		AffinityLookahead:     32,
 		AffinityMaxPasses:     32,
+		AffinityWait:          true,
 	}
 }
 
@@ -118,6 +144,10 @@ func (c Config) Validate() error {
 		return bad("affinity_lookahead", c.AffinityLookahead, "want 0 or more (0 or 1: FIFO within a tenant)")
 	case c.AffinityMaxPasses < 0:
 		return bad("affinity_max_passes", c.AffinityMaxPasses, "want 0 or more")
+	case c.PrefillPerBlock < 0:
+		return bad("prefill_per_block", c.PrefillPerBlock, "want 0 (off) or more")
+	case c.EngineMaxRunning < 0:
+		return bad("engine_max_running", c.EngineMaxRunning, "want 0 (unknown) or more")
 	}
 	return nil
 }

@@ -24,6 +24,8 @@ func TestConfigValidate(t *testing.T) {
 		{"inflight", func(c *Config) { c.MaxInflightPerPod = -2 }, "flow_control.max_inflight_per_pod = -2"},
 		{"recheck", func(c *Config) { c.RecheckInterval = -time.Second }, "flow_control.recheck_interval = -1s"},
 		{"estimate", func(c *Config) { c.OutputTokensEstimate = -1 }, "flow_control.output_tokens_estimate = -1"},
+		{"engine", func(c *Config) { c.EngineMaxRunning = -1 }, "flow_control.engine_max_running = -1"},
+		{"prefill", func(c *Config) { c.PrefillPerBlock = -time.Millisecond }, "flow_control.prefill_per_block = -1ms"},
 	} {
 		c := DefaultConfig()
 		tc.mod(&c)
@@ -36,13 +38,15 @@ func TestConfigValidate(t *testing.T) {
 func TestBindFlags(t *testing.T) {
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	apply := BindFlags(fs)
-	if err := fs.Parse([]string{"--flow-control=false", "--flow-max-queued=7", "--flow-default-deadline=3s", "--flow-max-inflight-per-pod=4"}); err != nil {
+	if err := fs.Parse([]string{"--flow-control=false", "--flow-max-queued=7", "--flow-default-deadline=3s", "--flow-max-inflight-per-pod=4",
+		"--flow-affinity-wait=false", "--flow-engine-max-running=256"}); err != nil {
 		t.Fatal(err)
 	}
 	c := DefaultConfig()
 	c.QueueDepthThreshold = 99 // from a file: a flag not given leaves it
 	apply(&c)
-	if c.Enabled || c.MaxQueued != 7 || c.DefaultDeadline != 3*time.Second || c.MaxInflightPerPod != 4 || c.QueueDepthThreshold != 99 {
+	if c.Enabled || c.MaxQueued != 7 || c.DefaultDeadline != 3*time.Second || c.MaxInflightPerPod != 4 || c.QueueDepthThreshold != 99 ||
+		c.AffinityWait || c.EngineMaxRunning != 256 {
 		t.Errorf("got %+v", c)
 	}
 }

@@ -2,7 +2,9 @@ package flowcontrol
 
 import (
 	"context"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cellrouter/cellrouter/internal/auth"
@@ -46,6 +48,14 @@ type Request struct {
 	// waiting request it costs the least (Config.AffinityLookahead). The
 	// controller keeps the slice while the request waits.
 	Detours []float64
+	// Key names the request while it waits, for requests that follow it
+	// (0: none may). Follows is the Key of a waiting request whose prompt
+	// this one's extends (0: none), and FollowBlocks the prefix blocks it
+	// shares with that leader beyond what its pods hold: it waits until
+	// the leader starts, and then for the leader's pod at most as long as
+	// those blocks take to prefill (follow.go).
+	Key, Follows uint64
+	FollowBlocks float64
 }
 
 // detour returns the request's detour to Pods[i] (0 past Detours' end).
@@ -67,6 +77,20 @@ type waiter struct {
 	byClient bool
 	// reserve is the headroom its dispatch had to leave free (its grant's).
 	reserve float64
+	// follow is its relation to the leader it follows (nil: none);
+	// followers are the waiting requests that follow it (follow.go).
+	follow    *follower
+	followers []*waiter
+	// held is the most its pick holds beyond a pod that holds least: its
+	// largest detour (affinityScore).
+	held float64
+	// at is the index in req.Pods of the pod its dispatch found room on;
+	// claim is that pod while the dispatch has not started.
+	at    int
+	claim string
+	// open is when a pod first had room for it while its affinity wait
+	// held it back (zero: not yet): the ski-rental clock (affinityWaited).
+	open time.Time
 }
 
 // Controller is a cell's flow control: the Queue behind a lock, the
@@ -81,6 +105,11 @@ type Controller struct {
 
 	mu sync.Mutex
 	q  *Queue
+	// claimed counts, by pod, the dispatched requests not started yet
+	// that were dispatched for it: a claimed pod takes no other dispatch
+	// until its load shows the first, so several pods fill at once while
+	// no one pod is handed the whole queue.
+	claimed map[string]int
 	// pending counts the requests dispatched from the queue that have not
 	// started (Grant.Started): the next one waits for them, so that one
 	// freed slot is not handed to the whole queue before the pods' load
@@ -93,6 +122,16 @@ type Controller struct {
 	mark     time.Time
 	closed   bool
 	stats    Stats
+	// leaders are the waiting (or dispatched, not yet started) requests
+	// others may follow, by Request.Key.
+	leaders map[uint64]*waiter
+	// holders counts the waiting requests whose pick holds part of their
+	// prefix (waiter.held > 0): affinityScore. waiting counts them all,
+	// for Waiting.
+	holders int
+	waiting atomic.Int32
+	// heldBack is roomFor's note to the dispatch that called it.
+	heldBack bool
 	// loads are the requests in flight and the last arrival of each band
 	// and tenant, for the headroom (headroom.go).
 	loads [auth.NumPriorities]bandLoad
@@ -104,7 +143,8 @@ func New(cfg Config, sat Saturation, obs Observer) *Controller {
 	if obs == nil {
 		obs = nopObserver{}
 	}
-	c := &Controller{cfg: cfg, sat: sat, obs: obs, now: time.Now, q: NewQueue()}
+	c := &Controller{cfg: cfg, sat: sat, obs: obs, now: time.Now, q: NewQueue(), leaders: map[uint64]*waiter{},
+		claimed: map[string]int{}}
 	for i := range c.stats.Left {
 		c.stats.Left[i] = map[string]int{}
 	}
@@ -126,24 +166,66 @@ func (c *Controller) room(pods []string, reserve float64) int {
 	return -1
 }
 
+// roomFor returns the index of the first of r's pods with room while
+// keeping reserve free, not claimed by a dispatch, and open to r after
+// waiting waited (open) and, for a follower (w, nil for none), at now
+// (followOpen), or -1. For a waiter whose affinity clock has not started
+// (waiter.open), it notes in c.heldBack whether a pod had room that its
+// affinity kept it from.
+func (c *Controller) roomFor(r *Request, reserve float64, waited time.Duration, w *waiter, now time.Time) int {
+	track := w != nil && w.open.IsZero()
+	for i, p := range r.Pods {
+		if c.claimed[p] != 0 {
+			continue
+		}
+		if c.open(r, i, waited) && (w == nil || c.followOpen(w, p, now)) {
+			if !c.sat.Saturated(p, reserve) {
+				return i
+			}
+			continue
+		}
+		if track && !c.heldBack && !c.sat.Saturated(p, reserve) {
+			c.heldBack = true
+		}
+	}
+	return -1
+}
+
+// open reports whether r, having waited waited, may go to r.Pods[i]: at
+// once when the pod costs it no detour or Config.AffinityWait is off,
+// else once it has waited as long as the detour's prefill would take
+// (the ski-rental rule: waiting longer for its pick than the prefill it
+// saves loses more than it gains).
+func (c *Controller) open(r *Request, i int, waited time.Duration) bool {
+	d := r.detour(i)
+	if d <= 0 || !c.cfg.AffinityWait || c.cfg.PrefillPerBlock <= 0 {
+		return true
+	}
+	return waited >= time.Duration(d*float64(c.cfg.PrefillPerBlock))
+}
+
 // admissibleLocked returns the index in r.Pods of the pod r may go to
-// now (-1: it must wait) and the headroom it must leave free there: none
-// when its pick has room even with the headroom kept (the common case,
-// one question to the pods), or when it need not keep it
-// (restrictedLocked); else Config.Headroom.
-func (c *Controller) admissibleLocked(r *Request, now time.Time) (at int, reserve float64) {
+// now, having waited waited (-1: it must wait), and the headroom it must
+// leave free there: none when its pick has room even with the headroom
+// kept (the common case, one question to the pods), or when it need not
+// keep it (restrictedLocked); else Config.Headroom. Only pods open to it
+// (open) count.
+func (c *Controller) admissibleLocked(r *Request, now time.Time, waited time.Duration, w *waiter) (at int, reserve float64) {
+	if w != nil && w.blocked() {
+		return -1, 0 // its leader has not started
+	}
 	if c.sat == nil || len(r.Pods) == 0 {
 		return 0, 0 // nothing to wait for
 	}
 	h := c.cfg.Headroom
-	if h > 0 && !c.sat.Saturated(r.Pods[0], h) {
+	if h > 0 && c.claimed[r.Pods[0]] == 0 && (w == nil || c.followOpen(w, r.Pods[0], now)) && !c.sat.Saturated(r.Pods[0], h) {
 		return 0, 0
 	}
-	at = c.room(r.Pods, 0)
+	at = c.roomFor(r, 0, waited, w, now)
 	if at < 0 || h == 0 || !c.restrictedLocked(r.Tenant, r.Band, now) {
 		return at, 0
 	}
-	return c.room(r.Pods, h), h
+	return c.roomFor(r, h, waited, w, now), h
 }
 
 // Admit returns when r may go to its pods: at once when nothing of its
@@ -182,8 +264,8 @@ func (c *Controller) Admit(ctx context.Context, r Request) (*Grant, error) {
 		return nil, ErrClosed
 	}
 	c.arriveLocked(r.Tenant, r.Band, r.Weight, now)
-	if c.q.AtOrAbove(r.Band) == 0 && c.pending == 0 {
-		at, reserve := c.admissibleLocked(&r, now)
+	if _, leads := c.leaders[r.Follows]; c.q.AtOrAbove(r.Band) == 0 && c.pending == 0 && (r.Follows == 0 || !leads) {
+		at, reserve := c.admissibleLocked(&r, now, 0, nil)
 		if reserve > 0 {
 			c.stats.HeadroomKept++
 		}
@@ -208,10 +290,19 @@ func (c *Controller) Admit(ctx context.Context, r Request) (*Grant, error) {
 		c.shedLocked(v, now)
 	}
 	w := &waiter{req: r, since: now, ch: make(chan error, 1), byClient: byClient}
+	for _, d := range r.Detours {
+		w.held = max(w.held, d)
+	}
+	if w.held > 0 {
+		c.holders++
+	}
+	c.waiting.Add(1)
 	it := &Item{Tenant: r.Tenant, Band: r.Band, Weight: r.Weight, Cost: float64(r.Tokens), Value: w}
 	if c.q.Len() == 0 {
 		c.mark = now
 	}
+	c.followLocked(w)
+	c.leadLocked(w)
 	c.q.Push(it)
 	c.obs.Queued(r.Tenant, r.Band, 1)
 	c.dispatchLocked()
@@ -230,7 +321,7 @@ func (c *Controller) Admit(ctx context.Context, r Request) (*Grant, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.charged, g.waited, g.queued, g.counted, g.reserve = float64(r.Tokens), c.now().Sub(now), true, true, w.reserve
+	g.charged, g.waited, g.queued, g.counted, g.reserve, g.w = float64(r.Tokens), c.now().Sub(now), true, true, w.reserve, w
 	if ctx.Err() != nil {
 		// Dispatched as the client left: give the slot back.
 		g.Done(0)
@@ -250,6 +341,7 @@ func (c *Controller) leave(it *Item, err error, outcome string) error {
 		c.mu.Unlock()
 		return <-w.ch
 	}
+	c.unheldLocked(w)
 	now := c.now()
 	c.obs.Queued(w.req.Tenant, w.req.Band, -1)
 	if outcome == OutcomeDeadline && !w.byClient {
@@ -266,6 +358,7 @@ func (c *Controller) leave(it *Item, err error, outcome string) error {
 		outcome = OutcomeClientDeadline
 	}
 	c.leftLocked(w.req, now.Sub(w.since), outcome)
+	c.releaseFollowersLocked(w, "")
 	if e, ok := err.(*Error); ok {
 		e.Waited = now.Sub(w.since)
 		e.RetryAfter = retryAfter(c.estimateLocked(w.req.Band))
@@ -279,8 +372,10 @@ func (c *Controller) leave(it *Item, err error, outcome string) error {
 func (c *Controller) shedLocked(v *Item, now time.Time) {
 	vw := v.Value.(*waiter)
 	c.q.Remove(v)
+	c.unheldLocked(vw)
 	c.obs.Queued(vw.req.Tenant, vw.req.Band, -1)
 	c.leftLocked(vw.req, now.Sub(vw.since), OutcomeShed)
+	c.releaseFollowersLocked(vw, "")
 	vw.ch <- &Error{Err: ErrShed, Waited: now.Sub(vw.since), RetryAfter: retryAfter(c.estimateLocked(vw.req.Band))}
 }
 
@@ -295,34 +390,53 @@ func (c *Controller) leftLocked(r Request, waited time.Duration, outcome string)
 	c.obs.Left(r.Tenant, r.Band, waited, outcome)
 }
 
-// dispatchLocked hands the queue's next eligible request a grant, unless
-// a dispatched one has not started yet. Within the tenant served, the
-// request dispatched is, of its first Config.AffinityLookahead, the one
-// whose pod with room costs it the least detour (Request.Detours), so a
-// freed pod takes a request that holds its prefix there before one that
-// would prefill its prefix again; a request passed over
-// Config.AffinityMaxPasses times is passed over no longer.
+// dispatchLocked hands the queue's eligible requests grants, one per pod
+// with room that no dispatch has claimed yet (claimed). Within the tenant
+// served, the request dispatched is, of its first
+// Config.AffinityLookahead, the one whose pod with room costs it the
+// least detour (Request.Detours), so a freed pod takes a request that
+// holds its prefix there before one that would prefill its prefix again;
+// a request passed over Config.AffinityMaxPasses times is passed over no
+// longer.
 func (c *Controller) dispatchLocked() {
-	if c.pending > 0 || c.q.Len() == 0 {
-		return
+	for c.q.Len() > 0 && c.dispatchOneLocked() {
 	}
+}
+
+// dispatchOneLocked dispatches one request, and reports whether another
+// may follow: whether the look saw room on a pod besides the one it
+// claimed (a look that saw none would be wasted).
+func (c *Controller) dispatchOneLocked() bool {
 	now := c.now()
+	var seen [2]string // the first two pods with room the look saw
 	it := c.q.NextBest(c.cfg.AffinityLookahead, func(it *Item) (float64, bool) {
 		w := it.Value.(*waiter)
-		at, reserve := c.admissibleLocked(&w.req, now)
-		w.reserve = reserve
+		c.heldBack = false
+		at, reserve := c.admissibleLocked(&w.req, now, affinityWaited(w, now), w)
+		w.reserve, w.at = reserve, at
+		if at >= 0 && at < len(w.req.Pods) && seen[1] == "" {
+			if p := w.req.Pods[at]; seen[0] == "" {
+				seen[0] = p
+			} else if p != seen[0] {
+				seen[1] = p
+			}
+		}
 		if at < 0 {
+			if c.heldBack && w.open.IsZero() {
+				w.open = now // a pod has room, but affinity holds it back
+			}
 			return 0, false
 		}
 		if it.Passes() >= c.cfg.AffinityMaxPasses {
-			return 0, true
+			return math.Inf(-1), true
 		}
-		return w.req.detour(at), true
+		return affinityScore(w.req.detour(at), w.held, c.holders > 0), true
 	})
 	if it == nil {
-		return
+		return false
 	}
 	w := it.Value.(*waiter)
+	c.unheldLocked(w)
 	if head := c.q.headSeq(w.req.Tenant, w.req.Band); head != 0 && head < it.Seq() {
 		c.stats.AffinityReordered++
 	}
@@ -334,10 +448,56 @@ func (c *Controller) dispatchLocked() {
 	}
 	c.mark = now
 	c.pending++
+	if w.at >= 0 && w.at < len(w.req.Pods) {
+		w.claim = w.req.Pods[w.at]
+		c.claimed[w.claim]++
+	}
 	c.obs.Queued(w.req.Tenant, w.req.Band, -1)
 	c.leftLocked(w.req, now.Sub(w.since), OutcomeDispatched)
 	w.ch <- nil
+	return seen[1] != "" || w.claim == ""
 }
+
+// unclaimLocked ends the claim of w's dispatch (it started or ended).
+func (c *Controller) unclaimLocked(w *waiter) {
+	if w == nil || w.claim == "" {
+		return
+	}
+	if c.claimed[w.claim]--; c.claimed[w.claim] <= 0 {
+		delete(c.claimed, w.claim)
+	}
+	w.claim = ""
+}
+
+// affinityScore ranks a waiting request for a pod (lower first): the
+// prefix the pod costs it (its detour there), and on a tie, the more of its prefix the pod
+// holds the better, so that a pod that frees goes to a request it holds
+// the prefix of before one that would be as well served anywhere (whose
+// prefix nobody holds); the tie-break weighs a block a millionth of a
+// detour's, so it never outweighs one.
+// Queue.NextBest ends its look at the first score at or below 0: a
+// request that loses nothing anywhere scores 0 while no waiting request
+// holds a prefix (holders false, the common case: the look stops at the
+// head), and just above 0 otherwise, so that the look goes on to a holder.
+func affinityScore(detour, held float64, holders bool) float64 {
+	if s := detour - 1e-6*(held-detour); s != 0 || !holders {
+		return s
+	}
+	return 1e-9
+}
+
+// unheldLocked counts w, which leaves the queue, out of the waiting
+// requests and the holders.
+func (c *Controller) unheldLocked(w *waiter) {
+	c.waiting.Add(-1)
+	if w.held > 0 {
+		c.holders--
+	}
+}
+
+// Waiting returns how many requests wait in the queue now, without the
+// lock.
+func (c *Controller) Waiting() int { return int(c.waiting.Load()) }
 
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {

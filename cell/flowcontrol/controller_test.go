@@ -241,7 +241,7 @@ func TestControllerRandom(t *testing.T) {
 			case err == nil:
 				granted.Add(1)
 				pod := ps[0]
-				if i := g.Place(ps); i > 0 {
+				if i := g.Place(ps, nil); i > 0 {
 					pod = ps[i]
 				}
 				pods.add(pod, 1)

@@ -21,6 +21,19 @@
 // waits and one of them has room, and goes to the best of them with room
 // (Grant.Place), not into a saturated pick's engine queue.
 //
+// Without fresh engine metrics the cell judges an engine from its own
+// requests, and with Config.EngineMaxRunning (vLLM's max_num_seqs) it
+// estimates the engine as a real one behaves: the requests beyond the
+// running batch wait in the engine's queue (against queue_depth_threshold)
+// and hold no KV blocks, so only the running share of the router's blocks
+// counts against active_blocks_threshold. Counting every routed block as
+// held, as the cell does when the batch size is unknown, saturates a pod
+// serving long prompts while its engine still has free slots: on the
+// conversation trace at twice the compare fleet's capacity (loadtest
+// compare --sample 4 --rate 2) the pods' running slots were a fifth idle
+// while the cell held requests back, and only the cache-aware modes were
+// held (round-robin's requests carry no blocks).
+//
 // # Order
 //
 // Queue is the pure decision core: no lock, clock or goroutine. Between
@@ -45,12 +58,15 @@
 // (TestQueueHotPrefixDoesNotSkip, TestAffinityKeepsTenantShares).
 // Pods only decide eligibility: a head whose pods are all saturated is
 // passed over for the next tenant's, which keeps the queue working when
-// the cell serves several models on different pods. Dispatch hands one
-// request at a time to its goroutine and waits until it has been
-// re-picked and its load recorded (Grant.Started) before dispatching the
-// next, so one freed slot does not release the whole queue; the queue
-// moves whenever a request ends and every recheck_interval (Run), as the
-// engines' metrics change between requests.
+// the cell serves several models on different pods. Each dispatch
+// claims the pod it found room on until the request has been re-picked
+// and its load recorded (Grant.StartedOn): a claimed pod takes no other
+// dispatch meanwhile, so one freed slot does not release the whole
+// queue, while pods that free together fill at once (earlier, one
+// dispatch at a time for the whole cell made every request past capacity
+// wait for the re-picks before it). The queue moves whenever a request
+// ends and every recheck_interval (Run), as the engines' metrics change
+// between requests.
 //
 // # Cache affinity
 //
@@ -78,6 +94,36 @@
 // (TestAffinityGivesAFreedPodToItsHolder, TestAffinityPassesAreBounded,
 // TestAffinityLookaheadOneIsFIFO; TestQueueAgainstModel checks NextBest
 // and the passes against a naive model).
+//
+// # Affinity wait
+//
+// Best fit alone still sends a request away from its prefix whenever its
+// pick is saturated and another pod has room: at once on arrival, or as
+// soon as any pod frees. With Config.AffinityWait a pod is open to a
+// request only once the request has waited as long as the pod's detour
+// would take to prefill (Request.Detours x Config.PrefillPerBlock, which
+// the cell takes from routing.cost): the ski-rental rule. Waiting longer
+// for the pick than the prefill it saves loses more than it gains;
+// waiting less never loses more than twice the better of the two. The
+// pick, a pod holding all its pick holds, and every pod of a request
+// whose prefix nobody holds are open at once, so such a request still
+// takes a freed pod at once (TestAffinityWaitFreedPodTakesAnOpenRequest).
+// The re-pick's placement applies the same rule with the re-pick's own
+// detours (Grant.Place).
+//
+// # Following
+//
+// A conversation's next turn often arrives while the turn before it still
+// waits in the queue, its prefix on no pod yet: its decision matched only
+// what the pods held before, and a freed pod would take it at once, away
+// from where its prefix is about to be computed. The cell finds the
+// waiting request whose prompt a new one extends (a sampled index of the
+// waiting prompts' blocks, cell/run_flowcontrol_follow.go) and names it
+// (Request.Follows); the follower waits until its leader has started
+// (Grant.StartedOn), and then goes to the leader's pod at once and to any
+// other only after the ski-rental wait of the blocks it shares with the
+// leader (follow.go). A leader that leaves without starting frees its
+// followers.
 //
 // # Headroom
 //

@@ -21,6 +21,8 @@ func BindFlags(fs *flag.FlagSet) func(*Config) {
 	fs.IntVar(&v.OutputTokensEstimate, "flow-output-tokens-estimate", d.OutputTokensEstimate, "override flow_control.output_tokens_estimate: output tokens charged at dispatch to a request without max_tokens")
 	fs.IntVar(&v.AffinityLookahead, "flow-affinity-lookahead", d.AffinityLookahead, "override flow_control.affinity_lookahead: waiting requests of a tenant a freed pod is offered to, the one it costs the least prefix first (1: FIFO)")
 	fs.IntVar(&v.AffinityMaxPasses, "flow-affinity-max-passes", d.AffinityMaxPasses, "override flow_control.affinity_max_passes: most times a waiting request is passed over for cache affinity (0: never)")
+	fs.BoolVar(&v.AffinityWait, "flow-affinity-wait", d.AffinityWait, "override flow_control.affinity_wait: a request whose pick is saturated waits for it at most the prefill a detour would cost (false: any pod with room at once)")
+	fs.IntVar(&v.EngineMaxRunning, "flow-engine-max-running", d.EngineMaxRunning, "override flow_control.engine_max_running: requests one engine runs at once (vLLM's max_num_seqs; 0: unknown); known, the cell estimates each engine's queue and KV use from its own requests")
 	return func(dst *Config) {
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
@@ -48,6 +50,10 @@ func BindFlags(fs *flag.FlagSet) func(*Config) {
 				dst.AffinityLookahead = v.AffinityLookahead
 			case "flow-affinity-max-passes":
 				dst.AffinityMaxPasses = v.AffinityMaxPasses
+			case "flow-affinity-wait":
+				dst.AffinityWait = v.AffinityWait
+			case "flow-engine-max-running":
+				dst.EngineMaxRunning = v.EngineMaxRunning
 			}
 		})
 	}

@@ -25,20 +25,25 @@ type Grant struct {
 	counted bool
 	reserve float64
 	at      int
+	// w is the request's waiter when it waited: a leader's followers are
+	// released when it starts (follow.go).
+	w *waiter
 }
 
 // Place returns the index in pods (the request's pods, best first, after
 // a re-pick when it waited) of the pod it must go to instead of the
 // first, or -1 to go to the first. A pick that is saturated while a pod
 // after it has room would queue the request in the engine, behind
-// requests no one ordered: it goes to the best pod with room instead. A
-// request admitted while it had to leave the headroom free for others
+// requests no one ordered: it goes to the best pod with room instead,
+// among those open to it after its wait (detours, for each of pods, are
+// the re-pick's Request.Detours: Config.AffinityWait). A request
+// admitted while it had to leave the headroom free for others
 // (Config.Headroom) counts as room only what lies beyond the headroom.
-// With no room anywhere (the load moved since the admission) it goes to
-// its pick. A request admitted at once must be placed among the pods it
-// was admitted for: the admission's own answer is returned, with no
-// second question to the pods.
-func (g *Grant) Place(pods []string) int {
+// With no such room (the load moved since the admission) it goes to its
+// pick. A request admitted at once must be placed among the pods it was
+// admitted for: the admission's own answer is returned, with no second
+// question to the pods.
+func (g *Grant) Place(pods []string, detours []float64) int {
 	if g == nil || len(pods) < 2 {
 		return -1
 	}
@@ -54,7 +59,23 @@ func (g *Grant) Place(pods []string) int {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if i := c.room(pods, g.reserve); i > 0 {
+	r := Request{Pods: pods, Detours: detours}
+	now := c.now()
+	waited := g.waited
+	if g.w != nil {
+		waited = affinityWaited(g.w, now)
+	}
+	// Its own dispatch's claim does not keep it from its pod.
+	own := ""
+	if g.w != nil && g.w.claim != "" {
+		own = g.w.claim
+		c.claimed[own]--
+	}
+	i := c.roomFor(&r, g.reserve, waited, g.w, now)
+	if own != "" {
+		c.claimed[own]++
+	}
+	if i > 0 {
 		return i
 	}
 	return -1
@@ -75,7 +96,11 @@ func (g *Grant) Band() auth.Priority { return g.band }
 // has been re-picked and its load recorded where the pods' saturation is
 // judged, so the queue may dispatch the next. Calls after the first do
 // nothing, as do calls on a nil Grant; Done implies it.
-func (g *Grant) Started() {
+func (g *Grant) Started() { g.StartedOn("") }
+
+// StartedOn is Started for a request that went to pod: the requests that
+// follow it (Request.Follows) may go, to pod first.
+func (g *Grant) StartedOn(pod string) {
 	if g == nil || g.started {
 		return
 	}
@@ -83,6 +108,8 @@ func (g *Grant) Started() {
 	c := g.c
 	c.mu.Lock()
 	c.pending--
+	c.unclaimLocked(g.w)
+	c.releaseFollowersLocked(g.w, pod)
 	c.dispatchLocked()
 	c.mu.Unlock()
 }
@@ -105,6 +132,8 @@ func (g *Grant) Done(tokens int) {
 	if !g.started {
 		g.started = true
 		c.pending--
+		c.unclaimLocked(g.w)
+		c.releaseFollowersLocked(g.w, "")
 	}
 	if c.cfg.Enabled {
 		c.q.Charge(g.tenant, g.band, g.weight, served-g.charged)

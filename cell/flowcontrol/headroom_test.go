@@ -55,7 +55,7 @@ func take(t *testing.T, c *Controller, pods *fakePods, r Request) (*Grant, strin
 		t.Fatalf("%s: got %v, want admission at once", r.Tenant, err)
 	}
 	pod := r.Pods[0]
-	if i := g.Place(r.Pods); i > 0 {
+	if i := g.Place(r.Pods, nil); i > 0 {
 		pod = r.Pods[i]
 	}
 	pods.add(pod, 1)
@@ -125,7 +125,7 @@ func TestHeadroomKeepsASlotForTheQuietTenant(t *testing.T) {
 	if r.err != nil || !r.g.Queued() {
 		t.Fatalf("noisy request after the quiet tenant went idle: got %v, want a grant after waiting", r.err)
 	}
-	if i := r.g.Place(ab); i != -1 {
+	if i := r.g.Place(ab, nil); i != -1 {
 		t.Errorf("Place = %d after the window, want -1 (its pick: no headroom to keep)", i)
 	}
 	r.g.Done(100)
@@ -202,8 +202,8 @@ func TestPlaceSkipsASaturatedPick(t *testing.T) {
 	off := testConfig()
 	off.Enabled = false
 	g, err := New(off, pods, nil).Admit(context.Background(), Request{Tenant: "t", Pods: ab})
-	if err != nil || g.Place(ab) != -1 {
-		t.Fatalf("flow control off: got %v, Place %d, want its pick", err, g.Place(ab))
+	if err != nil || g.Place(ab, nil) != -1 {
+		t.Fatalf("flow control off: got %v, Place %d, want its pick", err, g.Place(ab, nil))
 	}
 }
 

@@ -48,6 +48,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	prefixWait := fs.Bool("prefix-wait", d.PrefixWait, "cache-aware modes: hold a request sent to a pod still prefilling part of its prefix until that prefill ends (routing.prefix_wait.enabled)")
 	flowControl := fs.Bool("flow-control", d.FlowControl, "the cell's flow control (flow_control.enabled) in every mode")
 	affinity := fs.Int("affinity-lookahead", d.AffinityLookahead, "flow control's cache affinity (flow_control.affinity_lookahead): waiting requests a freed pod is offered to, the one it costs the least prefix first (1: first come, first served)")
+	affWait := fs.Bool("affinity-wait", d.AffinityWait, "flow control's affinity wait (flow_control.affinity_wait): a request whose pick is saturated waits for it at most the prefill a detour would cost (false: any pod with room at once)")
+	inflight := fs.Int("max-inflight-per-pod", d.MaxInflightPerPod, "flow control's cap on the router's requests in flight per pod (flow_control.max_inflight_per_pod; 0: off)")
 	rates := fs.String("rate", "", "sweep: comma-separated arrival-rate multipliers (time scale / rate each), e.g. 1,2,3,5; reports per rate kv against round-robin, kv-nospec and approx")
 	sweepLimit := fs.Float64("sweep-limit-ms", compare.DefaultSweepLimitMs, "sweep: stop after the first rate where round-robin's TTFT p90 reaches this (0: run every rate)")
 	bypass := fs.Float64("bypass", d.Bypass, "share of requests sent straight to pods around the cell, in [0, 1); with no -modes, runs kv against kv-engine (the engines' load metrics)")
@@ -81,6 +83,8 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	apply("prefix-wait", func() { cfg.PrefixWait = *prefixWait })
 	apply("flow-control", func() { cfg.FlowControl = *flowControl })
 	apply("affinity-lookahead", func() { cfg.AffinityLookahead = *affinity })
+	apply("affinity-wait", func() { cfg.AffinityWait = *affWait })
+	apply("max-inflight-per-pod", func() { cfg.MaxInflightPerPod = *inflight })
 	apply("bypass", func() { cfg.Bypass = *bypass })
 	apply("bypass-pods", func() { cfg.BypassPods = *bypassPods })
 	if cfg.Bypass > 0 {

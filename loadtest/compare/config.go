@@ -69,6 +69,17 @@ type Config struct {
 	// requests a freed pod is offered to, the one it costs the least
 	// prefix first; 1 is first come, first served. Default: the cell's.
 	AffinityLookahead int
+	// AffinityWait is flow control's affinity wait
+	// (flow_control.affinity_wait): a request whose pick is saturated
+	// waits for it at most the prefill a detour would cost. Default: the
+	// cell's.
+	AffinityWait bool
+	// MaxInflightPerPod is flow control's per-pod cap on the router's
+	// requests in flight (flow_control.max_inflight_per_pod); 0 is off.
+	// Every mode's cell is also told the engines' running batch
+	// (flow_control.engine_max_running = MaxRunning), as an operator who
+	// set vLLM's max_num_seqs would.
+	MaxInflightPerPod int
 	// KVMaxRequests, when positive, caps the requests the kv mode sends to
 	// one pod at a time (a soft filter: ignored when every pod is at the
 	// cap). 0 routes with the cell's plain default profile.
@@ -134,6 +145,7 @@ func DefaultConfig() Config {
 		PrefixWait:        cell.DefaultPrefixWaitConfig().Enabled,
 		FlowControl:       cell.DefaultConfig().FlowControl.Enabled,
 		AffinityLookahead: cell.DefaultConfig().FlowControl.AffinityLookahead,
+		AffinityWait:      cell.DefaultConfig().FlowControl.AffinityWait,
 		SpeculativeTTL:    cell.DefaultConfig().Speculative.TTL,
 		SpeculativeWeight: cell.DefaultConfig().Speculative.Weight,
 		Modes:             ModeNames,
@@ -181,6 +193,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("compare: TracePath is empty")
 	case c.Sample < 1:
 		return fmt.Errorf("compare: Sample = %d, want >= 1", c.Sample)
+	case c.MaxInflightPerPod < 0:
+		return fmt.Errorf("compare: MaxInflightPerPod = %d, want >= 0", c.MaxInflightPerPod)
 	case c.AffinityLookahead < 0:
 		return fmt.Errorf("compare: AffinityLookahead = %d, want >= 0", c.AffinityLookahead)
 	case c.MaxRequests < 0:

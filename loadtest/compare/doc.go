@@ -72,5 +72,10 @@
 // The engines' timing model (DefaultConfig explains the values) makes
 // prefill time proportional to uncached prompt tokens, so cache hits show
 // in TTFT, and MaxRunning makes a pod queue work beyond a few requests, so
-// piling requests on one pod costs time as it does on a GPU.
+// piling requests on one pod costs time as it does on a GPU. A pod also
+// runs only as many requests as its KV cache holds together (package
+// enginesim), so long prompts run fewer at once. Every mode's cell is told
+// the engines' MaxRunning (flow_control.engine_max_running), from which
+// flow control judges the engines' queues and KV use without engine
+// metrics.
 package compare

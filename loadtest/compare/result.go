@@ -127,6 +127,13 @@ type Report struct {
 	// AffinityLookahead is flow control's cache affinity
 	// (Config.AffinityLookahead; 1: first come, first served).
 	AffinityLookahead int `json:"affinity_lookahead"`
+	// AffinityWait is flow control's affinity wait (Config.AffinityWait).
+	AffinityWait bool `json:"affinity_wait"`
+	// MaxInflightPerPod is flow control's per-pod cap (0: off), and
+	// EngineMaxRunning the engines' running batch the cell is told
+	// (Config.MaxRunning).
+	MaxInflightPerPod int `json:"max_inflight_per_pod"`
+	EngineMaxRunning  int `json:"engine_max_running"`
 
 	// Modes are the modes run, by name (random, round_robin, kv-nospec,
 	// kv, approx).
@@ -154,7 +161,8 @@ func newReport(cfg Config, recs []trace.Record) *Report {
 		ReachableReuseMethod: ReuseMethod, Workload: cfg.Workload, Requests: len(recs), Sample: cfg.Sample,
 		TimeScale: cfg.TimeScale, MaxTokensCap: cfg.MaxTokensCap, Pods: cfg.Pods, BlocksPerPod: cfg.BlocksPerPod,
 		BlockSize: cfg.BlockSize, MaxRunning: cfg.MaxRunning, KVOverlapWeight: cfg.KVOverlapWeight, PrefixWait: cfg.PrefixWait,
-		FlowControl: cfg.FlowControl, AffinityLookahead: cfg.AffinityLookahead,
+		FlowControl: cfg.FlowControl, AffinityLookahead: cfg.AffinityLookahead, AffinityWait: cfg.AffinityWait,
+		MaxInflightPerPod: cfg.MaxInflightPerPod, EngineMaxRunning: cfg.MaxRunning,
 		PrefillPerTokenUs: float64(cfg.PrefillPerToken) / float64(time.Microsecond),
 		DecodePerTokenMs:  float64(cfg.DecodePerToken) / float64(time.Millisecond),
 		Modes:             map[string]*ModeResult{}, order: cfg.Modes,

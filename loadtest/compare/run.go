@@ -218,6 +218,12 @@ func cellConfig(cfg Config, fleet *enginesim.Fleet, name string) cell.Config {
 	cc.Routing.PrefixWait.Enabled = cfg.PrefixWait
 	cc.FlowControl.Enabled = cfg.FlowControl
 	cc.FlowControl.AffinityLookahead = cfg.AffinityLookahead
+	cc.FlowControl.AffinityWait = cfg.AffinityWait
+	cc.FlowControl.MaxInflightPerPod = cfg.MaxInflightPerPod
+	// The engines' running batch, as an operator who set vLLM's
+	// max_num_seqs tells the cell: without engine metrics, flow control
+	// judges each engine's queue and KV use from the cell's own requests.
+	cc.FlowControl.EngineMaxRunning = cfg.MaxRunning
 	if m.cacheAware && cfg.KVMaxRequests > 0 {
 		// The cache-aware profile with a per-pod concurrency cap: the
 		// default profile plus a soft "concurrency" filter, so a pod whose

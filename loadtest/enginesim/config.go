@@ -85,8 +85,9 @@ type Config struct {
 	// Default 1 when LoRAAdapters is set.
 	MaxLoRAs int
 	// MaxRunning is the running-batch limit (vLLM's max_num_seqs): at most
-	// this many requests prefill or decode at once; the others wait in a
-	// FIFO queue. Default DefaultMaxRunning.
+	// this many requests prefill or decode at once, and only while their
+	// KV blocks fit in Blocks together; the others wait in a FIFO queue.
+	// Default DefaultMaxRunning.
 	MaxRunning int
 	// DefaultMaxTokens is the output length of a request that gives neither
 	// max_tokens nor max_completion_tokens. Default 16 (vLLM's completions

@@ -69,7 +69,11 @@
 // # Timing model
 //
 // A request waits in a FIFO queue until one of Config.MaxRunning slots of
-// the running batch is free, then prefills for PrefillPerToken (default
+// the running batch is free and its KV blocks (prompt plus output) fit in
+// Config.Blocks beside those of the requests running, as vLLM's scheduler
+// admits the waiting head only when its blocks can be allocated (a
+// request alone always runs; the head that does not fit holds the queue
+// behind it), then prefills for PrefillPerToken (default
 // 20µs) per prompt token neither cached nor transferred, emits its first
 // token, and decodes every further token in DecodePerToken (default 2ms).
 // Every modelled duration is multiplied by Config.TimeScale before the pod

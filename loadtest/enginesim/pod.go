@@ -60,7 +60,7 @@ func NewPod(cfg Config) (*Pod, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	p := &Pod{cfg: cfg, log: log, tok: cfg.Tokenizer, words: Tokenizer{Vocab: cfg.Vocab}, sched: newScheduler(cfg.MaxRunning), created: time.Now().Unix()}
+	p := &Pod{cfg: cfg, log: log, tok: cfg.Tokenizer, words: Tokenizer{Vocab: cfg.Vocab}, sched: newScheduler(cfg.MaxRunning, cfg.Blocks), created: time.Now().Unix()}
 	if p.tok == nil {
 		p.tok = wordTokenizer{p.words}
 	}

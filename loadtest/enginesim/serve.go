@@ -141,12 +141,12 @@ func (p *Pod) generate(ctx context.Context, w http.ResponseWriter, g *genRequest
 	start := time.Now()
 	blocks := requestBlocks(g, p.cfg.BlockSize)
 	p.load.wait(g.lora)
-	if err := p.sched.acquire(ctx); err != nil {
+	if err := p.sched.acquire(ctx, blocks); err != nil {
 		p.load.start(g.lora, blocks, false)
 		return false
 	}
 	p.load.start(g.lora, blocks, true)
-	defer p.sched.release()
+	defer p.sched.release(blocks)
 	defer p.load.finish(g.lora, blocks)
 	queued := time.Since(start)
 	pl := p.plan(g, chain)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -200,6 +201,9 @@ func TestSeedsPool(t *testing.T) {
 	if want := (rep.ReuseFlat - rep.ReuseHier) / rep.ReuseFlat; math.Abs(rep.ReuseLoss-want) > 1e-12 || rep.ReuseLossOK != (want <= MaxReuseLoss) {
 		t.Fatalf("pooled loss %v (ok %v), want %v", rep.ReuseLoss, rep.ReuseLossOK, want)
 	}
+	if want := seedSE(rep.SeedRuns); rep.ReuseLossSE != want {
+		t.Fatalf("pooled loss's standard error %v, want the seeds' %v", rep.ReuseLossSE, want)
+	}
 }
 
 // TestLoadAnnouncements: with a load interval the cells announce their
@@ -221,5 +225,47 @@ func TestLoadAnnouncements(t *testing.T) {
 	if l.GossipBytes <= q.GossipBytes || l.SummaryGenerations != q.SummaryGenerations {
 		t.Fatalf("gossip bytes %d with announcements, %d without; generations %d and %d: want more bytes, the same generations",
 			l.GossipBytes, q.GossipBytes, l.SummaryGenerations, q.SummaryGenerations)
+	}
+}
+
+// TestSeedSE checks the seeds' standard error against a reference that
+// computes the variance another way: the mean squared difference of every
+// pair of seeds, halved (sum over i<j of (x_i-x_j)^2 / (n(n-1))).
+func TestSeedSE(t *testing.T) {
+	pairwise := func(xs []float64) float64 {
+		n := float64(len(xs))
+		var s float64
+		for i := range xs {
+			for j := i + 1; j < len(xs); j++ {
+				s += (xs[i] - xs[j]) * (xs[i] - xs[j])
+			}
+		}
+		return math.Sqrt(s/(n*(n-1))) / math.Sqrt(n)
+	}
+	runs := func(xs ...float64) []SeedRun {
+		out := make([]SeedRun, len(xs))
+		for i, x := range xs {
+			out[i] = SeedRun{Seed: uint64(42 + i), ReuseLoss: x}
+		}
+		return out
+	}
+	if got := seedSE(runs(0.01, 0.02, 0.03)); math.Abs(got-0.01/math.Sqrt(3)) > 1e-15 {
+		t.Fatalf("seedSE(0.01, 0.02, 0.03) = %v, want %v", got, 0.01/math.Sqrt(3))
+	}
+	if got := seedSE(runs(0.5)); got != 0 {
+		t.Fatalf("seedSE of one seed = %v, want 0", got)
+	}
+	if got := seedSE(runs(-0.02, -0.02, -0.02, -0.02)); got != 0 {
+		t.Fatalf("seedSE of equal seeds = %v, want 0", got)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 200 {
+		xs := make([]float64, 2+rng.IntN(12))
+		for i := range xs {
+			xs[i] = rng.NormFloat64()*0.005 - 0.01
+		}
+		if got, want := seedSE(runs(xs...)), pairwise(xs); math.Abs(got-want) > 1e-12 {
+			t.Fatalf("round %d: seedSE(%v) = %v, want %v", round, xs, got, want)
+		}
 	}
 }

@@ -1,0 +1,113 @@
+package flowcontrol
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// queueLeaderAndFollower fills pods a and b, queues a leader (key 1)
+// whose pick is a (b would cost it 40 blocks) and a follower of it whose
+// own pick is b (it knew nothing of the leader's prefix) and that shares
+// 100 blocks with the leader.
+func queueLeaderAndFollower(t *testing.T, c *Controller, pods *fakePods, ctx context.Context) (leader, follower <-chan admitResult) {
+	t.Helper()
+	pods.add("a", 1)
+	pods.add("b", 1)
+	leader = admitAsync(ctx, c, Request{Key: 1, Tokens: 10, Pods: []string{"a", "b"}, Detours: []float64{0, 40}})
+	eventually(t, "the leader to wait", func() bool { return queued(c) == 1 })
+	follower = admitAsync(context.Background(), c, Request{Key: 2, Follows: 1, FollowBlocks: 100, Tokens: 10, Pods: []string{"b", "a"}})
+	eventually(t, "the follower to wait", func() bool { return queued(c) == 2 })
+	return leader, follower
+}
+
+func TestFollowerGoesAfterItsLeaderToItsPod(t *testing.T) {
+	pods := newFakePods(1)
+	c, clk := startClocked(t, waitConfig(), pods)
+	leader, follower := queueLeaderAndFollower(t, c, pods, context.Background())
+
+	// b frees: the leader waits for a (b costs it 40 ms of prefill), and
+	// the follower waits for the leader, though b has room and costs it
+	// nothing it knows of.
+	pods.add("b", -1)
+	stillWaiting(t, follower, "the leader has not started")
+	// a frees: the leader goes there and starts.
+	pods.add("a", -1)
+	r := <-leader
+	if r.err != nil || r.g.Place([]string{"a", "b"}, []float64{0, 40}) != -1 {
+		t.Fatalf("leader: err %v, want it placed on a", r.err)
+	}
+	pods.add("a", 1)
+	r.g.StartedOn("a")
+	// The follower may now go to a at once, to b only after the 100 ms
+	// its shared blocks take to prefill.
+	clk.advance(99 * time.Millisecond)
+	stillWaiting(t, follower, "a is full, b is not open yet")
+	clk.advance(time.Millisecond)
+	f := <-follower
+	if f.err != nil {
+		t.Fatal(f.err)
+	}
+	if i := f.g.Place([]string{"b", "a"}, nil); i != -1 {
+		t.Fatalf("follower placed at %d, want its pick b (open after the wait)", i)
+	}
+}
+
+func TestFollowerTakesTheLeadersPodAtOnce(t *testing.T) {
+	pods := newFakePods(1)
+	c, _ := startClocked(t, waitConfig(), pods)
+	leader, follower := queueLeaderAndFollower(t, c, pods, context.Background())
+	pods.add("a", -1)
+	r := <-leader
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	pods.add("a", 1)
+	r.g.StartedOn("a")
+	stillWaiting(t, follower, "a is full")
+	r.g.Done(0)
+	pods.add("a", -1) // the leader ended: a has room
+	f := <-follower
+	if f.err != nil {
+		t.Fatal(f.err)
+	}
+	// After its re-pick (which now sees the leader's blocks on a).
+	if i := f.g.Place([]string{"a", "b"}, []float64{0, 100}); i != -1 {
+		t.Fatalf("follower placed at %d, want a", i)
+	}
+}
+
+func TestLeaderLeavingFreesItsFollowers(t *testing.T) {
+	pods := newFakePods(1)
+	c, _ := startClocked(t, waitConfig(), pods)
+	ctx, cancel := context.WithCancel(context.Background())
+	leader, follower := queueLeaderAndFollower(t, c, pods, ctx)
+	pods.add("b", -1)
+	stillWaiting(t, follower, "the leader still waits")
+	cancel()
+	if r := <-leader; r.err == nil {
+		t.Fatal("the cancelled leader was admitted")
+	}
+	if f := <-follower; f.err != nil {
+		t.Fatalf("follower after its leader left: %v", f.err)
+	}
+}
+
+func TestFollowerOfAStartedLeaderIsFree(t *testing.T) {
+	// A leader that no longer waits leads nobody: the follower is an
+	// ordinary request.
+	pods := newFakePods(1)
+	c, _ := startClocked(t, waitConfig(), pods)
+	g, err := c.Admit(context.Background(), Request{Key: 1, Tokens: 10, Pods: []string{"a", "b"}})
+	if err != nil || g.Queued() {
+		t.Fatalf("leader: %v, queued %v", err, g.Queued())
+	}
+	g.StartedOn("a")
+	f, err := c.Admit(context.Background(), Request{Key: 2, Follows: 1, FollowBlocks: 100, Tokens: 10, Pods: []string{"b", "a"}})
+	if err != nil || f.Queued() {
+		t.Fatalf("follower: %v, queued %v; want admitted at once", err, f.Queued())
+	}
+	if n := len(c.leaders); n != 0 {
+		t.Fatalf("%d leaders registered, want 0", n)
+	}
+}
