@@ -104,18 +104,13 @@ func engineEstimate(u load.Usage, maxRunning int) (waiting int, held float64) {
 	return waiting, held
 }
 
-// acceptablePods are the pods a decision would send the request to, best
-// first (each once): the request waits while all of them are saturated.
-func acceptablePods(d *decision) []string {
-	pods, _ := flowPods(d, false)
-	return pods
-}
-
-// flowPods returns acceptablePods and, with withDetours, each one's
-// detour: the prefix blocks sending the request there would prefill again
-// that its pick holds. Flow control offers a freed pod first to the
-// waiting request it costs the least (flowcontrol.Request.Detours). The
-// detours are nil when the pick matched nothing.
+// flowPods returns the pods a decision would send the request to, best
+// first (each once: the request waits while all of them are saturated)
+// and, with withDetours, each one's detour: the prefix blocks sending the
+// request there would prefill again that its pick holds. Flow control
+// offers a freed pod first to the waiting request it costs the least
+// (flowcontrol.Request.Detours). The detours are nil when the pick
+// matched nothing.
 func flowPods(d *decision, withDetours bool) (pods []string, detours []float64) {
 	dec := d.plan.Single
 	if d.plan.Disaggregated {
@@ -254,7 +249,9 @@ func (c *Cell) admitFlowOf(ctx context.Context, w http.ResponseWriter, r *http.R
 // it after its wait (flow_control.affinity_wait). The rest of the
 // order, the fallbacks, stays as the pipeline ranked it.
 func placeFlow(d *decision, g *flowcontrol.Grant) {
-	pods, detours := flowPods(d, true)
+	// Only a request that waited is placed by its detours; one admitted
+	// at once goes where its admission found room.
+	pods, detours := flowPods(d, g.Queued())
 	i := g.Place(pods, detours)
 	if i <= 0 {
 		return

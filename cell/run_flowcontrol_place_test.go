@@ -43,7 +43,7 @@ func TestPlaceFlowMovesThePodWithRoomFirst(t *testing.T) {
 				d.plan = pipeline.Plan{Single: dec}
 			}
 			ctl := flowcontrol.New(flowcontrol.DefaultConfig(), tc.sat, nil)
-			g, err := ctl.Admit(context.Background(), flowcontrol.Request{Tenant: "t", Pods: acceptablePods(d)})
+			g, err := ctl.Admit(context.Background(), flowcontrol.Request{Tenant: "t", Pods: podsOf(d)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -130,8 +130,6 @@ type Controller struct {
 	// for Waiting.
 	holders int
 	waiting atomic.Int32
-	// heldBack is roomFor's note to the dispatch that called it.
-	heldBack bool
 	// loads are the requests in flight and the last arrival of each band
 	// and tenant, for the headroom (headroom.go).
 	loads [auth.NumPriorities]bandLoad
@@ -155,24 +153,13 @@ func New(cfg Config, sat Saturation, obs Observer) *Controller {
 // Config returns the controller's configuration.
 func (c *Controller) Config() Config { return c.cfg }
 
-// room returns the index of the first pod of pods with room while
-// keeping reserve free, or -1.
-func (c *Controller) room(pods []string, reserve float64) int {
-	for i, p := range pods {
-		if !c.sat.Saturated(p, reserve) {
-			return i
-		}
-	}
-	return -1
-}
-
 // roomFor returns the index of the first of r's pods with room while
 // keeping reserve free, not claimed by a dispatch, and open to r after
 // waiting waited (open) and, for a follower (w, nil for none), at now
-// (followOpen), or -1. For a waiter whose affinity clock has not started
-// (waiter.open), it notes in c.heldBack whether a pod had room that its
-// affinity kept it from.
-func (c *Controller) roomFor(r *Request, reserve float64, waited time.Duration, w *waiter, now time.Time) int {
+// (followOpen), or -1; and, for a waiter whose affinity clock has not
+// started (waiter.open), whether a pod had room that its affinity kept it
+// from.
+func (c *Controller) roomFor(r *Request, reserve float64, waited time.Duration, w *waiter, now time.Time) (at int, heldBack bool) {
 	track := w != nil && w.open.IsZero()
 	for i, p := range r.Pods {
 		if c.claimed[p] != 0 {
@@ -180,15 +167,15 @@ func (c *Controller) roomFor(r *Request, reserve float64, waited time.Duration, 
 		}
 		if c.open(r, i, waited) && (w == nil || c.followOpen(w, p, now)) {
 			if !c.sat.Saturated(p, reserve) {
-				return i
+				return i, heldBack
 			}
 			continue
 		}
-		if track && !c.heldBack && !c.sat.Saturated(p, reserve) {
-			c.heldBack = true
+		if track && !heldBack && !c.sat.Saturated(p, reserve) {
+			heldBack = true
 		}
 	}
-	return -1
+	return -1, heldBack
 }
 
 // open reports whether r, having waited waited, may go to r.Pods[i]: at
@@ -209,23 +196,24 @@ func (c *Controller) open(r *Request, i int, waited time.Duration) bool {
 // leave free there: none when its pick has room even with the headroom
 // kept (the common case, one question to the pods), or when it need not
 // keep it (restrictedLocked); else Config.Headroom. Only pods open to it
-// (open) count.
-func (c *Controller) admissibleLocked(r *Request, now time.Time, waited time.Duration, w *waiter) (at int, reserve float64) {
+// (open) count; heldBack is roomFor's.
+func (c *Controller) admissibleLocked(r *Request, now time.Time, waited time.Duration, w *waiter) (at int, reserve float64, heldBack bool) {
 	if w != nil && w.blocked() {
-		return -1, 0 // its leader has not started
+		return -1, 0, false // its leader has not started
 	}
 	if c.sat == nil || len(r.Pods) == 0 {
-		return 0, 0 // nothing to wait for
+		return 0, 0, false // nothing to wait for
 	}
 	h := c.cfg.Headroom
 	if h > 0 && c.claimed[r.Pods[0]] == 0 && (w == nil || c.followOpen(w, r.Pods[0], now)) && !c.sat.Saturated(r.Pods[0], h) {
-		return 0, 0
+		return 0, 0, false
 	}
-	at = c.roomFor(r, 0, waited, w, now)
+	at, heldBack = c.roomFor(r, 0, waited, w, now)
 	if at < 0 || h == 0 || !c.restrictedLocked(r.Tenant, r.Band, now) {
-		return at, 0
+		return at, 0, heldBack
 	}
-	return c.roomFor(r, h, waited, w, now), h
+	at, _ = c.roomFor(r, h, waited, w, now)
+	return at, h, heldBack
 }
 
 // Admit returns when r may go to its pods: at once when nothing of its
@@ -264,8 +252,8 @@ func (c *Controller) Admit(ctx context.Context, r Request) (*Grant, error) {
 		return nil, ErrClosed
 	}
 	c.arriveLocked(r.Tenant, r.Band, r.Weight, now)
-	if _, leads := c.leaders[r.Follows]; c.q.AtOrAbove(r.Band) == 0 && c.pending == 0 && (r.Follows == 0 || !leads) {
-		at, reserve := c.admissibleLocked(&r, now, 0, nil)
+	if _, leads := c.leaders[r.Follows]; c.q.AtOrAbove(r.Band) == 0 && c.pending == 0 && !leads {
+		at, reserve, _ := c.admissibleLocked(&r, now, 0, nil)
 		if reserve > 0 {
 			c.stats.HeadroomKept++
 		}
@@ -411,8 +399,7 @@ func (c *Controller) dispatchOneLocked() bool {
 	var seen [2]string // the first two pods with room the look saw
 	it := c.q.NextBest(c.cfg.AffinityLookahead, func(it *Item) (float64, bool) {
 		w := it.Value.(*waiter)
-		c.heldBack = false
-		at, reserve := c.admissibleLocked(&w.req, now, affinityWaited(w, now), w)
+		at, reserve, heldBack := c.admissibleLocked(&w.req, now, affinityWaited(w, now), w)
 		w.reserve, w.at = reserve, at
 		if at >= 0 && at < len(w.req.Pods) && seen[1] == "" {
 			if p := w.req.Pods[at]; seen[0] == "" {
@@ -422,7 +409,7 @@ func (c *Controller) dispatchOneLocked() bool {
 			}
 		}
 		if at < 0 {
-			if c.heldBack && w.open.IsZero() {
+			if heldBack && w.open.IsZero() {
 				w.open = now // a pod has room, but affinity holds it back
 			}
 			return 0, false
@@ -470,15 +457,15 @@ func (c *Controller) unclaimLocked(w *waiter) {
 }
 
 // affinityScore ranks a waiting request for a pod (lower first): the
-// prefix the pod costs it (its detour there), and on a tie, the more of its prefix the pod
-// holds the better, so that a pod that frees goes to a request it holds
-// the prefix of before one that would be as well served anywhere (whose
-// prefix nobody holds); the tie-break weighs a block a millionth of a
-// detour's, so it never outweighs one.
-// Queue.NextBest ends its look at the first score at or below 0: a
-// request that loses nothing anywhere scores 0 while no waiting request
-// holds a prefix (holders false, the common case: the look stops at the
-// head), and just above 0 otherwise, so that the look goes on to a holder.
+// prefix the pod costs it (its detour there), and on a tie, the more of
+// its prefix the pod holds the better, so that a pod that frees goes to a
+// request it holds the prefix of before one that would be as well served
+// anywhere (whose prefix nobody holds); the tie-break weighs a block a
+// millionth of a detour's, so it never outweighs one. Queue.NextBest ends
+// its look at the first score at or below 0: a request that loses nothing
+// anywhere scores 0 while no waiting request holds a prefix (holders
+// false, the common case: the look stops at the head), and just above 0
+// otherwise, so that the look goes on to a holder.
 func affinityScore(detour, held float64, holders bool) float64 {
 	if s := detour - 1e-6*(held-detour); s != 0 || !holders {
 		return s

@@ -71,7 +71,7 @@ func (g *Grant) Place(pods []string, detours []float64) int {
 		own = g.w.claim
 		c.claimed[own]--
 	}
-	i := c.roomFor(&r, g.reserve, waited, g.w, now)
+	i, _ := c.roomFor(&r, g.reserve, waited, g.w, now)
 	if own != "" {
 		c.claimed[own]++
 	}
