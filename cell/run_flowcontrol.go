@@ -204,18 +204,26 @@ func (c *Cell) admitFlowOf(ctx context.Context, w http.ResponseWriter, r *http.R
 	if p.Tenant != nil {
 		req.MaxWait = p.Tenant.MaxQueueWait
 	}
-	// The queued request this one's prompt extends, if any, leads it; and
-	// this one may lead the requests that extend its own while it waits.
-	// Both only while requests wait: a request that finds the queue empty
-	// rarely joins it.
+	// The queued request this one's prompt extends, if any, leads it
+	// (looked for only while requests wait); and this one may lead the
+	// requests that extend its own while it waits (indexed only once it
+	// joins the queue: most requests never do).
 	hashes, _ := pipeline.BlockHashes.Get(d.rc)
-	if len(hashes) > 0 && c.cfg.FlowControl.Enabled && c.flow.Waiting() > 0 {
-		held := heldDepth(d)
-		if lead, depth := c.follow.leader(hashes, held); lead != 0 {
-			req.Follows, req.FollowBlocks = lead, float64(depth-held)
+	if len(hashes) > 0 && c.cfg.FlowControl.Enabled {
+		if c.flow.Waiting() > 0 {
+			held := heldDepth(d)
+			if lead, depth := c.follow.leader(hashes, held); lead != 0 {
+				req.Follows, req.FollowBlocks = lead, float64(depth-held)
+			}
 		}
-		req.Key = c.follow.add(hashes)
-		defer c.follow.remove(req.Key)
+		req.Key = c.follow.newKey()
+		indexed := false
+		req.Queued = func() { c.follow.add(req.Key, hashes); indexed = true }
+		defer func() {
+			if indexed {
+				c.follow.remove(req.Key)
+			}
+		}()
 	}
 	g, err := c.flow.Admit(ctx, req)
 	if err != nil {

@@ -3,6 +3,7 @@ package cell
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cellrouter/cellrouter/cachekey/blockhash"
 	"github.com/cellrouter/cellrouter/cell/pipeline"
@@ -21,8 +22,8 @@ const followStride = 8
 // of the requests passing flow control, for as long as they do. It is
 // safe for concurrent use.
 type followIndex struct {
+	next atomic.Uint64 // the last key newKey gave
 	mu   sync.Mutex
-	next uint64
 	// at maps an indexed block to the requests indexed there, oldest
 	// first, with the prefix depth it ends (usually one).
 	at map[blockhash.Hash][]followEntry
@@ -63,19 +64,19 @@ func (f *followIndex) leader(hashes []blockhash.Hash, held int) (key uint64, dep
 	return 0, 0
 }
 
-// add indexes hashes for a new request and returns its key (never 0).
-func (f *followIndex) add(hashes []blockhash.Hash) uint64 {
+// newKey returns a new request's key (never 0).
+func (f *followIndex) newKey() uint64 { return f.next.Add(1) }
+
+// add indexes hashes for the request newKey named key.
+func (f *followIndex) add(key uint64, hashes []blockhash.Hash) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.next++
-	key := f.next
 	indexed := make([]blockhash.Hash, 0, len(hashes)/followStride+1)
 	f.each(hashes, func(h blockhash.Hash, depth int) {
 		f.at[h] = append(f.at[h], followEntry{key, depth})
 		indexed = append(indexed, h)
 	})
 	f.blocks[key] = indexed
-	return key
 }
 
 // remove drops what add indexed for key.

@@ -67,7 +67,8 @@ func TestFollowIndexAgainstNaive(t *testing.T) {
 				// decision's hashes are recycled): the index must not
 				// keep it.
 				arg := slices.Clone(p)
-				key := f.add(arg)
+				key := f.newKey()
+				f.add(key, arg)
 				clear(arg)
 				m.regs = append(m.regs, naiveReg{key, p})
 			case op < 6 && len(m.regs) > 0: // one leaves
@@ -110,13 +111,14 @@ func BenchmarkFollowIndex(b *testing.B) {
 		return p
 	}
 	for range 200 {
-		f.add(prompt())
+		f.add(f.newKey(), prompt())
 	}
 	q := prompt()
 	b.ReportAllocs()
 	for range b.N {
 		f.leader(q, 0)
-		k := f.add(q)
+		k := f.newKey()
+		f.add(k, q)
 		f.remove(k)
 	}
 }

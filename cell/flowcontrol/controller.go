@@ -56,6 +56,11 @@ type Request struct {
 	// those blocks take to prefill (follow.go).
 	Key, Follows uint64
 	FollowBlocks float64
+	// Queued, when set, is called once, without the controller's lock,
+	// when the request joins the queue (it may already be dispatched by
+	// then): the cell indexes the request's prompt for followers only
+	// then, since most requests never wait.
+	Queued func()
 }
 
 // detour returns the request's detour to Pods[i] (0 past Detours' end).
@@ -295,6 +300,9 @@ func (c *Controller) Admit(ctx context.Context, r Request) (*Grant, error) {
 	c.obs.Queued(r.Tenant, r.Band, 1)
 	c.dispatchLocked()
 	c.mu.Unlock()
+	if r.Queued != nil {
+		r.Queued()
+	}
 
 	timer := time.NewTimer(deadline.Sub(now))
 	defer timer.Stop()

@@ -123,7 +123,9 @@
 // (Grant.StartedOn), and then goes to the leader's pod at once and to any
 // other only after the ski-rental wait of the blocks it shares with the
 // leader (follow.go). A leader that leaves without starting frees its
-// followers.
+// followers. The cell indexes a request's prompt when it joins the queue
+// (Request.Queued, called without the lock), so that a turn that found
+// the queue empty still leads the turns behind it.
 //
 // # Headroom
 //

@@ -2,6 +2,7 @@ package flowcontrol
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -109,5 +110,32 @@ func TestFollowerOfAStartedLeaderIsFree(t *testing.T) {
 	}
 	if n := len(c.leaders); n != 0 {
 		t.Fatalf("%d leaders registered, want 0", n)
+	}
+}
+
+// TestQueuedRunsOnlyForARequestThatWaits checks Request.Queued, where the
+// cell indexes a request for its followers: not called for a request
+// admitted at once, called once for one that joins the queue, before it
+// is dispatched.
+func TestQueuedRunsOnlyForARequestThatWaits(t *testing.T) {
+	pods := newFakePods(1)
+	c, _ := startClocked(t, waitConfig(), pods)
+	var calls atomic.Int32
+	queuedHook := func() { calls.Add(1) }
+
+	r := <-admitAsync(context.Background(), c, Request{Key: 1, Tokens: 10, Pods: []string{"a"}, Queued: queuedHook})
+	if r.err != nil || calls.Load() != 0 {
+		t.Fatalf("admitted at once: err %v, Queued called %d times, want 0", r.err, calls.Load())
+	}
+	pods.add("a", 1)
+	waiting := admitAsync(context.Background(), c, Request{Key: 2, Tokens: 10, Pods: []string{"a"}, Queued: queuedHook})
+	eventually(t, "Queued to be called", func() bool { return calls.Load() == 1 })
+	stillWaiting(t, waiting, "a is full")
+	pods.add("a", -1)
+	if w := <-waiting; w.err != nil || !w.g.Queued() {
+		t.Fatalf("err %v, want a request that waited", w.err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("Queued called %d times, want once", n)
 	}
 }
