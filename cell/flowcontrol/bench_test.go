@@ -3,6 +3,7 @@ package flowcontrol
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"testing"
 
@@ -141,5 +142,73 @@ func BenchmarkDispatchAffinity(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkDispatchHolders measures one dispatch from a backlog of 512
+// requests of one tenant, each holding its prefix on one pod (listed as
+// its holder, Queue.Hold), with every pod saturated but one: the look
+// scores the lookahead's 32 requests, which that pod would cost a
+// detour, then asks each pod with holders for room and takes the free
+// pod's oldest holder from beyond the look.
+func BenchmarkDispatchHolders(b *testing.B) {
+	for _, npods := range []int{8, 256} {
+		b.Run(fmt.Sprintf("pods=%d", npods), func(b *testing.B) {
+			fp := newFakePods(1)
+			names := make([]string, npods)
+			for i := range names {
+				names[i] = fmt.Sprintf("p%d", i)
+				if i > 0 {
+					fp.add(names[i], 1)
+				}
+			}
+			cfg := DefaultConfig()
+			cfg.AffinityMaxPasses = math.MaxInt // the look's requests are passed over every time
+			c := New(cfg, fp, nil)
+			items := make([]*Item, 512)
+			push := func(it *Item) {
+				w := it.Value.(*waiter)
+				it.passes = 0
+				c.q.Push(it)
+				c.waiting.Add(1)
+				c.holdLocked(w)
+				c.q.Hold(it, w.req.Pods[0])
+			}
+			for i := range items {
+				// Its pick (and holder) first, the free pod p0 last.
+				pods := []string{names[1+i%(npods-1)], names[0]}
+				if i >= 32 && i%8 == 7 {
+					pods = []string{names[0], names[1]}
+				}
+				w := &waiter{req: Request{Tenant: "t", Band: auth.PriorityStandard, Weight: 1, Tokens: 100, Pods: pods, Detours: []float64{0, 40}}, ch: make(chan error, 1), held: 40}
+				items[i] = &Item{Tenant: "t", Band: auth.PriorityStandard, Weight: 1, Cost: 100, Value: w}
+				w.item = items[i]
+				push(items[i])
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				c.mu.Lock()
+				c.dispatchLocked()
+				var it *Item
+				for _, x := range items {
+					if !x.Queued() {
+						it = x
+					}
+				}
+				w := it.Value.(*waiter)
+				<-w.ch
+				if w.req.Pods[0] != names[0] {
+					b.Fatalf("dispatched a request held on %s, want p0's holder", w.req.Pods[0])
+				}
+				c.pending = 0
+				clear(c.claimed) // as if it started
+				w.claim = ""
+				w.holder = false
+				c.grantedLocked("t", auth.PriorityStandard, -1)
+				push(it)
+				c.mu.Unlock()
+			}
+		})
 	}
 }

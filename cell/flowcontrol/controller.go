@@ -87,8 +87,13 @@ type waiter struct {
 	follow    *follower
 	followers []*waiter
 	// held is the most its pick holds beyond a pod that holds least: its
-	// largest detour (affinityScore).
-	held float64
+	// largest detour (affinityScore). holder says it counts in
+	// Controller.holders: it holds a prefix somewhere, or follows a
+	// leader that started.
+	held   float64
+	holder bool
+	// item is its place in the queue.
+	item *Item
 	// at is the index in req.Pods of the pod its dispatch found room on;
 	// claim is that pod while the dispatch has not started.
 	at    int
@@ -286,17 +291,25 @@ func (c *Controller) Admit(ctx context.Context, r Request) (*Grant, error) {
 	for _, d := range r.Detours {
 		w.held = max(w.held, d)
 	}
-	if w.held > 0 {
-		c.holders++
-	}
 	c.waiting.Add(1)
 	it := &Item{Tenant: r.Tenant, Band: r.Band, Weight: r.Weight, Cost: float64(r.Tokens), Value: w}
+	w.item = it
 	if c.q.Len() == 0 {
 		c.mark = now
 	}
 	c.followLocked(w)
 	c.leadLocked(w)
 	c.q.Push(it)
+	if w.held > 0 {
+		// The pods that hold its prefix as deeply as its pick may take
+		// it from anywhere in the queue (queue_holders.go).
+		c.holdLocked(w)
+		for i, p := range r.Pods {
+			if r.detour(i) == 0 {
+				c.q.Hold(it, p)
+			}
+		}
+	}
 	c.obs.Queued(r.Tenant, r.Band, 1)
 	c.dispatchLocked()
 	c.mu.Unlock()
@@ -405,6 +418,10 @@ func (c *Controller) dispatchLocked() {
 func (c *Controller) dispatchOneLocked() bool {
 	now := c.now()
 	var seen [2]string // the first two pods with room the look saw
+	var room func(string) bool
+	if c.cfg.AffinityLookahead > 1 {
+		room = c.roomLocked // a lookahead of 1 is first come, first served
+	}
 	it := c.q.NextBest(c.cfg.AffinityLookahead, func(it *Item) (float64, bool) {
 		w := it.Value.(*waiter)
 		at, reserve, heldBack := c.admissibleLocked(&w.req, now, affinityWaited(w, now), w)
@@ -425,8 +442,12 @@ func (c *Controller) dispatchOneLocked() bool {
 		if it.Passes() >= c.cfg.AffinityMaxPasses {
 			return math.Inf(-1), true
 		}
+		if f := w.follow; f != nil && f.pod != "" && f.pod == w.req.Pods[at] {
+			// Its leader's pod: where its prefix is being computed.
+			return affinityScore(0, w.held+w.req.FollowBlocks, true), true
+		}
 		return affinityScore(w.req.detour(at), w.held, c.holders > 0), true
-	})
+	}, room)
 	if it == nil {
 		return false
 	}
@@ -485,9 +506,24 @@ func affinityScore(detour, held float64, holders bool) float64 {
 // requests and the holders.
 func (c *Controller) unheldLocked(w *waiter) {
 	c.waiting.Add(-1)
-	if w.held > 0 {
+	if w.holder {
 		c.holders--
 	}
+}
+
+// holdLocked counts w among the holders.
+func (c *Controller) holdLocked(w *waiter) {
+	if !w.holder {
+		w.holder = true
+		c.holders++
+	}
+}
+
+// roomLocked reports whether pod may take a dispatch now: it is not
+// claimed by one and has room (without headroom), for Queue.NextBest's
+// look at the pod's holders.
+func (c *Controller) roomLocked(pod string) bool {
+	return c.claimed[pod] == 0 && c.sat != nil && !c.sat.Saturated(pod, 0)
 }
 
 // Waiting returns how many requests wait in the queue now, without the

@@ -66,6 +66,11 @@ func (c *Controller) releaseFollowersLocked(l *waiter, pod string) {
 	for _, f := range l.followers {
 		if f.follow != nil && f.follow.leader == l {
 			f.follow.leader, f.follow.pod, f.follow.freed = nil, pod, now
+			if pod != "" && f.item != nil && f.item.Queued() {
+				// Its leader's pod may take it from anywhere in the queue.
+				c.holdLocked(f)
+				c.q.Hold(f.item, pod)
+			}
 		}
 	}
 	l.followers = nil

@@ -22,7 +22,8 @@ type Item struct {
 	seq    uint64 // arrival order, unique per queue
 	passes int    // times NextBest took a later item of its tenant instead
 	tq     *tenantQueue
-	prev   *Item // the tenant's FIFO, a doubly linked list
+	holds  []*holderNode // its places in its pods' holder lists (Hold)
+	prev   *Item         // the tenant's FIFO, a doubly linked list
 	next   *Item
 	queued bool
 }
@@ -47,6 +48,9 @@ type tenantQueue struct {
 	tail    *Item
 	n       int
 	active  int // index in band.active, -1 when the tenant waits for nothing
+	// holders lists, by pod, the waiting items whose prefix the pod holds
+	// (Queue.Hold; queue_holders.go).
+	holders map[string]*holderList
 }
 
 // band is one priority band: its tenants and the ones with items waiting.
@@ -166,6 +170,7 @@ func (q *Queue) Remove(it *Item) bool {
 		return false
 	}
 	tq := it.tq
+	tq.unhold(it)
 	if it.prev != nil {
 		it.prev.next = it.next
 	} else {
@@ -198,9 +203,9 @@ func (q *Queue) Remove(it *Item) bool {
 // returns nil when no head is eligible.
 func (q *Queue) Next(eligible func(*Item) bool) *Item {
 	if eligible == nil {
-		return q.NextBest(1, nil)
+		return q.NextBest(1, nil, nil)
 	}
-	return q.NextBest(1, func(it *Item) (float64, bool) { return 0, eligible(it) })
+	return q.NextBest(1, func(it *Item) (float64, bool) { return 0, eligible(it) }, nil)
 }
 
 // NextBest is Next with a look past the heads: within the tenant it
@@ -210,10 +215,15 @@ func (q *Queue) Next(eligible func(*Item) bool) *Item {
 // whether it is eligible at all (nil: every item scores 0); a score of 0
 // or less ends the look, since no later item can beat it. Each eligible
 // item before the one taken counts a pass (Item.Passes), so a score can
-// bound how long an item is passed over. The tenants' order, and so the
-// fair shares, are Next's: only the order within one tenant's queue
-// changes.
-func (q *Queue) NextBest(lookahead int, score func(*Item) (float64, bool)) *Item {
+// bound how long an item is passed over. When nothing in the look scores
+// at or below 0 and room is set, the look goes on to the holders (Hold)
+// of each pod room says has room, beyond the first lookahead items: the
+// first eligible of the next lookahead holders listed under each such
+// pod competes with the look's best, and takes it on a lower score
+// (every eligible item of the look then counts a pass). The tenants'
+// order, and so the fair shares, are Next's: only the order within one
+// tenant's queue changes.
+func (q *Queue) NextBest(lookahead int, score func(*Item) (float64, bool), room func(pod string) bool) *Item {
 	lookahead = max(lookahead, 1)
 	for bi := auth.NumPriorities - 1; bi >= 0; bi-- {
 		b := &q.bands[bi]
@@ -234,7 +244,7 @@ func (q *Queue) NextBest(lookahead int, score func(*Item) (float64, bool)) *Item
 			if best == nil {
 				break
 			}
-			if it := bestOf(best.head, lookahead, score); it != nil {
+			if it := bestOf(best, lookahead, score, room); it != nil {
 				q.Remove(it)
 				best.counter += it.Cost / best.weight
 				b.floor = best.counter
@@ -246,18 +256,24 @@ func (q *Queue) NextBest(lookahead int, score func(*Item) (float64, bool)) *Item
 	return nil
 }
 
-// bestOf returns, of the first n items from it on, the eligible one with
-// the least score (the earliest on a tie), or nil; the eligible items
-// before it are counted passed over.
-func bestOf(it *Item, n int, score func(*Item) (float64, bool)) *Item {
+// bestOf returns, of the first n items of tq, the eligible one with the
+// least score (the earliest on a tie), or, when none scores at or below 0,
+// a holder of a pod with room beyond them that scores less (heldBest); nil
+// when nothing is eligible. The eligible items of the look before the one
+// taken are counted passed over.
+func bestOf(tq *tenantQueue, n int, score func(*Item) (float64, bool), room func(string) bool) *Item {
 	if score == nil {
-		return it
+		return tq.head
 	}
 	var buf [32]*Item
 	eligible := buf[:0] // the eligible items seen, in order
 	pick := -1
 	var least float64
+	var last uint64 // the last item the look scored
+	look := n
+	it := tq.head
 	for ; it != nil && n > 0; it, n = it.next, n-1 {
+		last = it.seq
 		s, ok := score(it)
 		if !ok {
 			continue
@@ -268,12 +284,26 @@ func bestOf(it *Item, n int, score func(*Item) (float64, bool)) *Item {
 		}
 		pick, least = len(eligible)-1, s
 		if s <= 0 {
-			break
+			return takeOf(eligible, pick)
+		}
+	}
+	if it != nil && room != nil && len(tq.holders) > 0 {
+		if h, s := tq.heldBest(look, last, score, room); h != nil && (pick < 0 || s < least) {
+			for _, p := range eligible {
+				p.passes++
+			}
+			return h
 		}
 	}
 	if pick < 0 {
 		return nil
 	}
+	return takeOf(eligible, pick)
+}
+
+// takeOf counts the eligible items before eligible[pick] passed over and
+// returns it.
+func takeOf(eligible []*Item, pick int) *Item {
 	for _, p := range eligible[:pick] {
 		p.passes++
 	}

@@ -18,6 +18,9 @@ type model struct {
 	weights  map[modelKey]float64
 	floor    [auth.NumPriorities]float64
 	seq      uint64
+	// holds is, by pod, the order in which items were listed under it
+	// (Queue.Hold): seqs, the first listing first.
+	holds map[string][]uint64
 }
 
 type modelKey struct {
@@ -34,7 +37,7 @@ type modelItem struct {
 }
 
 func newModel() *model {
-	return &model{counters: map[modelKey]float64{}, weights: map[modelKey]float64{}, passes: map[uint64]int{}}
+	return &model{counters: map[modelKey]float64{}, weights: map[modelKey]float64{}, passes: map[uint64]int{}, holds: map[string][]uint64{}}
 }
 
 func (m *model) key(it *modelItem) modelKey { return modelKey{it.band, it.tenant} }
@@ -82,10 +85,30 @@ func (m *model) push(it *modelItem) {
 	m.items = append(m.items, it)
 }
 
+// hold is Queue.Hold: seq, if waiting, listed under pod once.
+func (m *model) hold(seq uint64, pod string) {
+	if m.find(seq) == nil || slices.Contains(m.holds[pod], seq) {
+		return
+	}
+	m.holds[pod] = append(m.holds[pod], seq)
+}
+
+func (m *model) find(seq uint64) *modelItem {
+	for _, it := range m.items {
+		if it.seq == seq {
+			return it
+		}
+	}
+	return nil
+}
+
 func (m *model) remove(seq uint64) bool {
 	for i, it := range m.items {
 		if it.seq == seq {
 			m.items = slices.Delete(m.items, i, i+1)
+			for pod, l := range m.holds {
+				m.holds[pod] = slices.DeleteFunc(l, func(s uint64) bool { return s == seq })
+			}
 			return true
 		}
 	}
@@ -143,22 +166,64 @@ func (m *model) next(eligible func(*modelItem) bool) *modelItem {
 // tenant order of next, and within the tenant served, of its first
 // lookahead items the eligible one with the least score, the earliest on
 // a tie; the eligible items before it in the tenant's order are passed.
-func (m *model) nextBest(lookahead int, score func(*modelItem) (float64, bool)) *modelItem {
+// With room, when that least score is above 0 (or none is eligible) and
+// the tenant has items beyond the look, each pod with room offers the
+// first eligible of its next lookahead holders beyond the look (in the
+// order they were listed), and the least of those (the earliest on a tie)
+// is taken when it scores less than the look's best; every eligible item
+// of the look is then passed.
+func (m *model) nextBest(lookahead int, score func(*modelItem) (float64, bool), room map[string]bool) *modelItem {
 	bands := auth.Priorities()
+	look := max(lookahead, 1)
 	for bi := len(bands) - 1; bi >= 0; bi-- {
 		hs := m.fairHeads(bands[bi])
 		for _, h := range hs {
-			var window []*modelItem
+			var all []*modelItem
 			for _, it := range m.items {
-				if it.band == h.band && it.tenant == h.tenant && len(window) < max(lookahead, 1) {
-					window = append(window, it)
+				if it.band == h.band && it.tenant == h.tenant {
+					all = append(all, it)
 				}
 			}
+			window := all[:min(look, len(all))]
 			var pick *modelItem
 			least := math.Inf(1)
 			for _, it := range window {
 				if s, ok := score(it); ok && s < least {
 					pick, least = it, s
+				}
+			}
+			if room != nil && len(all) > len(window) && (pick == nil || least > 0) {
+				last := window[len(window)-1].seq
+				var held *modelItem
+				heldLeast := math.Inf(1)
+				for pod, ok := range room {
+					if !ok {
+						continue
+					}
+					k := 0
+					for _, seq := range m.holds[pod] {
+						it := m.find(seq)
+						if it.band != h.band || it.tenant != h.tenant || it.seq <= last || k >= look {
+							continue
+						}
+						k++
+						s, ok := score(it)
+						if !ok {
+							continue
+						}
+						if s < heldLeast || (s == heldLeast && it.seq < held.seq) {
+							held, heldLeast = it, s
+						}
+						break
+					}
+				}
+				if held != nil && (pick == nil || heldLeast < least) {
+					for _, it := range window {
+						if _, ok := score(it); ok {
+							m.passes[it.seq]++
+						}
+					}
+					return m.take(held, bi)
 				}
 			}
 			if pick == nil {
@@ -172,14 +237,19 @@ func (m *model) nextBest(lookahead int, score func(*modelItem) (float64, bool)) 
 					m.passes[it.seq]++
 				}
 			}
-			m.remove(pick.seq)
-			k := m.key(pick)
-			m.counters[k] += pick.cost / m.weights[k]
-			m.floor[bi] = m.counters[k]
-			return pick
+			return m.take(pick, bi)
 		}
 	}
 	return nil
+}
+
+// take removes it, dispatched, and charges its tenant in band bi.
+func (m *model) take(it *modelItem, bi int) *modelItem {
+	m.remove(it.seq)
+	k := m.key(it)
+	m.counters[k] += it.cost / m.weights[k]
+	m.floor[bi] = m.counters[k]
+	return it
 }
 
 func (m *model) victim(incoming auth.Priority) *modelItem {
@@ -227,6 +297,7 @@ func TestQueueAgainstModel(t *testing.T) {
 		tenants := []string{"a", "b", "c", "d", ""}
 		weights := map[string]float64{"a": 1, "b": 2, "c": 0.5, "d": 3, "": 0}
 		bands := auth.Priorities()
+		pods := []string{"p0", "p1", "p2", "p3"}
 		for step := 0; step < 3000; step++ {
 			switch op := rng.IntN(10); {
 			case op < 4: // arrival
@@ -241,6 +312,21 @@ func TestQueueAgainstModel(t *testing.T) {
 					t.Fatalf("seed %d step %d: seq %d, model %d", seed, step, it.Seq(), mi.seq)
 				}
 				live[it.Seq()] = it
+				// Some arrivals hold their prefix on a pod or two.
+				for range rng.IntN(3) {
+					pod := pods[rng.IntN(len(pods))]
+					q.Hold(it, pod)
+					m.hold(it.Seq(), pod)
+				}
+			case op < 5 && rng.IntN(3) == 0: // a waiting item is listed later (a follower whose leader started)
+				if len(live) == 0 {
+					continue
+				}
+				seqs := keys(live)
+				s := seqs[rng.IntN(len(seqs))]
+				pod := pods[rng.IntN(len(pods))]
+				q.Hold(live[s], pod)
+				m.hold(s, pod)
 			case op < 5: // cancellation of a random item, or of one already gone
 				if len(live) == 0 {
 					continue
@@ -261,8 +347,19 @@ func TestQueueAgainstModel(t *testing.T) {
 					v := (seq*2654435761 + salt) % 7
 					return float64(v % 4), v != 6
 				}
-				got := q.NextBest(look, func(it *Item) (float64, bool) { return score(it.Seq()) })
-				want := m.nextBest(look, func(it *modelItem) (float64, bool) { return score(it.seq) })
+				var room map[string]bool // nil: no look at the holders
+				if rng.IntN(3) > 0 {
+					room = map[string]bool{}
+					for _, p := range pods {
+						room[p] = rng.IntN(2) == 0
+					}
+				}
+				var roomFn func(string) bool
+				if room != nil {
+					roomFn = func(p string) bool { return room[p] }
+				}
+				got := q.NextBest(look, func(it *Item) (float64, bool) { return score(it.Seq()) }, roomFn)
+				want := m.nextBest(look, func(it *modelItem) (float64, bool) { return score(it.seq) }, room)
 				switch {
 				case got == nil && want == nil:
 				case got == nil || want == nil || got.Seq() != want.seq:
