@@ -254,22 +254,34 @@ func (c *Cell) admitFlowOf(ctx context.Context, w http.ResponseWriter, r *http.R
 // front of its decision, when that is not its pick: a saturated pick
 // gives way to the best pod with room (beyond the headroom, for a request
 // that had to leave it to others: flow_control.headroom) that is open to
-// it after its wait (flow_control.affinity_wait). The rest of the
-// order, the fallbacks, stays as the pipeline ranked it.
+// it after its wait (flow_control.affinity_wait). A follower goes to its
+// leader's pod while that has room (Grant.LeaderPod), even when the
+// re-pick's load filters left it out: the re-pick does not know that the
+// follower's prefix is being computed there, and flow control's judgement
+// of the pod's room stands. The rest of the order, the fallbacks, stays
+// as the pipeline ranked it.
 func placeFlow(d *decision, g *flowcontrol.Grant) {
+	if p := g.LeaderPod(); p != "" && !d.plan.Disaggregated && toFront(d, p, true) {
+		return
+	}
 	// Only a request that waited is placed by its detours; one admitted
 	// at once goes where its admission found room.
 	pods, detours := flowPods(d, g.Queued())
-	i := g.Place(pods, detours)
-	if i <= 0 {
-		return
+	if i := g.Place(pods, detours); i > 0 {
+		toFront(d, pods[i], false)
 	}
+}
+
+// toFront moves pod to the front of d's order and reports whether it
+// could: a pod outside the order is brought in, with withLoadFiltered,
+// when only load filters (loadFilters) left it out.
+func toFront(d *decision, pod string, withLoadFiltered bool) bool {
 	dec := &d.plan.Single
 	if d.plan.Disaggregated {
 		dec = &d.plan.Decode
 	}
 	for k, ci := range dec.Order {
-		if d.rc.Candidates[ci].Pod != pods[i] {
+		if d.rc.Candidates[ci].Pod != pod {
 			continue
 		}
 		copy(dec.Order[1:k+1], dec.Order[:k])
@@ -279,8 +291,31 @@ func placeFlow(d *decision, g *flowcontrol.Grant) {
 			copy(dec.Scores[1:k+1], dec.Scores[:k])
 			dec.Scores[0] = sc
 		}
-		return
+		return true
 	}
+	if !withLoadFiltered || len(dec.Order) == 0 {
+		return false
+	}
+	ci := -1
+	for i := range d.rc.Candidates {
+		if d.rc.Candidates[i].Pod == pod {
+			ci = i
+			break
+		}
+	}
+	if ci < 0 {
+		return false
+	}
+	for _, r := range d.rc.Rejected() {
+		if r.Candidate == ci && !loadFilters[r.Filter] {
+			return false // unhealthy, draining, the wrong role: never
+		}
+	}
+	dec.Order = slices.Insert(dec.Order, 0, ci)
+	if len(dec.Scores) > 0 {
+		dec.Scores = slices.Insert(dec.Scores, 0, dec.Scores[0])
+	}
+	return true
 }
 
 // refuseFlow answers a request flow control refused: 429 with Retry-After

@@ -59,3 +59,38 @@ func TestPlaceFlowMovesThePodWithRoomFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestToFrontBringsInOnlyALoadFilteredPod: a follower's leader's pod goes
+// first when it is in the order, or when only a load filter left it out;
+// a pod a hard filter refused (unhealthy, draining, wrong role) is never
+// brought in, and nothing outside the order is without withLoadFiltered.
+func TestToFrontBringsInOnlyALoadFilteredPod(t *testing.T) {
+	cands := []pipeline.Candidate{{Target: &pipeline.Target{Pod: "a"}}, {Target: &pipeline.Target{Pod: "b"}}, {Target: &pipeline.Target{Pod: "c"}}, {Target: &pipeline.Target{Pod: "d"}}}
+	fresh := func() *decision {
+		rc := pipeline.NewContext(&pipeline.Request{Model: "m"}, cands, nil)
+		rc.Reject(2, "busy", "96% of KV blocks active")
+		rc.Reject(3, "healthy", "not ready")
+		return &decision{rc: rc, plan: pipeline.Plan{Single: pipeline.Decision{Order: []int{0, 1}, Scores: []float64{5, 4}}}}
+	}
+	for _, tc := range []struct {
+		pod        string
+		withLoad   bool
+		want       bool
+		wantOrder  []int
+		wantScores []float64
+	}{
+		{"b", true, true, []int{1, 0}, []float64{4, 5}},
+		{"c", true, true, []int{2, 0, 1}, []float64{5, 5, 4}},
+		{"c", false, false, []int{0, 1}, []float64{5, 4}},
+		{"d", true, false, []int{0, 1}, []float64{5, 4}},
+		{"e", true, false, []int{0, 1}, []float64{5, 4}},
+	} {
+		d := fresh()
+		if got := toFront(d, tc.pod, tc.withLoad); got != tc.want {
+			t.Errorf("toFront(%s, %v) = %v, want %v", tc.pod, tc.withLoad, got, tc.want)
+		}
+		if o := d.plan.Single; !slices.Equal(o.Order, tc.wantOrder) || !slices.Equal(o.Scores, tc.wantScores) {
+			t.Errorf("toFront(%s, %v): order %v scores %v, want %v %v", tc.pod, tc.withLoad, o.Order, o.Scores, tc.wantOrder, tc.wantScores)
+		}
+	}
+}

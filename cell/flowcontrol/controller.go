@@ -442,11 +442,18 @@ func (c *Controller) dispatchOneLocked() bool {
 		if it.Passes() >= c.cfg.AffinityMaxPasses {
 			return math.Inf(-1), true
 		}
-		if f := w.follow; f != nil && f.pod != "" && f.pod == w.req.Pods[at] {
-			// Its leader's pod: where its prefix is being computed.
-			return affinityScore(0, w.held+w.req.FollowBlocks, true), true
+		detour := w.req.detour(at)
+		if f := w.follow; f != nil && f.pod != "" {
+			if f.pod == w.req.Pods[at] {
+				// Its leader's pod: where its prefix is being computed.
+				return affinityScore(0, w.held+w.req.FollowBlocks, true), true
+			}
+			// Anywhere else it prefills again what it shares with its
+			// leader, which its own decision, made before the leader
+			// started, did not know of.
+			detour = max(detour, w.req.FollowBlocks)
 		}
-		return affinityScore(w.req.detour(at), w.held, c.holders > 0), true
+		return affinityScore(detour, w.held, c.holders > 0), true
 	}, room)
 	if it == nil {
 		return false

@@ -87,6 +87,15 @@ func (c *Controller) followOpen(w *waiter, pod string, now time.Time) bool {
 	return now.Sub(f.freed) >= time.Duration(w.req.FollowBlocks*float64(c.cfg.PrefillPerBlock))
 }
 
+// followed returns the pod w's leader started on ("" when w follows no
+// leader, or its leader left without starting).
+func followed(w *waiter) string {
+	if w == nil || w.follow == nil {
+		return ""
+	}
+	return w.follow.pod
+}
+
 // affinityWaited is the wait the ski-rental rule counts for w: since its
 // leader started, for a follower; else since a pod first had room for it
 // that its affinity kept it from (waiter.open): the time it queued

@@ -139,3 +139,71 @@ func TestQueuedRunsOnlyForARequestThatWaits(t *testing.T) {
 		t.Fatalf("Queued called %d times, want once", n)
 	}
 }
+
+// TestFollowerCountsItsLeadersBlocksElsewhere checks that a follower
+// whose leader started on a, free to go anywhere after its wait, costs
+// another pod the blocks it shares with its leader: when b frees, a
+// later request whose prefix nobody holds takes b, and the follower waits
+// for a.
+func TestFollowerCountsItsLeadersBlocksElsewhere(t *testing.T) {
+	pods := newFakePods(1)
+	c, clk := startClocked(t, waitConfig(), pods)
+	leader, follower := queueLeaderAndFollower(t, c, pods, context.Background())
+	pods.add("a", -1)
+	r := <-leader
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	pods.add("a", 1)
+	r.g.StartedOn("a")
+	cold := admitAsync(context.Background(), c, Request{Tokens: 10, Pods: []string{"b", "a"}})
+	eventually(t, "the cold request to wait", func() bool { return queued(c) == 2 })
+	clk.advance(100 * time.Millisecond) // the follower may go anywhere now
+	pods.add("b", -1)
+	select {
+	case r := <-cold:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+	case f := <-follower:
+		t.Fatalf("the follower took b (err %v), want the request that loses nothing there", f.err)
+	}
+	stillWaiting(t, follower, "a is full, b taken")
+}
+
+// TestLeaderPodWhileItHasRoom checks Grant.LeaderPod: a follower's
+// leader's pod while it has room for the follower, nothing once it is
+// full, and nothing for a request that follows no one.
+func TestLeaderPodWhileItHasRoom(t *testing.T) {
+	pods := newFakePods(2)
+	c, clk := startClocked(t, waitConfig(), pods)
+	pods.add("a", 2)
+	pods.add("b", 2)
+	leader := admitAsync(context.Background(), c, Request{Key: 1, Tokens: 10, Pods: []string{"a", "b"}, Detours: []float64{0, 40}})
+	eventually(t, "the leader to wait", func() bool { return queued(c) == 1 })
+	follower := admitAsync(context.Background(), c, Request{Key: 2, Follows: 1, FollowBlocks: 100, Tokens: 10, Pods: []string{"b", "a"}})
+	eventually(t, "the follower to wait", func() bool { return queued(c) == 2 })
+	pods.add("a", -1)
+	r := <-leader
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if p := r.g.LeaderPod(); p != "" {
+		t.Fatalf("the leader's own LeaderPod = %q, want none", p)
+	}
+	pods.add("a", 1)
+	r.g.StartedOn("a")
+	pods.add("b", -1)
+	clk.advance(100 * time.Millisecond) // b opens to the follower
+	f := <-follower
+	if f.err != nil {
+		t.Fatal(f.err)
+	}
+	if p := f.g.LeaderPod(); p != "" {
+		t.Fatalf("LeaderPod = %q while a is full, want none", p)
+	}
+	pods.add("a", -1)
+	if p := f.g.LeaderPod(); p != "a" {
+		t.Fatalf("LeaderPod = %q with room on a, want a", p)
+	}
+}

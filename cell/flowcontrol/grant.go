@@ -81,6 +81,23 @@ func (g *Grant) Place(pods []string, detours []float64) int {
 	return -1
 }
 
+// LeaderPod returns the pod the request's leader started on
+// (Request.Follows), when it has room for the request (its own dispatch's
+// claim aside); "" otherwise, or when it follows no leader.
+func (g *Grant) LeaderPod() string {
+	if g == nil || !g.queued || g.w == nil {
+		return ""
+	}
+	c := g.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := followed(g.w)
+	if f == "" || c.sat == nil || (c.claimed[f] != 0 && f != g.w.claim) || c.sat.Saturated(f, g.reserve) {
+		return ""
+	}
+	return f
+}
+
 // Waited returns how long the request waited in the queue (0: admitted at
 // once).
 func (g *Grant) Waited() time.Duration { return g.waited }
