@@ -186,7 +186,12 @@
 // removed one (the pod cannot reuse them). Because a learned block is never
 // also exact, the learned blocks of a chain are a suffix of what the slot
 // holds of it, which is why SplitLearned can find where a pod's exact depth
-// ends by bisection. Idempotency and the prefix-closed contract hold for
+// ends by bisection. Likewise a block of a slot in approximate mode becomes
+// approximate only with every learned block above it, so the approximate
+// blocks of a chain come before its speculative ones, and StoredDepth finds
+// what such a pod has stored (a request's first token stored it), short of
+// the speculative blocks of prefills still running there, by bisection too.
+// Idempotency and the prefix-closed contract hold for
 // the union of exact and learned holdings; TestLearnerMatchesReferenceModel
 // checks both against a naive model.
 //
