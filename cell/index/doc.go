@@ -169,6 +169,14 @@
 //     dropped first. An exact write to such a slot means the pod publishes
 //     now: the slot leaves approximate mode and its approximate blocks go.
 //
+// Each kind has the bound to itself: approximate blocks stand for the
+// engine's cache, which evicts when a prefill ends and stores its blocks
+// (Touch), not when a request is routed there; speculative blocks are
+// prefills still running. Counted against one bound, the speculative
+// blocks of the requests in flight to a busy pod (up to 3,040 of its 8,192
+// on the cold workload at three times its rate) dropped stored blocks the
+// engine still held (TestSpeculativeBlocksDoNotEvictStoredOnes).
+//
 // Where they live, and a departure from both obvious designs. A tier or TTL
 // flag inside the holder word would make every holder word wider and every
 // lookup decode it; a side structure merged at query time makes every query

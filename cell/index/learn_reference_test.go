@@ -89,28 +89,26 @@ func (m *refLearner) learn(s Slot, chain []BlockHash, k uint8, now int64) {
 		}
 		p.learned[h] = &refLearned{kind: k, expires: ttl(k), seq: m.seq, depth: i + 1}
 	}
-	for len(p.learned) > m.maxPer {
-		var victim BlockHash
-		found := false
-		for _, kind := range []uint8{kindApprox, kindSpec} {
+	// Each kind is bounded on its own, approximate blocks first.
+	for _, kind := range []uint8{kindApprox, kindSpec} {
+		for {
+			n := 0
+			var victim BlockHash
 			var best *refLearned
 			for h, e := range p.learned {
 				if e.kind != kind {
 					continue
 				}
+				n++
 				if best == nil || e.seq < best.seq || (e.seq == best.seq && e.depth > best.depth) {
 					best, victim = e, h
 				}
 			}
-			if best != nil {
-				found = true
+			if n <= m.maxPer {
 				break
 			}
+			m.drop(p, victim)
 		}
-		if !found {
-			break
-		}
-		m.drop(p, victim)
 	}
 }
 
