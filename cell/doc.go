@@ -108,7 +108,7 @@
 // without events look idle to a burst of one new prefix and made the
 // third turn of a conversation wait for the first rather than the second,
 // then start beside the second (on the cold workload the approx mode lost
-// 0.06-0.09 of its prompt tokens that way, kv 0.001-0.015).
+// 0.06-0.10 of its prompt tokens that way, kv 0.001-0.018).
 //
 // Tracing: a data-plane request is the span cell.request (continuing the
 // caller's W3C context), with a span per pipeline stage (cell.stage.*), one
