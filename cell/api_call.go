@@ -110,19 +110,21 @@ func (k *call) depthOf(pod string) int {
 }
 
 // storedDepthOf is the part of pod's match that counts as cached in the
-// load tracker's pending prefill: not speculative blocks, which the request
-// that will store them may still be prefilling (a request that starts
-// before then computes them again), so that a pod a burst of one new
+// load tracker's pending prefill and where the call's own prefill begins
+// (the prefix wait's Prefill.From): what the pod has stored (exact blocks,
+// or approximate ones for a pod without events, which the cell learns at
+// first token, when they are stored), not speculative blocks, which the
+// request that will store them may still be prefilling (a request that
+// starts before then computes them again). So a pod a burst of one new
 // prefix piled onto shows the queue it has and the cost's queue wait
-// spreads the rest. Approximate blocks (a pod without events learns them
-// at first token, when they are stored) count.
+// spreads the rest, and a prefill that began on top of another one in
+// progress is known to store both.
 func (k *call) storedDepthOf(pod string) int {
 	s, ok := slotOf(k.rc, pod)
-	if !ok || k.match == nil || k.match.Depth(s) == 0 || k.match.Approximate().Has(s) {
-		return k.depthOf(pod)
+	if !ok || k.match == nil {
+		return 0
 	}
-	k.c.ix.SplitLearned(k.hashes, k.match, index.BitmapOf(s))
-	return k.match.ExactDepth(s)
+	return k.c.ix.StoredDepth(k.hashes, k.match, s)
 }
 
 // What the cell learns from its own routing (see run_learned.go): the

@@ -30,9 +30,11 @@ type ApproximateConfig struct {
 	// TTL is how long a learned block stays after its last use. Default
 	// 120s.
 	TTL time.Duration `yaml:"ttl"`
-	// MaxBlocksPerPod bounds the blocks learned per pod: 0 means the pod's
-	// kv_blocks (no engine caches more), else 65536 when kv_blocks is 0.
-	// About 100 bytes each.
+	// MaxBlocksPerPod bounds a pod's approximate blocks (what its engine
+	// stored), and apart from them its speculative ones (prefills still
+	// running, which no cache holds yet): 0 means the pod's kv_blocks (no
+	// engine caches more), else 65536 when kv_blocks is 0. About 100
+	// bytes each.
 	MaxBlocksPerPod int `yaml:"max_blocks_per_pod"`
 }
 

@@ -25,13 +25,9 @@ func (k *call) prefixToWait(pod string) (*load.Prefill, time.Duration) {
 	if !pw.Enabled || (k.d.plan.Disaggregated && k.leg == "decode") {
 		return nil, 0
 	}
-	// A pod without events holds what the cell learned from its routing,
-	// speculative blocks included: what it has stored is only known from
-	// the prefills in progress themselves (where each began).
+	// What the pod has stored of the prompt (speculative blocks apart, for
+	// a pod without events too: storedDepthOf).
 	above := k.stored
-	if s, ok := slotOf(k.rc, pod); ok && k.match != nil && k.match.Approximate().Has(s) {
-		above = 0
-	}
 	f, gain := k.c.router.prefills.Deepest(pod, k.hashes, above)
 	if f == nil {
 		return nil, 0

@@ -156,11 +156,20 @@ func TestPrefixWaitHoldsFollowUp(t *testing.T) {
 // TestPrefixWaitChain sends three turns of one conversation, each
 // extending the last, the second and third while the first is still
 // prefilled: the third waits for the second (which will store more of its
-// prefix), not for the first, so it does not start beside the second.
+// prefix), not for the first, so it does not start beside the second. A
+// pod without KV events waits alike: the second turn's prefill begins
+// above the first's speculative blocks, which the pod has not stored
+// yet, so it is the one that stores the most of the third's prefix.
 func TestPrefixWaitChain(t *testing.T) {
+	for _, tc := range []struct{ name, events string }{{"events", ""}, {"no events", PodEventsNone}} {
+		t.Run(tc.name, func(t *testing.T) { testPrefixWaitChain(t, tc.events) })
+	}
+}
+
+func testPrefixWaitChain(t *testing.T, events string) {
 	pod := newGatedPod(t, 2)
 	cfg := testConfig()
-	cfg.Pods = []PodConfig{{ID: "a", Address: strings.TrimPrefix(pod.srv.URL, "http://"), KVBlocks: 10000}}
+	cfg.Pods = []PodConfig{{ID: "a", Address: strings.TrimPrefix(pod.srv.URL, "http://"), KVBlocks: 10000, Events: events}}
 	cfg.Routing.PrefixWait = PrefixWaitConfig{Enabled: true, MaxWait: time.Minute}
 	cfg.Routing.Cost.PrefillPerTokenUs = 1e5
 	c := startCell(t, cfg)

@@ -169,6 +169,14 @@
 //     dropped first. An exact write to such a slot means the pod publishes
 //     now: the slot leaves approximate mode and its approximate blocks go.
 //
+// Each kind has the bound to itself: approximate blocks stand for the
+// engine's cache, which evicts when a prefill ends and stores its blocks
+// (Touch), not when a request is routed there; speculative blocks are
+// prefills still running. Counted against one bound, the speculative
+// blocks of the requests in flight to a busy pod (up to 3,040 of its 8,192
+// on the cold workload at three times its rate) dropped stored blocks the
+// engine still held (TestSpeculativeBlocksDoNotEvictStoredOnes).
+//
 // Where they live, and a departure from both obvious designs. A tier or TTL
 // flag inside the holder word would make every holder word wider and every
 // lookup decode it; a side structure merged at query time makes every query
@@ -186,7 +194,12 @@
 // removed one (the pod cannot reuse them). Because a learned block is never
 // also exact, the learned blocks of a chain are a suffix of what the slot
 // holds of it, which is why SplitLearned can find where a pod's exact depth
-// ends by bisection. Idempotency and the prefix-closed contract hold for
+// ends by bisection. Likewise a block of a slot in approximate mode becomes
+// approximate only with every learned block above it, so the approximate
+// blocks of a chain come before its speculative ones, and StoredDepth finds
+// what such a pod has stored (a request's first token stored it), short of
+// the speculative blocks of prefills still running there, by bisection too.
+// Idempotency and the prefix-closed contract hold for
 // the union of exact and learned holdings; TestLearnerMatchesReferenceModel
 // checks both against a naive model.
 //

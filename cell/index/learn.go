@@ -18,15 +18,16 @@ type LearnConfig struct {
 	// ApproximateTTL is how long an approximate block (a pod without
 	// events) stays held after the last request that used it (Touch).
 	ApproximateTTL time.Duration
-	// MaxBlocksPerSlot bounds the learned blocks of one slot unless
-	// SetApproximate gives the slot its own bound: past it the least
-	// recently used are dropped, deepest first.
+	// MaxBlocksPerSlot bounds each kind of learned block of one slot
+	// (speculative, approximate) unless SetApproximate gives the slot its
+	// own bound: past it the least recently used of the kind are dropped,
+	// deepest first.
 	MaxBlocksPerSlot int
 }
 
 // DefaultLearnConfig returns the defaults: speculative entries for 2 s,
 // approximate blocks for 120 s after their last use, at most 65,536
-// learned blocks (1M tokens of 16) per slot.
+// learned blocks (1M tokens of 16) of each kind per slot.
 func DefaultLearnConfig() LearnConfig {
 	return LearnConfig{SpeculativeTTL: 2 * time.Second, ApproximateTTL: 120 * time.Second, MaxBlocksPerSlot: 1 << 16}
 }
@@ -299,9 +300,16 @@ func firstTrue(lo, hi int, f func(int) bool) int {
 }
 
 // bound drops the slot's least recently used learned blocks past its
-// bound: approximate blocks first (an engine evicts what it used least),
-// then speculative ones. Heads of the lists are leaves, so the holdings
-// stay prefix-closed. The caller holds the lock and flushes.
+// bound, each kind against the bound on its own. Approximate blocks are
+// what the pod's engine has stored, so they are bounded like its cache,
+// which evicts what it used least when it stores a prompt's blocks, at the
+// prefill's end, where Touch turns speculative blocks into approximate
+// ones. Speculative blocks are prefills still running, in no cache yet:
+// counted against the same bound, they dropped stored blocks the engine
+// still held whenever many requests were in flight to the pod. Heads of
+// the lists are leaves (or have learned children of the other kind only,
+// which go with them), so the holdings stay prefix-closed. The caller
+// holds the lock and flushes.
 func (l *Learner) bound(s Slot) {
 	st := &l.slots[s]
 	if st.set == nil {
@@ -311,14 +319,12 @@ func (l *Learner) bound(s Slot) {
 	if st.max > 0 {
 		limit = st.max
 	}
-	for st.set.len() > limit {
-		i := st.set.oldest(kindApprox)
-		if i == nilNode {
-			i = st.set.oldest(kindSpec)
+	for _, k := range [...]uint8{kindApprox, kindSpec} {
+		for st.set.lists[k].n > limit {
+			before := len(st.hashes)
+			st.hashes = st.set.remove(st.set.oldest(k), st.hashes)
+			l.stats.evicted.Add(uint64(len(st.hashes) - before))
 		}
-		before := len(st.hashes)
-		st.hashes = st.set.remove(i, st.hashes)
-		l.stats.evicted.Add(uint64(len(st.hashes) - before))
 	}
 }
 

@@ -201,3 +201,37 @@ func BenchmarkLearnedMemory(b *testing.B) {
 		b.ReportMetric(float64(int64(learned)-int64(exact))/float64(n), "bytes/block")
 	}
 }
+
+// BenchmarkStoredDepth is what a routed request asks of its pod before it
+// goes (the tracker's pending prefill, the prefix wait): how much of its
+// 512-block chain an approximate pod has stored, when it holds 496 blocks
+// stored and the 16 blocks of a prefill in progress ("speculative tail",
+// a bisection) or the whole chain stored ("stored", one lookup).
+func BenchmarkStoredDepth(b *testing.B) {
+	ix, l, _ := benchLearner(b, 1<<16)
+	s, _ := ix.SlotOf("pod-0")
+	l.SetApproximate(s, true, 4096)
+	now := time.Now()
+	stored := chainOf(512, 77)
+	l.Touch(s, stored, now)
+	tail := append(stored[:496:496], chainOf(16, 91)...)
+	l.Speculate(s, tail, now)
+	for _, tc := range []struct {
+		name  string
+		chain []BlockHash
+		want  int
+	}{{"speculative tail", tail, 496}, {"stored", stored, 512}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var r MatchResult
+			ix.Match(tc.chain, &r)
+			if got := ix.StoredDepth(tc.chain, &r, s); got != tc.want {
+				b.Fatalf("StoredDepth = %d, want %d", got, tc.want)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				ix.StoredDepth(tc.chain, &r, s)
+			}
+		})
+	}
+}

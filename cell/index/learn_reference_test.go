@@ -89,28 +89,26 @@ func (m *refLearner) learn(s Slot, chain []BlockHash, k uint8, now int64) {
 		}
 		p.learned[h] = &refLearned{kind: k, expires: ttl(k), seq: m.seq, depth: i + 1}
 	}
-	for len(p.learned) > m.maxPer {
-		var victim BlockHash
-		found := false
-		for _, kind := range []uint8{kindApprox, kindSpec} {
+	// Each kind is bounded on its own, approximate blocks first.
+	for _, kind := range []uint8{kindApprox, kindSpec} {
+		for {
+			n := 0
+			var victim BlockHash
 			var best *refLearned
 			for h, e := range p.learned {
 				if e.kind != kind {
 					continue
 				}
+				n++
 				if best == nil || e.seq < best.seq || (e.seq == best.seq && e.depth > best.depth) {
 					best, victim = e, h
 				}
 			}
-			if best != nil {
-				found = true
+			if n <= m.maxPer {
 				break
 			}
+			m.drop(p, victim)
 		}
-		if !found {
-			break
-		}
-		m.drop(p, victim)
 	}
 }
 
@@ -165,17 +163,36 @@ func (m *refLearner) depths(s Slot, chain []BlockHash) (depth, exact int, approx
 	return depth, exact, false
 }
 
+// stored is what StoredDepth answers: the exact depth of a pod with
+// events, the leading exact or approximate blocks of a pod without.
+func (m *refLearner) stored(s Slot, chain []BlockHash) int {
+	p := m.pod(s)
+	if p == nil {
+		return 0
+	}
+	if !p.approx {
+		_, exact, _ := m.depths(s, chain)
+		return exact
+	}
+	n := 0
+	for n < len(chain) && (p.exact[chain[n]] || p.learned[chain[n]] != nil && p.learned[chain[n]].kind == kindApprox) {
+		n++
+	}
+	return n
+}
+
 // TestLearnerMatchesReferenceModel applies random interleavings of exact
 // stores and removals, speculative and approximate learning, expiry under
 // an injected clock, mode changes, clears, kills and queries to an index
 // with a learner and to the reference model, and compares every answer
-// and, at the end, the whole content.
+// (Depth, ExactDepth, Approximate, StoredDepth) and, at the end, the whole
+// content.
 func TestLearnerMatchesReferenceModel(t *testing.T) {
 	var total learnTotals
 	defer func() {
 		// The run must have exercised every rule.
 		if total.Speculated == 0 || total.Learned == 0 || total.Confirmed == 0 || total.Expired == 0 ||
-			total.Evicted == 0 || total.Cut == 0 || total.Dropped == 0 {
+			total.Evicted == 0 || total.Cut == 0 || total.Dropped == 0 || total.StoredBelowDepth == 0 {
 			t.Errorf("a rule was never exercised: %+v", total)
 		}
 	}()
@@ -331,6 +348,13 @@ func testLearnerMatchesReference(t *testing.T, lay Layout, total *learnTotals) {
 					if got := r.Approximate().Has(q); got != approx {
 						t.Fatalf("seed %d step %d: pod %d: Approximate = %v, want %v", seed, step, q, got, approx)
 					}
+					want := m.stored(q, path)
+					if got := ix.StoredDepth(path, &r, q); got != want {
+						t.Fatalf("seed %d step %d: pod %d: StoredDepth = %d, want %d (depth %d, approximate %v)", seed, step, q, got, want, d, approx)
+					}
+					if approx && want > 0 && want < d {
+						total.StoredBelowDepth++
+					}
 				}
 			}
 		}
@@ -380,7 +404,13 @@ func testLearnerMatchesReference(t *testing.T, lay Layout, total *learnTotals) {
 }
 
 // learnTotals sums learner counters over runs.
-type learnTotals struct{ Speculated, Learned, Confirmed, Expired, Evicted, Cut, Dropped uint64 }
+// StoredBelowDepth counts the queries where an approximate pod's stored
+// depth was short of its depth and not 0 (speculative blocks under
+// approximate ones).
+type learnTotals struct {
+	Speculated, Learned, Confirmed, Expired, Evicted, Cut, Dropped uint64
+	StoredBelowDepth                                               uint64
+}
 
 func (t *learnTotals) add(s LearnStats) {
 	t.Speculated += s.Speculated

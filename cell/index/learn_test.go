@@ -221,6 +221,51 @@ func TestApproximateMemoryIsBounded(t *testing.T) {
 	}
 }
 
+// TestSpeculativeBlocksDoNotEvictStoredOnes fills an approximate pod's
+// bound with stored (approximate) blocks and then routes requests of new
+// prompts there: their speculative blocks, prefills still running, are
+// bounded apart, so the stored blocks stay, as they do in the engine's
+// cache until those prefills end and store their blocks; their first
+// tokens then evict the least recently used stored blocks.
+func TestSpeculativeBlocksDoNotEvictStoredOnes(t *testing.T) {
+	const bound = 40
+	f := newLearnFixture(t, DefaultLearnConfig(), "a")
+	a := f.slots["a"]
+	f.l.SetApproximate(a, true, bound)
+	stored := testChain(1, bound)
+	f.l.Touch(a, stored, t0)
+	// Three requests in flight, 30 new blocks in all.
+	inflight := [][]BlockHash{testChain(2, 10), testChain(3, 10), testChain(4, 10)}
+	for _, c := range inflight {
+		f.l.Speculate(a, c, t0.Add(time.Millisecond))
+	}
+	if d, _, _ := f.depths("a", stored); d != bound {
+		t.Fatalf("stored chain has depth %d after speculating, want %d: in-flight prefills evicted it", d, bound)
+	}
+	for _, c := range inflight {
+		if d, _, _ := f.depths("a", c); d != 10 {
+			t.Fatalf("speculated chain has depth %d, want 10", d)
+		}
+	}
+	if spec, approx := f.l.Learned(a); spec != 30 || approx != bound {
+		t.Fatalf("Learned = %d speculative, %d approximate; want 30, %d", spec, approx, bound)
+	}
+	// The first prefill ends: its 10 blocks are stored, and the 10 least
+	// recently used stored blocks (the deepest of the old chain) go.
+	f.l.Touch(a, inflight[0], t0.Add(time.Second))
+	if d, _, _ := f.depths("a", stored); d != bound-10 {
+		t.Fatalf("old stored chain has depth %d after a first token, want %d", d, bound-10)
+	}
+	if spec, approx := f.l.Learned(a); spec != 20 || approx != bound {
+		t.Fatalf("Learned = %d speculative, %d approximate; want 20, %d", spec, approx, bound)
+	}
+	// Speculative blocks have a bound of their own.
+	f.l.Speculate(a, testChain(5, 2*bound), t0.Add(2*time.Second))
+	if spec, _ := f.l.Learned(a); spec != bound {
+		t.Fatalf("%d speculative blocks, want the bound %d", spec, bound)
+	}
+}
+
 func TestApproximatePodSwitchesToExactOnEvents(t *testing.T) {
 	f := newLearnFixture(t, DefaultLearnConfig(), "a")
 	a, chain := f.slots["a"], testChain(9, 10)
