@@ -22,6 +22,20 @@ func queueLeaderAndFollower(t *testing.T, c *Controller, pods *fakePods, ctx con
 	return leader, follower
 }
 
+// startLeaderOnA frees pod a for a queued leader, and returns its grant
+// once it started there (a full again).
+func startLeaderOnA(t *testing.T, pods *fakePods, leader <-chan admitResult) admitResult {
+	t.Helper()
+	pods.add("a", -1)
+	r := <-leader
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	pods.add("a", 1)
+	r.g.StartedOn("a")
+	return r
+}
+
 func TestFollowerGoesAfterItsLeaderToItsPod(t *testing.T) {
 	pods := newFakePods(1)
 	c, clk := startClocked(t, waitConfig(), pods)
@@ -58,13 +72,7 @@ func TestFollowerTakesTheLeadersPodAtOnce(t *testing.T) {
 	pods := newFakePods(1)
 	c, _ := startClocked(t, waitConfig(), pods)
 	leader, follower := queueLeaderAndFollower(t, c, pods, context.Background())
-	pods.add("a", -1)
-	r := <-leader
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	pods.add("a", 1)
-	r.g.StartedOn("a")
+	r := startLeaderOnA(t, pods, leader)
 	stillWaiting(t, follower, "a is full")
 	r.g.Done(0)
 	pods.add("a", -1) // the leader ended: a has room
@@ -149,13 +157,7 @@ func TestFollowerCountsItsLeadersBlocksElsewhere(t *testing.T) {
 	pods := newFakePods(1)
 	c, clk := startClocked(t, waitConfig(), pods)
 	leader, follower := queueLeaderAndFollower(t, c, pods, context.Background())
-	pods.add("a", -1)
-	r := <-leader
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	pods.add("a", 1)
-	r.g.StartedOn("a")
+	startLeaderOnA(t, pods, leader)
 	cold := admitAsync(context.Background(), c, Request{Tokens: 10, Pods: []string{"b", "a"}})
 	eventually(t, "the cold request to wait", func() bool { return queued(c) == 2 })
 	clk.advance(100 * time.Millisecond) // the follower may go anywhere now

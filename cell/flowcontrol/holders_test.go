@@ -75,13 +75,7 @@ func TestReleasedFollowerIsItsLeadersPodsHolder(t *testing.T) {
 	eventually(t, "the follower to wait", func() bool { return queued(c) == 4 })
 
 	// a frees: the leader, at the head, goes there and starts.
-	pods.add("a", -1)
-	r := <-leader
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	pods.add("a", 1)
-	r.g.StartedOn("a")
+	startLeaderOnA(t, pods, leader)
 	// a frees again: the follower, fourth in line and beyond the
 	// lookahead, takes it.
 	pods.add("a", -1)
