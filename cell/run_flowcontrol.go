@@ -216,12 +216,15 @@ func (c *Cell) admitFlowOf(ctx context.Context, w http.ResponseWriter, r *http.R
 				req.Follows, req.FollowBlocks = lead, float64(depth-held)
 			}
 		}
-		req.Key = c.follow.newKey()
+		// The closure takes the key, not req, which would move req to
+		// the heap for every request.
+		key := c.follow.newKey()
+		req.Key = key
 		indexed := false
-		req.Queued = func() { c.follow.add(req.Key, hashes); indexed = true }
+		req.Queued = func() { c.follow.add(key, hashes); indexed = true }
 		defer func() {
 			if indexed {
-				c.follow.remove(req.Key)
+				c.follow.remove(key)
 			}
 		}()
 	}

@@ -136,8 +136,8 @@ type Controller struct {
 	// others may follow, by Request.Key.
 	leaders map[uint64]*waiter
 	// holders counts the waiting requests whose pick holds part of their
-	// prefix (waiter.held > 0): affinityScore. waiting counts them all,
-	// for Waiting.
+	// prefix (waiter.held > 0) or whose leader started (waiter.holder):
+	// affinityScore. waiting counts them all, for Waiting.
 	holders int
 	waiting atomic.Int32
 	// loads are the requests in flight and the last arrival of each band
@@ -442,18 +442,7 @@ func (c *Controller) dispatchOneLocked() bool {
 		if it.Passes() >= c.cfg.AffinityMaxPasses {
 			return math.Inf(-1), true
 		}
-		detour := w.req.detour(at)
-		if f := w.follow; f != nil && f.pod != "" {
-			if f.pod == w.req.Pods[at] {
-				// Its leader's pod: where its prefix is being computed.
-				return affinityScore(0, w.held+w.req.FollowBlocks, true), true
-			}
-			// Anywhere else it prefills again what it shares with its
-			// leader, which its own decision, made before the leader
-			// started, did not know of.
-			detour = max(detour, w.req.FollowBlocks)
-		}
-		return affinityScore(detour, w.held, c.holders > 0), true
+		return c.scoreLocked(w, at), true
 	}, room)
 	if it == nil {
 		return false
@@ -490,6 +479,22 @@ func (c *Controller) unclaimLocked(w *waiter) {
 		delete(c.claimed, w.claim)
 	}
 	w.claim = ""
+}
+
+// scoreLocked is affinityScore for w on w.req.Pods[at]. A follower whose
+// leader started holds, on the leader's pod, what it shares with the
+// leader (its prefix is being computed there), and anywhere else
+// prefills that again, which its own decision, made before the leader
+// started, did not know of.
+func (c *Controller) scoreLocked(w *waiter, at int) float64 {
+	detour := w.req.detour(at)
+	if f := w.follow; f != nil && f.pod != "" {
+		if f.pod == w.req.Pods[at] {
+			return affinityScore(0, w.held+w.req.FollowBlocks, true)
+		}
+		detour = max(detour, w.req.FollowBlocks)
+	}
+	return affinityScore(detour, w.held, c.holders > 0)
 }
 
 // affinityScore ranks a waiting request for a pod (lower first): the
