@@ -51,7 +51,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	affWait := fs.Bool("affinity-wait", d.AffinityWait, "flow control's affinity wait (flow_control.affinity_wait): a request whose pick is saturated waits for it at most the prefill a detour would cost (false: any pod with room at once)")
 	inflight := fs.Int("max-inflight-per-pod", d.MaxInflightPerPod, "flow control's cap on the router's requests in flight per pod (flow_control.max_inflight_per_pod; 0: off)")
 	rates := fs.String("rate", "", "sweep: comma-separated arrival-rate multipliers (time scale / rate each), e.g. 1,2,3,5; reports per rate kv against round-robin, kv-nospec and approx")
-	sweepLimit := fs.Float64("sweep-limit-ms", compare.DefaultSweepLimitMs, "sweep: stop after the first rate where round-robin's TTFT p90 reaches this (0: run every rate)")
+	sweepLimit := fs.Float64("sweep-limit-ms", compare.DefaultSweepLimitMs, "sweep: stop after the first rate where round-robin's TTFT p90 from arrival (what its users wait, the generator's concurrency cap included) reaches this (0: run every rate)")
 	bypass := fs.Float64("bypass", d.Bypass, "share of requests sent straight to pods around the cell, in [0, 1); with no -modes, runs kv against kv-engine (the engines' load metrics)")
 	bypassPods := fs.Int("bypass-pods", d.BypassPods, "the bypassed requests go to the first N pods")
 	if help, err := parseFlags("compare", fs, args); help || err != nil {

@@ -14,7 +14,17 @@ import (
 // on made-up mode results.
 func TestSaturationFigures(t *testing.T) {
 	mode := func(p50, p90, p99, cached float64) *ModeResult {
-		return &ModeResult{Summary: report.Summary{TTFTP50Ms: p50, TTFTP90Ms: p90, TTFTP99Ms: p99, CachedTokenRatio: cached}}
+		return &ModeResult{Summary: report.Summary{TTFTP50Ms: p50, TTFTP90Ms: p90, TTFTP99Ms: p99, CachedTokenRatio: cached,
+			TTFTFromArrivalP50Ms: p50, TTFTFromArrivalP90Ms: p90, TTFTFromArrivalP99Ms: p99}}
+	}
+	// behind is a mode whose requests waited add ms for the generator's
+	// cap: its TTFT from arrival is above the one from the send.
+	behind := func(m *ModeResult, add float64) *ModeResult {
+		m.Delayed = 10
+		m.TTFTFromArrivalP50Ms += add
+		m.TTFTFromArrivalP90Ms += add
+		m.TTFTFromArrivalP99Ms += add
+		return m
 	}
 	tests := []struct {
 		name                   string
@@ -32,6 +42,12 @@ func TestSaturationFigures(t *testing.T) {
 			true, true, true, false, false},
 		{"worse than round-robin at p90", mode(100, 401, 400, 0.38), mode(200, 400, 800, 0.2), mode(100, 450, 400, 0.35), mode(140, 300, 500, 0.3),
 			true, false, true, true, false},
+		// From the send kv-nospec looks faster, but its users waited for
+		// the backlog it left in the generator: the verdict is on that.
+		{"nospec behind the schedule", mode(100, 200, 400, 0.38), mode(200, 400, 800, 0.2), behind(mode(90, 190, 390, 0.35), 500), mode(140, 300, 500, 0.3),
+			true, true, true, true, true},
+		{"kv behind the schedule", behind(mode(100, 200, 400, 0.38), 300), mode(200, 400, 800, 0.2), mode(100, 250, 400, 0.35), mode(140, 300, 500, 0.3),
+			true, false, false, true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,6 +60,12 @@ func TestSaturationFigures(t *testing.T) {
 			if want := tt.kv.TTFTP90Ms / tt.rr.TTFTP90Ms; s.KVOverRoundRobin.P90 != want {
 				t.Errorf("kv/rr p90 %v, want %v", s.KVOverRoundRobin.P90, want)
 			}
+			if want := tt.kv.TTFTFromArrivalP99Ms / tt.nospec.TTFTFromArrivalP99Ms; s.KVOverNoSpecFromArrival.P99 != want {
+				t.Errorf("kv/nospec p99 from arrival %v, want %v", s.KVOverNoSpecFromArrival.P99, want)
+			}
+			if want := tt.kv.Delayed+tt.nospec.Delayed == 0; s.ScheduleKept != want {
+				t.Errorf("schedule kept %v, want %v", s.ScheduleKept, want)
+			}
 			if want := tt.kv.CachedTokenRatio / 0.4; s.CachedOverReachable[ModeKV] != want {
 				t.Errorf("kv cached/reachable %v, want %v", s.CachedOverReachable[ModeKV], want)
 			}
@@ -51,6 +73,32 @@ func TestSaturationFigures(t *testing.T) {
 	}
 	if s := (&Report{Modes: map[string]*ModeResult{ModeRoundRobin: mode(1, 1, 1, 0)}}).saturation(); s != nil {
 		t.Errorf("saturation without kv: %+v, want nil", s)
+	}
+}
+
+// TestSweepStopsOnWhatUsersWait checks the sweep's stop: on round-robin's
+// TTFT p90 from arrival, so that a rate where the generator's cap keeps
+// its TTFT from the send low still ends the sweep.
+func TestSweepStopsOnWhatUsersWait(t *testing.T) {
+	rep := func(sent, arrival float64) *Report {
+		return &Report{Modes: map[string]*ModeResult{ModeRoundRobin: {Summary: report.Summary{TTFTP90Ms: sent, TTFTFromArrivalP90Ms: arrival}}}}
+	}
+	tests := []struct {
+		name  string
+		rep   *Report
+		limit float64
+		want  bool
+	}{
+		{"kept, below", rep(4000, 4000), 5000, false},
+		{"kept, at the limit", rep(5000, 5000), 5000, true},
+		{"capped: from the send below, users waited more", rep(3400, 7200), 5000, true},
+		{"no limit", rep(9000, 9000), 0, false},
+		{"no round-robin", &Report{Modes: map[string]*ModeResult{}}, 5000, false},
+	}
+	for _, tt := range tests {
+		if got := stopAfter(tt.rep, tt.limit); got != tt.want {
+			t.Errorf("%s: stopAfter = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
 

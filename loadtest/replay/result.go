@@ -73,6 +73,18 @@ type Result struct {
 // OK reports whether the request succeeded.
 func (r *Result) OK() bool { return r.Err == ErrNone }
 
+// ArrivalTTFT is the time from the request's scheduled arrival to its
+// first token, what its user waits: TTFT, plus, when the concurrency cap
+// delayed the send, the delay. Without it a capped replay past capacity
+// measures a closed loop (the cap's backlog waits in the generator,
+// uncounted) and understates every wait.
+func (r *Result) ArrivalTTFT() time.Duration {
+	if r.Delayed && r.Sent > r.Scheduled {
+		return r.TTFT + r.Sent - r.Scheduled
+	}
+	return r.TTFT
+}
+
 // statusKind maps a non-200 status to its error kind.
 func statusKind(code int) ErrorKind {
 	switch {

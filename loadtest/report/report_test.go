@@ -93,6 +93,46 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+// TestSummarizeFromArrival checks the TTFT from arrival: equal to TTFT
+// while the schedule is kept, and the cap's delay added to the delayed
+// requests' only (a delayed request that was sent at once, or whose send
+// time is before its schedule, counts as sent on time).
+func TestSummarizeFromArrival(t *testing.T) {
+	rs := results(100)
+	s := Summarize(rs, 10*time.Second)
+	if s.TTFTFromArrivalP50Ms != s.TTFTP50Ms || s.TTFTFromArrivalP90Ms != s.TTFTP90Ms || s.TTFTFromArrivalP99Ms != s.TTFTP99Ms {
+		t.Fatalf("schedule kept: from arrival %v/%v/%v, want TTFT's %v/%v/%v", s.TTFTFromArrivalP50Ms, s.TTFTFromArrivalP90Ms,
+			s.TTFTFromArrivalP99Ms, s.TTFTP50Ms, s.TTFTP90Ms, s.TTFTP99Ms)
+	}
+	var want []float64
+	for i := range rs[:100] {
+		r := &rs[i]
+		r.Scheduled = r.Sent
+		switch {
+		case i >= 60: // the cap held the last 40 back 200 ms each
+			r.Delayed, r.Scheduled = true, r.Sent-200*time.Millisecond
+		case i == 10: // sent early: no delay to count
+			r.Delayed, r.Scheduled = true, r.Sent+5*time.Millisecond
+		}
+		wait := ms(r.TTFT)
+		if i >= 60 {
+			wait += 200
+		}
+		want = append(want, wait)
+		if got := ms(r.ArrivalTTFT()); got != wait {
+			t.Fatalf("request %d: ArrivalTTFT %v ms, want %v", i, got, wait)
+		}
+	}
+	s = Summarize(rs, 10*time.Second)
+	d := distOf(want)
+	if s.TTFTFromArrivalP50Ms != d.P50 || s.TTFTFromArrivalP90Ms != d.P90 || s.TTFTFromArrivalP99Ms != d.P99 {
+		t.Errorf("from arrival %v/%v/%v, want %v/%v/%v", s.TTFTFromArrivalP50Ms, s.TTFTFromArrivalP90Ms, s.TTFTFromArrivalP99Ms, d.P50, d.P90, d.P99)
+	}
+	if s.TTFTP90Ms >= s.TTFTFromArrivalP90Ms || s.TTFTP50Ms != 50.5 {
+		t.Errorf("TTFT from send p50 %v, p90 %v (from arrival %v): want unchanged by the schedule", s.TTFTP50Ms, s.TTFTP90Ms, s.TTFTFromArrivalP90Ms)
+	}
+}
+
 func TestSummarizeEmpty(t *testing.T) {
 	s := Summarize(nil, 0)
 	if _, err := json.Marshal(s); err != nil {

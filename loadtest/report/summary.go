@@ -51,6 +51,14 @@ type Summary struct {
 	E2EP99Ms   float64 `json:"e2e_p99_ms"`
 	E2EMeanMs  float64 `json:"e2e_mean_ms"`
 
+	// TTFTFromArrival* are the TTFT percentiles from each request's
+	// scheduled arrival rather than its send (replay.Result.ArrivalTTFT):
+	// equal to TTFT* when the schedule was kept (Delayed 0), above them by
+	// the time the concurrency cap held requests back otherwise.
+	TTFTFromArrivalP50Ms float64 `json:"ttft_from_arrival_p50_ms"`
+	TTFTFromArrivalP90Ms float64 `json:"ttft_from_arrival_p90_ms"`
+	TTFTFromArrivalP99Ms float64 `json:"ttft_from_arrival_p99_ms"`
+
 	// PromptTokens, CachedTokens and OutputTokens sum the successful
 	// requests' usage; CachedTokenRatio = CachedTokens / PromptTokens.
 	PromptTokens     int64   `json:"prompt_tokens"`
@@ -70,7 +78,7 @@ type Summary struct {
 // Summarize computes the figures of results, a replay that took elapsed.
 func Summarize(results []replay.Result, elapsed time.Duration) Summary {
 	s := Summary{Requests: len(results), ElapsedS: elapsed.Seconds(), ErrorsByKind: map[string]int{}}
-	var ttft, itl, e2e []float64
+	var ttft, arrival, itl, e2e []float64
 	pods := map[string]*PodLoad{}
 	for i := range results {
 		r := &results[i]
@@ -90,6 +98,7 @@ func Summarize(results []replay.Result, elapsed time.Duration) Summary {
 		}
 		s.OK++
 		ttft = append(ttft, ms(r.TTFT))
+		arrival = append(arrival, ms(r.ArrivalTTFT()))
 		e2e = append(e2e, ms(r.E2E))
 		for _, g := range r.ITL {
 			itl = append(itl, ms(g))
@@ -118,6 +127,8 @@ func Summarize(results []replay.Result, elapsed time.Duration) Summary {
 	}
 	t, it, e := distOf(ttft), distOf(itl), distOf(e2e)
 	s.TTFTP50Ms, s.TTFTP90Ms, s.TTFTP99Ms, s.TTFTMeanMs = t.P50, t.P90, t.P99, t.Mean
+	a := distOf(arrival)
+	s.TTFTFromArrivalP50Ms, s.TTFTFromArrivalP90Ms, s.TTFTFromArrivalP99Ms = a.P50, a.P90, a.P99
 	s.ITLP50Ms, s.ITLP90Ms, s.ITLP99Ms = it.P50, it.P90, it.P99
 	s.E2EP50Ms, s.E2EP90Ms, s.E2EP99Ms, s.E2EMeanMs = e.P50, e.P90, e.P99, e.Mean
 	s.Pods = make([]PodLoad, 0, len(pods))
