@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/cellrouter/cellrouter/internal/auth"
 )
@@ -208,6 +209,80 @@ func BenchmarkDispatchHolders(b *testing.B) {
 				c.grantedLocked("t", auth.PriorityStandard, -1)
 				push(it)
 				c.mu.Unlock()
+			}
+		})
+	}
+}
+
+// BenchmarkDispatchFallback dispatches from 512 waiting requests to the
+// one free pod p0 when the whole look waits for other pods (their
+// affinity wait holds them: p0 would cost each 40 blocks) and nothing is
+// listed as p0's holder: the look scores its lookahead, then NextBest's
+// fallback scans the next lookahead requests and takes the last, the
+// only one of them that loses nothing on p0 (the worst case).
+func BenchmarkDispatchFallback(b *testing.B) {
+	for _, npods := range []int{8, 256} {
+		b.Run(fmt.Sprintf("pods=%d", npods), func(b *testing.B) {
+			fp := newFakePods(1)
+			names := make([]string, npods)
+			for i := range names {
+				names[i] = fmt.Sprintf("p%d", i)
+				if i > 0 {
+					fp.add(names[i], 1)
+				}
+			}
+			cfg := DefaultConfig()
+			cfg.AffinityWait, cfg.PrefillPerBlock = true, time.Millisecond
+			c := New(cfg, fp, nil)
+			now := time.Unix(1_000_000, 0)
+			c.now = func() time.Time { return now } // the affinity waits never run out
+			look := cfg.AffinityLookahead
+			push := func(it *Item) {
+				it.passes = 0
+				c.q.Push(it)
+			}
+			// beyond is the queue past the look, in order: look-1 requests
+			// held like the look's, then one that loses nothing, repeated.
+			var beyond []*Item
+			for i := range 512 {
+				pods, detours := []string{names[1+i%(npods-1)], names[0]}, []float64{0, 40}
+				if i >= look && (i-look)%look == look-1 {
+					detours = nil // loses nothing anywhere
+				}
+				w := &waiter{req: Request{Tenant: "t", Band: auth.PriorityStandard, Weight: 1, Tokens: 100, Pods: pods, Detours: detours}, ch: make(chan error, 1)}
+				it := &Item{Tenant: "t", Band: auth.PriorityStandard, Weight: 1, Cost: 100, Value: w}
+				w.item = it
+				push(it)
+				if i >= look {
+					beyond = append(beyond, it)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				c.mu.Lock()
+				c.dispatchLocked()
+				b.StopTimer()
+				taken := beyond[look-1]
+				if taken.Queued() {
+					b.Fatalf("the request that loses nothing still waits (%d waiting)", c.q.Len())
+				}
+				w := taken.Value.(*waiter)
+				<-w.ch
+				c.pending = 0
+				clear(c.claimed) // as if it started
+				w.claim = ""
+				c.grantedLocked("t", auth.PriorityStandard, -1)
+				// The held ones it passed go to the back, then it: the next
+				// look past the look is alike.
+				for _, it := range beyond[:look-1] {
+					c.q.Remove(it)
+					push(it)
+				}
+				push(taken)
+				beyond = append(beyond[look:], beyond[:look]...)
+				c.mu.Unlock()
+				b.StartTimer()
 			}
 		})
 	}

@@ -511,7 +511,7 @@ func affinityScore(detour, held float64, holders bool) float64 {
 	if s := detour - 1e-6*(held-detour); s != 0 || !holders {
 		return s
 	}
-	return 1e-9
+	return Lossless
 }
 
 // unheldLocked counts w, which leaves the queue, out of the waiting

@@ -127,6 +127,18 @@
 // The re-pick's placement applies the same rule with the re-pick's own
 // detours (Grant.Place).
 //
+// Waits fill the look: past capacity its first requests are often all
+// waiting for other pods (their affinity waits, followers for their
+// leaders or their leaders' pods). A pod with room then takes, of the
+// next lookahead requests, one that loses nothing there (a score at or
+// below Lossless: no prefix anywhere, or its prefix there) rather than
+// idle; nothing that would lose a prefix is taken from beyond the look,
+// and the bound keeps the reordering short (NextBest;
+// TestFreedPodTakesALosslessRequestBeyondALookThatWaits,
+// BenchmarkDispatchFallback). Without it, the longer follow wait below
+// left pods idle at eight times the cold workload's rate (161 requests/s
+// against 220-250).
+//
 // # Following
 //
 // A conversation's next turn often arrives while the turn before it still
@@ -137,8 +149,10 @@
 // waiting prompts' blocks, cell/run_flowcontrol_follow.go) and names it
 // (Request.Follows); the follower waits until its leader has started
 // (Grant.StartedOn), and then goes to the leader's pod at once and to any
-// other only after the ski-rental wait of the blocks it shares with the
-// leader (follow.go). A leader that leaves without starting frees its
+// other only after the leader's prefill of the blocks it shares with the
+// leader and the ski-rental wait of them after it (follow.go: waiting
+// through the leader's prefill costs it nothing, since leaving computes
+// them again in the same time). A leader that leaves without starting frees its
 // followers. Once its leader started, a follower costs any other pod the
 // blocks it shares with the leader (its own decision, made before, knew
 // nothing of them), so a freed pod takes a request that loses nothing

@@ -13,10 +13,16 @@ import "time"
 // from the prompts' blocks) is therefore held until that leader has
 // started on its pod, and then goes there: the leader's pod is open to it
 // at once, every other pod only once it has waited, since the leader
-// started, as long as the blocks it would lose there (Request.FollowBlocks)
-// take to prefill (the ski-rental rule of Config.AffinityWait). A leader
-// that leaves the queue without starting (refused, cancelled) frees its
-// followers to go anywhere.
+// started, twice as long as the blocks it would lose there
+// (Request.FollowBlocks) take to prefill. The first of the two is the
+// leader's own prefill of those blocks: a follower that left when its
+// leader started would compute them again in that time, and one that
+// joins the leader's pod before the leader stored them computes them
+// beside it, so until then waiting costs it nothing that leaving would
+// save. The second is the ski-rental rule of Config.AffinityWait: it then
+// waits for the leader's pod at most as long as the prefill leaving
+// would cost. A leader that leaves the queue without starting (refused,
+// cancelled) frees its followers to go anywhere.
 
 // follower is a waiting request's relation to the leader it follows.
 type follower struct {
@@ -77,14 +83,15 @@ func (c *Controller) releaseFollowersLocked(l *waiter, pod string) {
 }
 
 // followOpen reports whether a follower whose leader started may go to
-// pod after now: the leader's pod at once, another once the blocks it
-// would lose there are paid by the wait since the leader started.
+// pod after now: the leader's pod at once, another once it has waited,
+// since the leader started, the leader's prefill of the blocks it would
+// lose there and then as long again (the package comment above).
 func (c *Controller) followOpen(w *waiter, pod string, now time.Time) bool {
 	f := w.follow
 	if f == nil || f.pod == "" || pod == f.pod || !c.cfg.AffinityWait || c.cfg.PrefillPerBlock <= 0 {
 		return true
 	}
-	return now.Sub(f.freed) >= time.Duration(w.req.FollowBlocks*float64(c.cfg.PrefillPerBlock))
+	return now.Sub(f.freed) >= 2*time.Duration(w.req.FollowBlocks*float64(c.cfg.PrefillPerBlock))
 }
 
 // followed returns the pod w's leader started on ("" when w follows no

@@ -54,8 +54,11 @@ func TestFollowerGoesAfterItsLeaderToItsPod(t *testing.T) {
 	}
 	pods.add("a", 1)
 	r.g.StartedOn("a")
-	// The follower may now go to a at once, to b only after the 100 ms
-	// its shared blocks take to prefill.
+	// The follower may now go to a at once, to b only after twice the
+	// 100 ms its shared blocks take to prefill: the leader's prefill of
+	// them, then as long again for a.
+	clk.advance(100 * time.Millisecond)
+	stillWaiting(t, follower, "a is full, the leader still computes the shared blocks")
 	clk.advance(99 * time.Millisecond)
 	stillWaiting(t, follower, "a is full, b is not open yet")
 	clk.advance(time.Millisecond)
@@ -196,7 +199,7 @@ func TestLeaderPodWhileItHasRoom(t *testing.T) {
 	pods.add("a", 1)
 	r.g.StartedOn("a")
 	pods.add("b", -1)
-	clk.advance(100 * time.Millisecond) // b opens to the follower
+	clk.advance(200 * time.Millisecond) // b opens to the follower
 	f := <-follower
 	if f.err != nil {
 		t.Fatal(f.err)

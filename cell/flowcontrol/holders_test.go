@@ -2,7 +2,9 @@ package flowcontrol
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 )
 
 // TestFreedPodTakesItsHolderFromBeyondTheLookahead queues, behind more
@@ -88,5 +90,55 @@ func TestReleasedFollowerIsItsLeadersPodsHolder(t *testing.T) {
 		t.Fatal("the head took the leader's pod, want the follower")
 	case <-anywhere[1]:
 		t.Fatal("the second request took the leader's pod, want the follower")
+	}
+}
+
+// TestFreedPodTakesALosslessRequestBeyondALookThatWaits queues two
+// requests that wait for pod a (b would cost each 40 blocks, and their
+// affinity wait has not run), more than the lookahead, then one that
+// loses nothing anywhere: when b frees, it takes that one from beyond the
+// look rather than idle (NextBest's fallback); with a lookahead of 1
+// (first come, first served) nothing passes the head and b stays free.
+func TestFreedPodTakesALosslessRequestBeyondALookThatWaits(t *testing.T) {
+	for _, tc := range []struct {
+		lookahead int
+		wantGone  bool
+	}{{2, true}, {1, false}} {
+		cfg := waitConfig()
+		cfg.AffinityLookahead = tc.lookahead
+		pods := newFakePods(1)
+		c, _ := startClocked(t, cfg, pods)
+		pods.add("a", 1)
+		pods.add("b", 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		var forA []<-chan admitResult
+		for i := range 2 {
+			forA = append(forA, admitAsync(ctx, c, Request{Tokens: 10, Pods: []string{"a", "b"}, Detours: []float64{0, 40}}))
+			eventually(t, "a request for a to wait", func() bool { return queued(c) == i+1 })
+		}
+		anywhere := admitAsync(ctx, c, Request{Tokens: 10, Pods: []string{"a", "b"}})
+		eventually(t, "the request anywhere to wait", func() bool { return queued(c) == 3 })
+
+		pods.add("b", -1)
+		if tc.wantGone {
+			var r admitResult
+			select {
+			case r = <-anywhere:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("lookahead %d: b has room and the request anywhere still waits", tc.lookahead)
+			}
+			if r.err != nil {
+				t.Fatalf("lookahead %d: %v", tc.lookahead, r.err)
+			}
+			if i := r.g.Place([]string{"a", "b"}, nil); i != 1 {
+				t.Fatalf("lookahead %d: placed at %d, want b (1)", tc.lookahead, i)
+			}
+		} else {
+			stillWaiting(t, anywhere, "first come, first served: the head waits for a")
+		}
+		for i, ch := range forA {
+			stillWaiting(t, ch, fmt.Sprintf("lookahead %d: request %d waits for a", tc.lookahead, i))
+		}
+		cancel()
 	}
 }

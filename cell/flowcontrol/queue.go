@@ -220,7 +220,12 @@ func (q *Queue) Next(eligible func(*Item) bool) *Item {
 // of each pod room says has room, beyond the first lookahead items: the
 // first eligible of the next lookahead holders listed under each such
 // pod competes with the look's best, and takes it on a lower score
-// (every eligible item of the look then counts a pass). The tenants'
+// (every eligible item of the look then counts a pass). When, with room
+// set, nothing in the look is eligible and no holder is, the next
+// lookahead items may go: the first of them that scores at or below 0,
+// else the least that scores at most Lossless, so that pods with room do
+// not idle while the head of the queue waits for other pods, and nothing
+// that would lose a prefix is taken from beyond the look. The tenants'
 // order, and so the fair shares, are Next's: only the order within one
 // tenant's queue changes.
 func (q *Queue) NextBest(lookahead int, score func(*Item) (float64, bool), room func(pod string) bool) *Item {
@@ -256,11 +261,17 @@ func (q *Queue) NextBest(lookahead int, score func(*Item) (float64, bool), room 
 	return nil
 }
 
+// Lossless is the highest score NextBest takes from beyond its look when
+// nothing in the look is eligible: a score at or below it says the item
+// loses nothing on its pod.
+const Lossless = 1e-9
+
 // bestOf returns, of the first n items of tq, the eligible one with the
 // least score (the earliest on a tie), or, when none scores at or below 0,
-// a holder of a pod with room beyond them that scores less (heldBest); nil
-// when nothing is eligible. The eligible items of the look before the one
-// taken are counted passed over.
+// a holder of a pod with room beyond them that scores less (heldBest), or,
+// when none is eligible, the best of the next n that scores at most
+// Lossless (with room only); nil when nothing is. The eligible items
+// before the one taken are counted passed over.
 func bestOf(tq *tenantQueue, n int, score func(*Item) (float64, bool), room func(string) bool) *Item {
 	if score == nil {
 		return tq.head
@@ -293,6 +304,26 @@ func bestOf(tq *tenantQueue, n int, score func(*Item) (float64, bool), room func
 				p.passes++
 			}
 			return h
+		}
+	}
+	if pick < 0 && it != nil && room != nil {
+		// Nothing in the look may go (its requests wait for other pods,
+		// or for their leaders), and no holder beyond it: rather than
+		// leave the pods with room idle, one of the next look items that
+		// loses nothing on its pod may.
+		for k := look; it != nil && k > 0; it, k = it.next, k-1 {
+			s, ok := score(it)
+			if !ok || s > Lossless {
+				continue
+			}
+			eligible = append(eligible, it)
+			if pick >= 0 && s >= least {
+				continue
+			}
+			pick, least = len(eligible)-1, s
+			if s <= 0 {
+				break
+			}
 		}
 	}
 	if pick < 0 {

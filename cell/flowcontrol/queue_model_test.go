@@ -171,7 +171,10 @@ func (m *model) next(eligible func(*modelItem) bool) *modelItem {
 // first eligible of its next lookahead holders beyond the look (in the
 // order they were listed), and the least of those (the earliest on a tie)
 // is taken when it scores less than the look's best; every eligible item
-// of the look is then passed.
+// of the look is then passed. With room, when nothing in the look (nor
+// any holder) is eligible, the first of the next lookahead items that
+// scores 0 is taken (the scores here are whole numbers: Lossless admits
+// only 0).
 func (m *model) nextBest(lookahead int, score func(*modelItem) (float64, bool), room map[string]bool) *modelItem {
 	bands := auth.Priorities()
 	look := max(lookahead, 1)
@@ -224,6 +227,31 @@ func (m *model) nextBest(lookahead int, score func(*modelItem) (float64, bool), 
 						}
 					}
 					return m.take(held, bi)
+				}
+			}
+			if pick == nil && room != nil && len(all) > len(window) {
+				// Nothing in the look may go: the next look items that
+				// lose nothing (score at most Lossless) may.
+				var lossless []*modelItem
+				for _, it := range all[len(window):min(len(all), len(window)+look)] {
+					if s, ok := score(it); ok && s <= Lossless {
+						lossless = append(lossless, it)
+						if pick == nil || s < least {
+							pick, least = it, s
+						}
+						if s <= 0 {
+							break
+						}
+					}
+				}
+				if pick != nil {
+					for _, it := range lossless {
+						if it == pick {
+							break
+						}
+						m.passes[it.seq]++
+					}
+					return m.take(pick, bi)
 				}
 			}
 			if pick == nil {
