@@ -155,14 +155,7 @@ func BenchmarkDispatchAffinity(b *testing.B) {
 func BenchmarkDispatchHolders(b *testing.B) {
 	for _, npods := range []int{8, 256} {
 		b.Run(fmt.Sprintf("pods=%d", npods), func(b *testing.B) {
-			fp := newFakePods(1)
-			names := make([]string, npods)
-			for i := range names {
-				names[i] = fmt.Sprintf("p%d", i)
-				if i > 0 {
-					fp.add(names[i], 1)
-				}
-			}
+			fp, names := onlyP0Free(npods)
 			cfg := DefaultConfig()
 			cfg.AffinityMaxPasses = math.MaxInt // the look's requests are passed over every time
 			c := New(cfg, fp, nil)
@@ -223,14 +216,7 @@ func BenchmarkDispatchHolders(b *testing.B) {
 func BenchmarkDispatchFallback(b *testing.B) {
 	for _, npods := range []int{8, 256} {
 		b.Run(fmt.Sprintf("pods=%d", npods), func(b *testing.B) {
-			fp := newFakePods(1)
-			names := make([]string, npods)
-			for i := range names {
-				names[i] = fmt.Sprintf("p%d", i)
-				if i > 0 {
-					fp.add(names[i], 1)
-				}
-			}
+			fp, names := onlyP0Free(npods)
 			cfg := DefaultConfig()
 			cfg.AffinityWait, cfg.PrefillPerBlock = true, time.Millisecond
 			c := New(cfg, fp, nil)
@@ -286,4 +272,18 @@ func BenchmarkDispatchFallback(b *testing.B) {
 			}
 		})
 	}
+}
+
+// onlyP0Free returns npods pods of one slot each, named p0, p1..., every
+// one full but p0.
+func onlyP0Free(npods int) (*fakePods, []string) {
+	fp := newFakePods(1)
+	names := make([]string, npods)
+	for i := range names {
+		names[i] = fmt.Sprintf("p%d", i)
+		if i > 0 {
+			fp.add(names[i], 1)
+		}
+	}
+	return fp, names
 }

@@ -278,23 +278,24 @@ func bestOf(tq *tenantQueue, n int, score func(*Item) (float64, bool), room func
 	}
 	var buf [32]*Item
 	eligible := buf[:0] // the eligible items seen, in order
-	pick := -1
+	pick := -1          // the one of least score among them
 	var least float64
+	// add records an eligible item, and reports whether the look may end:
+	// a score at or below 0, which no later item can beat.
+	add := func(it *Item, s float64) bool {
+		eligible = append(eligible, it)
+		if pick >= 0 && s >= least {
+			return false
+		}
+		pick, least = len(eligible)-1, s
+		return s <= 0
+	}
 	var last uint64 // the last item the look scored
 	look := n
 	it := tq.head
 	for ; it != nil && n > 0; it, n = it.next, n-1 {
 		last = it.seq
-		s, ok := score(it)
-		if !ok {
-			continue
-		}
-		eligible = append(eligible, it)
-		if pick >= 0 && s >= least {
-			continue
-		}
-		pick, least = len(eligible)-1, s
-		if s <= 0 {
+		if s, ok := score(it); ok && add(it, s) {
 			return takeOf(eligible, pick)
 		}
 	}
@@ -312,16 +313,7 @@ func bestOf(tq *tenantQueue, n int, score func(*Item) (float64, bool), room func
 		// leave the pods with room idle, one of the next look items that
 		// loses nothing on its pod may.
 		for k := look; it != nil && k > 0; it, k = it.next, k-1 {
-			s, ok := score(it)
-			if !ok || s > Lossless {
-				continue
-			}
-			eligible = append(eligible, it)
-			if pick >= 0 && s >= least {
-				continue
-			}
-			pick, least = len(eligible)-1, s
-			if s <= 0 {
+			if s, ok := score(it); ok && s <= Lossless && add(it, s) {
 				break
 			}
 		}
