@@ -5,76 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
-
-// turnPod is a simulated engine that serves one completion at a time,
-// each until the test sends on its gate, and records the first prompt
-// token of every completion that reached it, in order.
-type turnPod struct {
-	id   string
-	srv  *httptest.Server
-	gate chan struct{}
-
-	slot sync.Mutex // the engine's one slot
-	mu   sync.Mutex
-	got  []string
-}
-
-var firstToken = regexp.MustCompile(`"prompt":\[(\d+)`)
-
-func newTurnPod(t *testing.T, id string) *turnPod {
-	p := &turnPod{id: id, gate: make(chan struct{})}
-	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
-	t.Cleanup(p.srv.Close)
-	return p
-}
-
-func (p *turnPod) serve(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/v1/models" {
-		fmt.Fprintf(w, `{"object":"list","data":[{"id":"m","object":"model","created":1700000000,"owned_by":%q}]}`, p.id)
-		return
-	}
-	b, _ := io.ReadAll(r.Body)
-	if m := firstToken.FindSubmatch(b); m != nil {
-		p.mu.Lock()
-		p.got = append(p.got, string(m[1]))
-		p.mu.Unlock()
-	}
-	p.slot.Lock()
-	select {
-	case <-p.gate:
-	case <-r.Context().Done():
-	}
-	p.slot.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, `{"id":"c","object":"text_completion","choices":[{"text":"ok","index":0}],"usage":{"prompt_tokens":64,"completion_tokens":16}}`)
-}
-
-// has reports whether a completion whose prompt starts with first reached
-// the pod.
-func (p *turnPod) has(first int) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, g := range p.got {
-		if g == fmt.Sprint(first) {
-			return true
-		}
-	}
-	return false
-}
-
-// seen returns the first prompt tokens of what reached the pod so far.
-func (p *turnPod) seen() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.got...)
-}
 
 // promptFrom is a completion body whose prompt is the tokens from, from+1,
 // ... for n tokens, then more's.
@@ -104,17 +39,8 @@ func promptFrom(from, n int, more ...int) string {
 // that a request is indexed for followers when it joins the queue, not
 // only when others already waited.
 func TestFollowerLandsOnItsLeadersPod(t *testing.T) {
-	a, b := newTurnPod(t, "pod-a"), newTurnPod(t, "pod-b")
-	cfg := testConfig()
-	cfg.EngineMetrics.Enabled = false
-	cfg.Pods = []PodConfig{
-		{ID: a.id, Address: strings.TrimPrefix(a.srv.URL, "http://"), KVBlocks: 10000},
-		{ID: b.id, Address: strings.TrimPrefix(b.srv.URL, "http://"), KVBlocks: 10000},
-	}
-	cfg.FlowControl.MaxInflightPerPod = 1
-	cfg.FlowControl.QueueDepthThreshold = 0
-	cfg.FlowControl.ActiveBlocksThreshold = 0
-	cfg.FlowControl.RecheckInterval = 5 * time.Millisecond
+	a, b := newSlowPod(t, "pod-a", 0, make(chan struct{})), newSlowPod(t, "pod-b", 0, make(chan struct{}))
+	cfg := flowCellConfig(a, b)
 	// A block's prefill is worth far longer than the test: the follower
 	// never gives up on its leader's pod.
 	cfg.Routing.Cost.PrefillPerTokenUs = 1e6
@@ -139,7 +65,7 @@ func TestFollowerLandsOnItsLeadersPod(t *testing.T) {
 			}
 		}()
 	}
-	on := func(first int) *turnPod {
+	on := func(first int) *slowPod {
 		switch {
 		case a.has(first):
 			return a

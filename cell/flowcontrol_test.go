@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +25,8 @@ import (
 
 // slowPod is a simulated engine that serves one completion at a time,
 // each taking service (its compute) or, with gate set, until the test
-// sends on gate; it counts what reached it.
+// sends on gate; it counts what reached it, by tenant, and records the
+// first prompt token of each completion, in order of arrival.
 type slowPod struct {
 	id      string
 	srv     *httptest.Server
@@ -33,7 +36,11 @@ type slowPod struct {
 	mu       sync.Mutex // the engine's one slot
 	countMu  sync.Mutex
 	received map[string]int // by tenant header
+	first    []string       // first prompt tokens
 }
+
+// firstToken finds a completion body's first prompt token.
+var firstToken = regexp.MustCompile(`"prompt":\[(\d+)`)
 
 func newSlowPod(t *testing.T, id string, service time.Duration, gate chan struct{}) *slowPod {
 	p := &slowPod{id: id, service: service, gate: gate, received: map[string]int{}}
@@ -51,9 +58,12 @@ func (p *slowPod) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	io.Copy(io.Discard, r.Body)
+	body, _ := io.ReadAll(r.Body)
 	p.countMu.Lock()
 	p.received[r.Header.Get("X-Cellrouter-Tenant")]++
+	if m := firstToken.FindSubmatch(body); m != nil {
+		p.first = append(p.first, string(m[1]))
+	}
 	p.countMu.Unlock()
 	p.mu.Lock()
 	if p.gate != nil {
@@ -67,6 +77,19 @@ func (p *slowPod) serve(w http.ResponseWriter, r *http.Request) {
 	p.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, `{"id":"c","object":"text_completion","choices":[{"text":"ok","index":0}],"usage":{"prompt_tokens":64,"completion_tokens":16}}`)
+}
+
+// has reports whether a completion whose prompt starts with first reached
+// the pod.
+func (p *slowPod) has(first int) bool {
+	return slices.Contains(p.seen(), strconv.Itoa(first))
+}
+
+// seen returns the first prompt tokens of what reached the pod so far.
+func (p *slowPod) seen() []string {
+	p.countMu.Lock()
+	defer p.countMu.Unlock()
+	return slices.Clone(p.first)
 }
 
 func (p *slowPod) count() int {
@@ -93,20 +116,30 @@ func flowCell(t *testing.T, pod *slowPod, mod func(*Config)) *Cell {
 	}
 	keys := filepath.Join(dir, "keys.yaml")
 	tlstest.Write(t, keys, []byte(f))
-	cfg := testConfig()
-	cfg.Pods = []PodConfig{{ID: pod.id, Address: strings.TrimPrefix(pod.srv.URL, "http://"), KVBlocks: 10000}}
+	cfg := flowCellConfig(pod)
 	cfg.Auth.KeyFile = keys
-	cfg.EngineMetrics.Enabled = false
-	cfg.FlowControl.MaxInflightPerPod = 1
-	cfg.FlowControl.QueueDepthThreshold = 0
-	cfg.FlowControl.ActiveBlocksThreshold = 0
-	cfg.FlowControl.RecheckInterval = 5 * time.Millisecond
 	if mod != nil {
 		mod(&cfg)
 	}
 	c := startCell(t, cfg)
 	waitFor(t, "the pod's model", func() bool { return c.modelServed("m") })
 	return c
+}
+
+// flowCellConfig is testConfig in front of pods, without engine metrics, flow
+// control on with one request in flight per pod and rechecking often.
+func flowCellConfig(pods ...*slowPod) Config {
+	cfg := testConfig()
+	cfg.Pods = nil
+	for _, p := range pods {
+		cfg.Pods = append(cfg.Pods, PodConfig{ID: p.id, Address: strings.TrimPrefix(p.srv.URL, "http://"), KVBlocks: 10000})
+	}
+	cfg.EngineMetrics.Enabled = false
+	cfg.FlowControl.MaxInflightPerPod = 1
+	cfg.FlowControl.QueueDepthThreshold = 0
+	cfg.FlowControl.ActiveBlocksThreshold = 0
+	cfg.FlowControl.RecheckInterval = 5 * time.Millisecond
+	return cfg
 }
 
 // flowRequest sends one completion as tenant's key and returns the

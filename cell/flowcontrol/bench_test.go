@@ -132,11 +132,8 @@ func BenchmarkDispatchAffinity(b *testing.B) {
 					}
 					w := it.Value.(*waiter)
 					<-w.ch
-					c.pending = 0
-					clear(c.claimed) // as if it started
-					w.claim = ""
+					benchEnded(c, w)
 					c.waiting.Add(1)
-					c.grantedLocked("t", auth.PriorityStandard, -1)
 					it.passes = 0
 					c.q.Push(it)
 					c.mu.Unlock()
@@ -195,11 +192,8 @@ func BenchmarkDispatchHolders(b *testing.B) {
 				if w.req.Pods[0] != names[0] {
 					b.Fatalf("dispatched a request held on %s, want p0's holder", w.req.Pods[0])
 				}
-				c.pending = 0
-				clear(c.claimed) // as if it started
-				w.claim = ""
+				benchEnded(c, w)
 				w.holder = false
-				c.grantedLocked("t", auth.PriorityStandard, -1)
 				push(it)
 				c.mu.Unlock()
 			}
@@ -255,10 +249,7 @@ func BenchmarkDispatchFallback(b *testing.B) {
 				}
 				w := taken.Value.(*waiter)
 				<-w.ch
-				c.pending = 0
-				clear(c.claimed) // as if it started
-				w.claim = ""
-				c.grantedLocked("t", auth.PriorityStandard, -1)
+				benchEnded(c, w)
 				// The held ones it passed go to the back, then it: the next
 				// look past the look is alike.
 				for _, it := range beyond[:look-1] {
@@ -286,4 +277,14 @@ func onlyP0Free(npods int) (*fakePods, []string) {
 		}
 	}
 	return fp, names
+}
+
+// benchEnded undoes what dispatching w did, as if it had started and
+// ended at once, so that a benchmark can queue it again: nothing pending
+// or claimed, its tenant's grant given back.
+func benchEnded(c *Controller, w *waiter) {
+	c.pending = 0
+	clear(c.claimed)
+	w.claim = ""
+	c.grantedLocked(w.req.Tenant, w.req.Band, -1)
 }
