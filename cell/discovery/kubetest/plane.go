@@ -98,11 +98,11 @@ func Start(tools, dir string) (*Plane, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	apiPort, err := freePort(1)
+	apiPort, err := FreePort(1)
 	if err != nil {
 		return nil, err
 	}
-	etcdPort, err := freePort(2)
+	etcdPort, err := FreePort(2)
 	if err != nil {
 		return nil, err
 	}
@@ -138,11 +138,19 @@ func Start(tools, dir string) (*Plane, error) {
 	return p, nil
 }
 
-// freePort returns a loopback port that is free, with the n-1 ports after
-// it (etcd takes a client and a peer port).
-func freePort(n int) (int, error) {
+// FreePort returns a loopback port that is free, with the n-1 ports after
+// it (etcd takes a client and a peer port). It picks below the kernel's
+// ephemeral range: a port in that range can be taken, while the plane
+// runs or while its API server is down, by the local end of any outgoing
+// connection (or by a client's own retries to the stopped server: a TCP
+// self-connect), and the API server then cannot bind it again.
+func FreePort(n int) (int, error) {
+	lo, hi := 10000, ephemeralLow()
+	if hi-lo < 1000 {
+		lo, hi = 20000, 50000 // an odd ephemeral range: fall back to chance
+	}
 	for range 200 {
-		port := 20000 + rand.IntN(30000)
+		port := lo + rand.IntN(hi-lo-n)
 		ok := true
 		var ls []net.Listener
 		for i := range n {
@@ -161,6 +169,24 @@ func freePort(n int) (int, error) {
 		}
 	}
 	return 0, errors.New("kubetest: no free port")
+}
+
+// ephemeralLow returns the first port of the kernel's ephemeral range
+// (32768, the Linux default, where it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return n
 }
 
 // Stop stops every process of the plane (stop.sh) and waits for them.
@@ -247,8 +273,22 @@ func (p *Plane) StartAPIServer(ctx context.Context) error {
 		case <-ctx.Done():
 			return fmt.Errorf("kubetest: apiserver not ready again: %w", ctx.Err())
 		case <-done:
-			return fmt.Errorf("kubetest: apiserver exited; see %s", filepath.Join(p.Dir, "apiserver.log"))
+			path := filepath.Join(p.Dir, "apiserver.log")
+			return fmt.Errorf("kubetest: apiserver exited; the end of %s:\n%s", path, tail(path, 20))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// tail returns the last n lines of the file at path, or why it cannot.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +22,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/cellrouter/cellrouter/cell/discovery/kubetest"
 )
 
 // repoRoot is the module root (the folder with go.mod) above this package.
@@ -80,30 +81,21 @@ func tryExports(env []string, name string, args ...string) (map[string]string, e
 }
 
 // freePorts returns an API server port and an etcd port whose next port
-// (etcd's peer port) is free too.
+// (etcd's peer port) is free too, below the ephemeral range (see
+// kubetest.FreePort).
 func freePorts(t *testing.T) (api, etcd int) {
 	t.Helper()
-	free := func(p int) bool {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			return false
-		}
-		l.Close()
-		return true
-	}
-	pick := func() int {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for range 100 {
+		a, err := kubetest.FreePort(1)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer l.Close()
-		return l.Addr().(*net.TCPAddr).Port
-	}
-	api = pick()
-	for range 100 {
-		etcd = pick()
-		if etcd != api && etcd+1 != api && etcd < 65535 && free(etcd+1) {
-			return api, etcd
+		e, err := kubetest.FreePort(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a != e && a != e+1 {
+			return a, e
 		}
 	}
 	t.Fatal("no free port pair for etcd")
