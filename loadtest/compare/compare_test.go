@@ -2,10 +2,14 @@ package compare
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -126,6 +130,7 @@ func TestRunTiny(t *testing.T) {
 			t.Errorf("WriteDir did not write %s: %v", f, err)
 		}
 	}
+	checkRequestsCSV(t, filepath.Join(dir, "requests_kv.csv"), rep.Modes[ModeKV])
 	var table strings.Builder
 	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "round_robin") {
 		t.Errorf("WriteTable got %q (%v), want a row per mode", table.String(), err)
@@ -239,5 +244,48 @@ func TestRunBadTrace(t *testing.T) {
 	_, err := Run(context.Background(), cfg, Options{})
 	if err == nil || !strings.Contains(err.Error(), "bad.jsonl:2:") {
 		t.Errorf("got %v, want an error naming the file and line 2", err)
+	}
+}
+
+// checkRequestsCSV reads a mode's per-request CSV back: a row per
+// request, the successful ones with the mode's TTFTs and cached tokens.
+func checkRequestsCSV(t *testing.T, path string, m *ModeResult) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(m.results)+1 || !slices.Equal(rows[0], requestsHeader) {
+		t.Fatalf("got %d rows (header %q), want a header and %d requests", len(rows), rows[0], len(m.results))
+	}
+	col := map[string]int{}
+	for i, h := range rows[0] {
+		col[h] = i
+	}
+	var cached int
+	for i, row := range rows[1:] {
+		r := m.results[i]
+		ttft, err := strconv.ParseFloat(row[col["ttft_ms"]], 64)
+		if err != nil || math.Abs(ttft-float64(r.TTFT.Microseconds())/1000) > 0.001 {
+			t.Errorf("row %d: ttft_ms %q, want %v", i, row[col["ttft_ms"]], r.TTFT)
+		}
+		if row[col["pod"]] != r.Pod || row[col["index"]] != strconv.Itoa(r.Index) {
+			t.Errorf("row %d: pod %q index %q, want %q %d", i, row[col["pod"]], row[col["index"]], r.Pod, r.Index)
+		}
+		c, err := strconv.Atoi(row[col["cached_tokens"]])
+		if err != nil {
+			t.Errorf("row %d: cached_tokens %q: %v", i, row[col["cached_tokens"]], err)
+		}
+		if r.OK() {
+			cached += c
+		}
+	}
+	if cached <= 0 {
+		t.Errorf("got %d cached tokens over the rows, want the kv mode's hits", cached)
 	}
 }

@@ -100,8 +100,8 @@ func verdict(ok bool) string {
 }
 
 // WriteDir writes the comparison's report into dir: the modes' TTFT CDFs
-// on one plot, each mode's requests per pod, and an index.html with the
-// table. The JSON is the caller's (it prints it or writes it).
+// on one plot, each mode's requests per pod, each mode's requests one per
+// row (requests_<mode>.csv), and an index.html with the table. The JSON is the caller's (it prints it or writes it).
 func (r *Report) WriteDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("compare: %v", err)
@@ -125,6 +125,11 @@ func (r *Report) WriteDir(dir string) error {
 		tab.Rows = append(tab.Rows, report.Row{n, fmt.Sprint(m.OK), fmt.Sprint(m.Errors), fmt.Sprintf("%.1f", m.TTFTP50Ms),
 			fmt.Sprintf("%.1f", m.TTFTP99Ms), fmt.Sprintf("%.1f", m.E2EP50Ms), fmt.Sprintf("%.1f%%", 100*m.CachedTokenRatio),
 			fmt.Sprintf("%.1f%%", 100*m.MaxPodShare)})
+		var csv bytes.Buffer
+		if err := writeRequestsCSV(&csv, m.results); err != nil {
+			return err
+		}
+		files["requests_"+n+".csv"] = csv.String()
 		name := "pods_" + n + ".svg"
 		files[name] = report.PodPlot("Requests per pod: "+n, m.Pods)
 		page.Figures = append(page.Figures, report.Figure{File: name, Caption: "Requests each pod served under " + n + " routing; the dashed line is an even share."})
