@@ -51,6 +51,7 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	affWait := fs.Bool("affinity-wait", d.AffinityWait, "flow control's affinity wait (flow_control.affinity_wait): a request whose pick is saturated waits for it at most the prefill a detour would cost (false: any pod with room at once)")
 	inflight := fs.Int("max-inflight-per-pod", d.MaxInflightPerPod, "flow control's cap on the router's requests in flight per pod (flow_control.max_inflight_per_pod; 0: off)")
 	rates := fs.String("rate", "", "sweep: comma-separated arrival-rate multipliers (time scale / rate each), e.g. 1,2,3,5; reports per rate kv against round-robin, kv-nospec and approx")
+	repeat := fs.Int("repeat", 1, "sweep: run each rate N times (every mode of a run beside the others) and judge the median of each figure over the runs; the JSON keeps every run")
 	sweepLimit := fs.Float64("sweep-limit-ms", compare.DefaultSweepLimitMs, "sweep: stop after the first rate where round-robin's TTFT p90 from arrival (what its users wait, the generator's concurrency cap included) reaches this (0: run every rate)")
 	bypass := fs.Float64("bypass", d.Bypass, "share of requests sent straight to pods around the cell, in [0, 1); with no -modes, runs kv against kv-engine (the engines' load metrics)")
 	bypassPods := fs.Int("bypass-pods", d.BypassPods, "the bypassed requests go to the first N pods")
@@ -105,12 +106,15 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !*quiet {
 		opt.Progress = stderr
 	}
+	if err := checkRepeat(*repeat, *rates); err != nil {
+		return err
+	}
 	if *rates != "" {
 		rs, err := parseRates(*rates)
 		if err != nil {
 			return err
 		}
-		sw, err := compare.RunSweep(ctx, cfg, rs, *sweepLimit, opt)
+		sw, err := compare.RunSweep(ctx, cfg, compare.SweepConfig{Rates: rs, LimitMs: *sweepLimit, Repeat: *repeat}, opt)
 		if err != nil {
 			return err
 		}
@@ -140,6 +144,18 @@ func runCompare(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	return rep.WriteTable(stdout)
+}
+
+// checkRepeat refuses a --repeat below 1, and one above 1 without the
+// --rate sweep it repeats.
+func checkRepeat(repeat int, rates string) error {
+	if repeat < 1 {
+		return fmt.Errorf("compare: -repeat %d, want at least 1", repeat)
+	}
+	if repeat > 1 && rates == "" {
+		return fmt.Errorf("compare: -repeat %d repeats a -rate sweep; give -rate (e.g. -rate 1)", repeat)
+	}
+	return nil
 }
 
 // parseRates reads --rate: comma-separated positive multipliers.

@@ -18,3 +18,17 @@ func TestParseRates(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckRepeat checks --repeat: at least 1, and above 1 only with the
+// --rate sweep it repeats.
+func TestCheckRepeat(t *testing.T) {
+	for _, tt := range []struct {
+		repeat int
+		rates  string
+		ok     bool
+	}{{1, "", true}, {1, "1,2", true}, {3, "1.5", true}, {3, "", false}, {0, "1", false}, {-2, "1", false}} {
+		if err := checkRepeat(tt.repeat, tt.rates); (err == nil) != tt.ok {
+			t.Errorf("checkRepeat(%d, %q) = %v, want ok %v", tt.repeat, tt.rates, err, tt.ok)
+		}
+	}
+}

@@ -50,6 +50,11 @@
 // the send stay in the JSON beside (Saturation), and are equal to the
 // ones from arrival wherever every mode kept the schedule.
 //
+// SweepConfig.Repeat (--repeat 3) runs each rate that many times and
+// judges the medians of the figures (median.go says why); WriteDir's
+// requests_<mode>.csv has every request's waits, tokens and pod, for
+// analyses of a tail the summary cannot make.
+//
 // # Traffic around the router
 //
 // Config.Bypass (loadtest compare --bypass 0.2) sends that share of the

@@ -3,6 +3,7 @@ package compare
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -80,25 +81,84 @@ func TestSaturationFigures(t *testing.T) {
 // TTFT p90 from arrival, so that a rate where the generator's cap keeps
 // its TTFT from the send low still ends the sweep.
 func TestSweepStopsOnWhatUsersWait(t *testing.T) {
-	rep := func(sent, arrival float64) *Report {
-		return &Report{Modes: map[string]*ModeResult{ModeRoundRobin: {Summary: report.Summary{TTFTP90Ms: sent, TTFTFromArrivalP90Ms: arrival}}}}
+	sat := func(sent, arrival float64) *Saturation {
+		return &Saturation{RoundRobinTTFTP90Ms: sent, RoundRobinTTFTFromArrivalP90Ms: arrival}
 	}
 	tests := []struct {
 		name  string
-		rep   *Report
+		s     *Saturation
 		limit float64
 		want  bool
 	}{
-		{"kept, below", rep(4000, 4000), 5000, false},
-		{"kept, at the limit", rep(5000, 5000), 5000, true},
-		{"capped: from the send below, users waited more", rep(3400, 7200), 5000, true},
-		{"no limit", rep(9000, 9000), 0, false},
-		{"no round-robin", &Report{Modes: map[string]*ModeResult{}}, 5000, false},
+		{"kept, below", sat(4000, 4000), 5000, false},
+		{"kept, at the limit", sat(5000, 5000), 5000, true},
+		{"capped: from the send below, users waited more", sat(3400, 7200), 5000, true},
+		{"no limit", sat(9000, 9000), 0, false},
+		{"no round-robin", (&Report{Modes: map[string]*ModeResult{ModeKV: {}}}).saturation(), 5000, false},
+		{"no kv", nil, 5000, false},
 	}
 	for _, tt := range tests {
-		if got := stopAfter(tt.rep, tt.limit); got != tt.want {
+		if got := stopAfter(tt.s, tt.limit); got != tt.want {
 			t.Errorf("%s: stopAfter = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestMedianSaturation checks the medians over repeated runs and that the
+// verdicts are judged on them, not on any one run.
+func TestMedianSaturation(t *testing.T) {
+	run := func(kvReach, nsP99, rrP90, approx float64, kept bool) *Saturation {
+		s := &Saturation{CachedOverReachable: map[string]float64{ModeKV: kvReach, ModeRoundRobin: 0.1},
+			KVOverRoundRobinFromArrival: &Ratios{0.5, 0.6, 0.7}, KVOverRoundRobin: &Ratios{0.5, 0.6, 0.7},
+			KVOverNoSpecFromArrival: &Ratios{0.9, 0.95, nsP99}, KVOverNoSpec: &Ratios{0.9, 0.95, nsP99},
+			ApproxOverKVP50FromArrival: approx, ApproxOverKVP50: approx,
+			RoundRobinTTFTFromArrivalP90Ms: rrP90, RoundRobinTTFTP90Ms: rrP90, ScheduleKept: kept}
+		s.judge()
+		return s
+	}
+	tests := []struct {
+		name                string
+		runs                []*Saturation
+		nsP99, rrP90, reach float64
+		pass, nsPass, kept  bool
+	}{
+		// One run of three misses against kv-nospec: the median does not.
+		{"one miss of three", []*Saturation{run(0.95, 1.2, 4000, 1.1, true), run(0.93, 0.9, 4600, 1.0, true), run(0.97, 0.8, 5200, 1.2, true)},
+			0.9, 4600, 0.95, true, true, true},
+		// Two misses of three: the median misses.
+		{"two misses of three", []*Saturation{run(0.95, 1.2, 4000, 1.1, true), run(0.93, 1.05, 4600, 1.0, false), run(0.97, 0.8, 5200, 1.2, true)},
+			1.05, 4600, 0.95, false, false, false},
+		// Even count: the mean of the middle two.
+		{"two runs", []*Saturation{run(0.8, 1.1, 4000, 1.1, true), run(1.0, 0.9, 6000, 1.0, true)},
+			1.0, 5000, 0.9, true, true, true},
+		{"nil runs skipped", []*Saturation{nil, run(0.95, 0.9, 4000, 1.1, true), nil},
+			0.9, 4000, 0.95, true, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := medianSaturation(tt.runs)
+			if m.KVOverNoSpecFromArrival.P99 != tt.nsP99 || m.KVOverNoSpec.P99 != tt.nsP99 {
+				t.Errorf("kv/nospec p99 %v (from the send %v), want %v", m.KVOverNoSpecFromArrival.P99, m.KVOverNoSpec.P99, tt.nsP99)
+			}
+			if m.RoundRobinTTFTFromArrivalP90Ms != tt.rrP90 || m.KVOverRoundRobinFromArrival.P90 != 0.6 {
+				t.Errorf("rr p90 %v, kv/rr p90 %v, want %v and 0.6", m.RoundRobinTTFTFromArrivalP90Ms, m.KVOverRoundRobinFromArrival.P90, tt.rrP90)
+			}
+			if math.Abs(m.CachedOverReachable[ModeKV]-tt.reach) > 1e-12 || m.CachedOverReachable[ModeRoundRobin] != 0.1 {
+				t.Errorf("cached over reachable %v, want kv %v", m.CachedOverReachable, tt.reach)
+			}
+			if m.Pass != tt.pass || m.NoSpecPass != tt.nsPass || m.ScheduleKept != tt.kept || !m.RoundRobinPass || !m.ApproxPass {
+				t.Errorf("pass %v nospec %v kept %v rr %v approx %v, want %v %v %v true true", m.Pass, m.NoSpecPass, m.ScheduleKept, m.RoundRobinPass, m.ApproxPass, tt.pass, tt.nsPass, tt.kept)
+			}
+		})
+	}
+	if m := medianSaturation([]*Saturation{nil}); m != nil {
+		t.Errorf("median of no figures %+v, want nil", m)
+	}
+	// A comparison no run made stays unjudged.
+	s := run(0.95, 0.9, 4000, 0, true)
+	s.KVOverNoSpecFromArrival, s.KVOverNoSpec = nil, nil
+	if m := medianSaturation([]*Saturation{s, s}); m.KVOverNoSpecFromArrival != nil || m.NoSpecPass || m.ApproxPass || !m.Pass {
+		t.Errorf("median without kv-nospec and approx: %+v, want them unjudged and a pass", m)
 	}
 }
 
@@ -110,7 +170,7 @@ func TestRunSweepCold(t *testing.T) {
 	cfg.Sample, cfg.TimeScale, cfg.Pods, cfg.BlocksPerPod = 1, 0.1, 3, 4096
 	cfg.PrefillPerToken, cfg.DecodePerToken, cfg.MaxTokensCap = time.Microsecond, 100*time.Microsecond, 4
 	cfg.Modes = []string{ModeRoundRobin, ModeKV}
-	sw, err := RunSweep(context.Background(), cfg, []float64{1, 2}, 0, Options{})
+	sw, err := RunSweep(context.Background(), cfg, SweepConfig{Rates: []float64{1, 2}, Repeat: 2}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,19 +194,32 @@ func TestRunSweepCold(t *testing.T) {
 		if s := p.Report.Saturation; s == nil || s.KVOverRoundRobin == nil || s.KVOverNoSpec != nil {
 			t.Errorf("point %d: saturation %+v, want kv/rr and no kv/nospec", i, s)
 		}
+		// Each rate ran twice, and is judged on the two runs' medians.
+		if len(p.Repeats) != 1 || p.Repeats[0].TimeScale != p.TimeScale || p.Median == nil || p.Judged() != p.Median {
+			t.Fatalf("point %d: %d repeats, median %+v, want one more run and the median judged", i, len(p.Repeats), p.Median)
+		}
+		a, b := p.Report.Saturation.KVOverRoundRobinFromArrival.P90, p.Repeats[0].Saturation.KVOverRoundRobinFromArrival.P90
+		if got := p.Median.KVOverRoundRobinFromArrival.P90; math.Abs(got-(a+b)/2) > 1e-12 {
+			t.Errorf("point %d: median kv/rr p90 %v, want the mean of the two runs' %v and %v", i, got, a, b)
+		}
 	}
 	if r0, r1 := sw.Points[0].RequestsPerS, sw.Points[1].RequestsPerS; !(r1 > 1.9*r0 && r1 < 2.1*r0) {
 		t.Errorf("requests/s %v then %v, want twice", r0, r1)
 	}
 	data, err := json.Marshal(sw)
-	if err != nil || !strings.Contains(string(data), `"kv_over_round_robin"`) || !strings.Contains(string(data), `"cached_over_reachable"`) {
+	if err != nil || !strings.Contains(string(data), `"kv_over_round_robin"`) || !strings.Contains(string(data), `"cached_over_reachable"`) ||
+		!strings.Contains(string(data), `"repeats"`) || !strings.Contains(string(data), `"median"`) {
 		t.Errorf("sweep JSON %s (%v) lacks the saturation figures", data, err)
 	}
 	var table strings.Builder
-	if err := sw.WriteTable(&table); err != nil || !strings.Contains(table.String(), "x2") || !strings.Contains(table.String(), "kv/reach") {
+	if err := sw.WriteTable(&table); err != nil || !strings.Contains(table.String(), "x2") || !strings.Contains(table.String(), "kv/reach") ||
+		!strings.Contains(table.String(), "median of 2 runs") {
 		t.Errorf("WriteTable got %q (%v), want a row per rate", table.String(), err)
 	}
-	if _, err := RunSweep(context.Background(), cfg, []float64{0}, 0, Options{}); err == nil {
+	if _, err := RunSweep(context.Background(), cfg, SweepConfig{Rates: []float64{0}}, Options{}); err == nil {
 		t.Error("a sweep at rate 0 ran, want an error")
+	}
+	if _, err := RunSweep(context.Background(), cfg, SweepConfig{Rates: []float64{1}, Repeat: -1}, Options{}); err == nil {
+		t.Error("a sweep repeated -1 times ran, want an error")
 	}
 }
