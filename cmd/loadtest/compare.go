@@ -172,7 +172,8 @@ func parseRates(s string) ([]float64, error) {
 }
 
 // writeSweep prints a rate sweep as JSON or a table and, with out, writes
-// report.json (the sweep) and each rate's plots under out/rate-xR.
+// report.json (the sweep) and each rate's plots under out/rate-xR (its
+// further runs' under out/rate-xR/run-N).
 func writeSweep(sw *compare.Sweep, out string, asJSON, quiet bool, stdout, stderr io.Writer) error {
 	data, err := json.MarshalIndent(sw, "", "  ")
 	if err != nil {
@@ -180,15 +181,21 @@ func writeSweep(sw *compare.Sweep, out string, asJSON, quiet bool, stdout, stder
 	}
 	if out != "" {
 		for _, p := range sw.Points {
-			if err := p.Report.WriteDir(filepath.Join(out, fmt.Sprintf("rate-x%g", p.Rate))); err != nil {
+			dir := filepath.Join(out, fmt.Sprintf("rate-x%g", p.Rate))
+			if err := p.Report.WriteDir(dir); err != nil {
 				return err
+			}
+			for i, r := range p.Repeats {
+				if err := r.WriteDir(filepath.Join(dir, fmt.Sprintf("run-%d", i+2))); err != nil {
+					return err
+				}
 			}
 		}
 		if err := os.WriteFile(filepath.Join(out, "report.json"), append(data, '\n'), 0o644); err != nil {
 			return fmt.Errorf("compare: %v", err)
 		}
 		if !quiet {
-			fmt.Fprintf(stderr, "sweep written to %s (report.json, rate-x*/index.html)\n", out)
+			fmt.Fprintf(stderr, "sweep written to %s (report.json, rate-x*/index.html, rate-x*/run-*/ with -repeat)\n", out)
 		}
 	}
 	if asJSON {
