@@ -101,7 +101,8 @@ func verdict(ok bool) string {
 
 // WriteDir writes the comparison's report into dir: the modes' TTFT CDFs
 // on one plot, each mode's requests per pod, each mode's requests one per
-// row (requests_<mode>.csv), and an index.html with the table. The JSON is the caller's (it prints it or writes it).
+// row (requests_<mode>.csv), and an index.html with the table. The JSON
+// is the caller's (it prints it or writes it).
 func (r *Report) WriteDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("compare: %v", err)

@@ -87,7 +87,7 @@ func RunSweep(ctx context.Context, cfg Config, sc SweepConfig, opt Options) (*Sw
 		}
 	}
 	if sc.Repeat < 0 {
-		return nil, fmt.Errorf("compare: repeat %d, want >= 1", sc.Repeat)
+		return nil, fmt.Errorf("compare: repeat %d, want >= 0 (0 and 1 run each rate once)", sc.Repeat)
 	}
 	repeat := max(1, sc.Repeat)
 	sw := &Sweep{LimitMs: sc.LimitMs, Repeat: repeat, Pass: true}
@@ -168,22 +168,15 @@ func (sw *Sweep) WriteTable(w io.Writer) error {
 			continue
 		}
 		runs := p.runs()
-		kv := func(of func(*ModeResult) float64) float64 {
-			return medianOver(runs, func(r *Report) float64 {
-				if m := r.Modes[ModeKV]; m != nil {
-					return of(m)
-				}
-				return 0
-			})
-		}
+		delayedOf := func(m *ModeResult) float64 { return float64(m.Delayed) }
 		delayed := "-"
 		if rep.Modes[ModeRoundRobin] != nil {
-			delayed = fmt.Sprintf("%.0f/%.0f", medianOver(runs, func(r *Report) float64 { return float64(r.Modes[ModeRoundRobin].Delayed) }),
-				kv(func(m *ModeResult) float64 { return float64(m.Delayed) }))
+			delayed = fmt.Sprintf("%.0f/%.0f", modeMedian(runs, ModeRoundRobin, delayedOf), modeMedian(runs, ModeKV, delayedOf))
 		}
 		fmt.Fprintf(tw, "x%g\t%.1f\t%.3f\t%s\t%.0f\t%.0f/%.0f/%.0f\t%s\t%s\t%.2f\t", p.Rate, p.RequestsPerS, rep.ReachableReuse, delayed,
-			s.RoundRobinTTFTFromArrivalP90Ms, kv(func(m *ModeResult) float64 { return m.TTFTFromArrivalP50Ms }),
-			kv(func(m *ModeResult) float64 { return m.TTFTFromArrivalP90Ms }), kv(func(m *ModeResult) float64 { return m.TTFTFromArrivalP99Ms }),
+			s.RoundRobinTTFTFromArrivalP90Ms, modeMedian(runs, ModeKV, func(m *ModeResult) float64 { return m.TTFTFromArrivalP50Ms }),
+			modeMedian(runs, ModeKV, func(m *ModeResult) float64 { return m.TTFTFromArrivalP90Ms }),
+			modeMedian(runs, ModeKV, func(m *ModeResult) float64 { return m.TTFTFromArrivalP99Ms }),
 			ratios(s.KVOverRoundRobinFromArrival), ratios(s.KVOverNoSpecFromArrival), s.ApproxOverKVP50FromArrival)
 		for _, n := range names {
 			fmt.Fprintf(tw, "%.2f\t", s.CachedOverReachable[n])
@@ -201,11 +194,14 @@ func (sw *Sweep) WriteTable(w io.Writer) error {
 	return err
 }
 
-// medianOver is the median of of over the reports.
-func medianOver(reps []*Report, of func(*Report) float64) float64 {
-	v := make([]float64, 0, len(reps))
-	for _, r := range reps {
-		v = append(v, of(r))
+// modeMedian is the median of of over the runs of mode (runs without it
+// skipped).
+func modeMedian(runs []*Report, mode string, of func(*ModeResult) float64) float64 {
+	v := make([]float64, 0, len(runs))
+	for _, r := range runs {
+		if m := r.Modes[mode]; m != nil {
+			v = append(v, of(m))
+		}
 	}
 	return median(v)
 }
