@@ -154,8 +154,10 @@
 // the full index. Their gossip nodes are cell/<cell_id>/<replica.id>, peers
 // of each other; over memberlist user messages they share the changes of
 // their active-request load (route, first token, done: load.Tracker's
-// observer, applied at the peers with the replica as origin, bounded by
-// replica.load_ttl and dropped when the replica dies) and their pod drains.
+// observer, applied at the peers with the replica as origin, sent again
+// every replica.load_resync_interval so a lost change heals, bounded by
+// replica.load_lease and dropped when the replica dies) and their pod
+// drains.
 // The global tier sees one cell with one endpoint per live replica.
 //
 // Decisions are explained (explain.go, decisions.go): the dry run

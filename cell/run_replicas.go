@@ -25,12 +25,20 @@ type ReplicaConfig struct {
 	// or $POD_NAME when set (Kubernetes), else the host name. At most 48
 	// bytes, no '/'.
 	ID string `yaml:"id"`
-	// LoadTTL bounds how long a peer replica's request counts in this
-	// replica's load without news of it (a lost "done"). Default 5m.
+	// LoadTTL bounds how long a request of a peer replica that never
+	// resyncs (a version before resyncs) counts in this replica's load
+	// without news of it (a lost "done"). Default 5m.
 	LoadTTL time.Duration `yaml:"load_ttl"`
 	// LoadFlushInterval is how often this replica sends its load changes
 	// to its peers. Default 20ms.
 	LoadFlushInterval time.Duration `yaml:"load_flush_interval"`
+	// LoadResyncInterval is how often this replica sends every request it
+	// has in flight again, which repairs the changes its peers lost.
+	// Default 1s.
+	LoadResyncInterval time.Duration `yaml:"load_resync_interval"`
+	// LoadLease bounds how long a request of a peer that resyncs counts
+	// without news of it; more than twice load_resync_interval. Default 5s.
+	LoadLease time.Duration `yaml:"load_lease"`
 }
 
 // maxReplicaIDLen keeps "cell/<cell id>/<replica id>" within gossip's
@@ -41,7 +49,8 @@ const maxReplicaIDLen = 48
 // environment (see ReplicaConfig.ID), the sharing defaults.
 func DefaultReplicaConfig() ReplicaConfig {
 	d := replica.DefaultConfig()
-	return ReplicaConfig{ID: defaultReplicaID(), LoadTTL: d.TTL, LoadFlushInterval: d.FlushInterval}
+	return ReplicaConfig{ID: defaultReplicaID(), LoadTTL: d.TTL, LoadFlushInterval: d.FlushInterval,
+		LoadResyncInterval: d.ResyncInterval, LoadLease: d.Lease}
 }
 
 func defaultReplicaID() string {
@@ -75,6 +84,10 @@ func (c Config) validateReplica() error {
 		return fmt.Errorf("%w: replica.load_ttl = %v: must be positive", ErrConfig, r.LoadTTL)
 	case r.LoadFlushInterval <= 0:
 		return fmt.Errorf("%w: replica.load_flush_interval = %v: must be positive", ErrConfig, r.LoadFlushInterval)
+	case r.LoadResyncInterval <= 0:
+		return fmt.Errorf("%w: replica.load_resync_interval = %v: must be positive", ErrConfig, r.LoadResyncInterval)
+	case r.LoadLease <= 2*r.LoadResyncInterval:
+		return fmt.Errorf("%w: replica.load_lease = %v: must exceed twice replica.load_resync_interval (%v), or one lost resync would free a live request", ErrConfig, r.LoadLease, r.LoadResyncInterval)
 	}
 	return nil
 }
@@ -102,6 +115,7 @@ func (c Config) durableName() string {
 func (c Config) sharerConfig() replica.Config {
 	d := replica.DefaultConfig()
 	d.TTL, d.FlushInterval = c.Replica.LoadTTL, c.Replica.LoadFlushInterval
+	d.ResyncInterval, d.Lease = c.Replica.LoadResyncInterval, c.Replica.LoadLease
 	return d
 }
 
@@ -161,7 +175,9 @@ func (c *Cell) registerReplicaMetrics(reg prometheus.Registerer) {
 		{"cellrouter_replica_load_changes_received_total", "Load changes received from peer replicas.", func(s replica.Stats) uint64 { return s.Received }},
 		{"cellrouter_replica_load_changes_dropped_total", "Load changes dropped because the send queue was full.", func(s replica.Stats) uint64 { return s.Dropped }},
 		{"cellrouter_replica_messages_malformed_total", "Peer messages that did not decode.", func(s replica.Stats) uint64 { return s.Malformed }},
-		{"cellrouter_replica_requests_expired_total", "Peer requests freed by replica.load_ttl (their done never came).", func(s replica.Stats) uint64 { return s.Expired }},
+		{"cellrouter_replica_load_changes_resent_total", "In-flight requests sent again to the peer replicas by resyncs.", func(s replica.Stats) uint64 { return s.Resent }},
+		{"cellrouter_replica_requests_repaired_total", "Peer requests a resync started or marked prefilled because their start or first token was lost.", func(s replica.Stats) uint64 { return s.Repaired }},
+		{"cellrouter_replica_requests_expired_total", "Peer requests freed by replica.load_lease or replica.load_ttl (their done never came).", func(s replica.Stats) uint64 { return s.Expired }},
 		{"cellrouter_replica_requests_orphaned_total", "Peer requests freed because their replica died, left or restarted.", func(s replica.Stats) uint64 { return s.Orphaned }},
 		{"cellrouter_replica_drains_received_total", "Pod drains received from peer replicas.", func(s replica.Stats) uint64 { return s.Drains }},
 	} {

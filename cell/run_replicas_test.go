@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
 	"github.com/cellrouter/cellrouter/internal/servers/servertest"
@@ -80,6 +81,53 @@ func TestReplicasShareLoad(t *testing.T) {
 	}
 }
 
+// TestLateReplicaLearnsLoad starts a second replica while the first holds
+// a request: no change of that request reaches the newcomer, whose view of
+// the pod's load the first resync makes right.
+func TestLateReplicaLearnsLoad(t *testing.T) {
+	p := newFakePod(t, "p1")
+	p.hold = true
+	mk := func(id string, seeds []string) *Cell {
+		return cellWithPods(t, []*fakePod{p}, func(cfg *Config) {
+			cfg.CellID, cfg.Replica.ID = "cell-r", id
+			cfg.Gossip.Bind, cfg.Gossip.Seeds = "127.0.0.1:0", seeds
+			cfg.Gossip.ProbeInterval, cfg.Gossip.ProbeTimeout = 200e6, 100e6
+			cfg.Replica.LoadResyncInterval, cfg.Replica.LoadLease = 100e6, time.Second
+		})
+	}
+	r1 := mk("r1", nil)
+	waitFor(t, "r1's gossip address", func() bool { return r1.GossipAddr() != "" })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	body, _ := json.Marshal(map[string]any{"model": "m", "prompt": promptTokens(3), "stream": true})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+r1.HTTPAddr()+"/v1/completions", strings.NewReader(string(body)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.Contains(line, "p1-0") {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	waitFor(t, "r1's own prefill done", func() bool { return r1.router.tracker.Usage("p1").PrefillBlocks == 0 })
+	local := r1.router.tracker.Usage("p1")
+
+	r2 := mk("r2", []string{r1.GossipAddr()})
+	waitFor(t, "r1's request in the late replica's load", func() bool {
+		u := r2.router.tracker.Usage("p1")
+		return u.Requests == 1 && u.Blocks == local.Blocks && u.PrefillBlocks == 0
+	})
+	if st := r2.sharer.Stats(); st.Repaired != 1 {
+		t.Fatalf("r2's sharer stats %+v, want the request started by a resync", st)
+	}
+	cancel()
+	resp.Body.Close()
+	waitFor(t, "the ended request gone from r2's load", func() bool { return r2.router.tracker.Usage("p1").Requests == 0 })
+	if _, metrics := get(t, "http://"+r2.HTTPAddr()+"/metrics"); !strings.Contains(metrics, `cellrouter_replica_requests_repaired_total{cell="cell-r"} 1`) {
+		t.Fatalf("r2's metrics lack the repaired request")
+	}
+}
+
 // TestReplicasShareDrain drains a pod at one replica and undrains it at the
 // other: both see both.
 func TestReplicasShareDrain(t *testing.T) {
@@ -128,6 +176,15 @@ func TestReplicaConfig(t *testing.T) {
 	cfg.Replica.LoadTTL = 0
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "replica.load_ttl") {
 		t.Fatalf("Validate with load_ttl 0 = %v", err)
+	}
+	cfg.Replica = DefaultReplicaConfig()
+	cfg.Replica.LoadLease = 2 * cfg.Replica.LoadResyncInterval
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "replica.load_lease") {
+		t.Fatalf("Validate with a lease of two resyncs = %v", err)
+	}
+	cfg.Replica.LoadResyncInterval = 0
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "replica.load_resync_interval") {
+		t.Fatalf("Validate with load_resync_interval 0 = %v", err)
 	}
 }
 

@@ -14,10 +14,17 @@ const (
 	OpFirstToken
 	// OpDone: it ended (or was cancelled) and its blocks are free.
 	OpDone
+	// OpLive: the ticket is still in flight, as a replica says of each of
+	// its tickets every resync: it carries the sizes and template like
+	// OpStart, and PrefillDone once the first token came. It starts the
+	// ticket when its start was lost, marks the first token when that was
+	// lost, and renews the ticket's expiry.
+	OpLive
 )
 
 // Change is one change to a ticket, as a replica tells its peers. ID
-// numbers the origin's tickets; only OpStart carries the sizes and template.
+// numbers the origin's tickets; only OpStart and OpLive carry the sizes
+// and template, only OpLive PrefillDone.
 type Change struct {
 	Op            Op
 	ID            uint64
@@ -25,6 +32,7 @@ type Change struct {
 	Blocks        int
 	PrefillBlocks int
 	Template      string
+	PrefillDone   bool
 }
 
 // remoteTicket is a peer's ticket: it counts in the pods' usage like a
@@ -36,17 +44,18 @@ type remoteTicket struct {
 
 // ApplyRemote applies a change a peer replica (origin) made to one of its
 // tickets, so that this tracker's usage includes the peer's requests. A
-// started ticket expires at now+ttl unless a later change (first token)
-// extends it or its Done arrives: the bound on what a lost Done or a silent
-// peer can leak. A change for a ticket not held (its start was lost, or it
-// expired) is ignored, as is a second start of a held id. It reports
-// whether the usage changed.
+// started ticket expires at now+ttl unless a later change (first token,
+// live) extends it or its Done arrives: the bound on what a lost Done or a
+// silent peer can leak. A first token or done for a ticket not held (its
+// start was lost, or it expired) is ignored, as is a second start of a
+// held id; a live change starts a ticket not held. It reports whether the
+// usage changed.
 func (t *Tracker) ApplyRemote(origin string, c Change, now time.Time, ttl time.Duration) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	byID := t.remote[origin]
 	switch c.Op {
-	case OpStart:
+	case OpStart, OpLive:
 		if c.Blocks < 0 || c.PrefillBlocks < 0 || c.PrefillBlocks > c.Blocks {
 			return false
 		}
@@ -54,12 +63,22 @@ func (t *Tracker) ApplyRemote(origin string, c Change, now time.Time, ttl time.D
 			byID = map[uint64]*remoteTicket{}
 			t.remote[origin] = byID
 		}
-		if _, ok := byID[c.ID]; ok {
+		rt := byID[c.ID]
+		if rt != nil && c.Op == OpStart {
 			return false
 		}
-		tk := t.startLocked(c.Pod, c.Blocks, c.PrefillBlocks, c.Template)
-		byID[c.ID] = &remoteTicket{tk: *tk, expires: now.Add(ttl)}
-		return true
+		changed := false
+		if rt == nil {
+			tk := t.startLocked(c.Pod, c.Blocks, c.PrefillBlocks, c.Template)
+			rt = &remoteTicket{tk: *tk}
+			byID[c.ID] = rt
+			changed = true
+		}
+		rt.expires = now.Add(ttl)
+		if c.Op == OpLive && c.PrefillDone && t.firstTokenLocked(&rt.tk) {
+			changed = true
+		}
+		return changed
 	case OpFirstToken:
 		rt := byID[c.ID]
 		if rt == nil {

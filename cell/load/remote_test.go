@@ -36,6 +36,40 @@ func TestRemoteLifecycle(t *testing.T) {
 	}
 }
 
+// TestRemoteLive checks a resync's live change: it starts a ticket whose
+// start was lost, marks a first token that was lost, renews the expiry,
+// and changes nothing when the ticket is already as it says.
+func TestRemoteLive(t *testing.T) {
+	tr := NewTracker()
+	now := time.Unix(100, 0)
+	live := Change{Op: OpLive, ID: 3, Pod: "p", Blocks: 10, PrefillBlocks: 4, Template: "t"}
+	if !tr.ApplyRemote("r2", live, now, 5*time.Second) {
+		t.Fatalf("a live change of an unknown ticket did not start it")
+	}
+	if got := tr.Usage("p"); got.Requests != 1 || got.Blocks != 10 || got.PrefillBlocks != 4 || got.Templates["t"] != 1 {
+		t.Fatalf("after the live start: %+v", got)
+	}
+	if tr.ApplyRemote("r2", Change{Op: OpStart, ID: 3, Pod: "p", Blocks: 10, PrefillBlocks: 4}, now, 5*time.Second) {
+		t.Fatalf("the start that came after the resync counted again")
+	}
+	if tr.ApplyRemote("r2", live, now.Add(4*time.Second), 5*time.Second) {
+		t.Fatalf("an unchanged live change reported a change")
+	}
+	if n := tr.ExpireRemote(now.Add(6 * time.Second)); n != 0 {
+		t.Fatalf("a renewed ticket expired at its first expiry")
+	}
+	live.PrefillDone = true
+	if !tr.ApplyRemote("r2", live, now.Add(8*time.Second), 5*time.Second) || tr.Usage("p").PrefillBlocks != 0 {
+		t.Fatalf("a live change with the prefill done left %+v", tr.Usage("p"))
+	}
+	if tr.ApplyRemote("r2", Change{Op: OpLive, ID: 4, Pod: "p", Blocks: 1, PrefillBlocks: 2}, now, time.Second) {
+		t.Fatalf("a live change with more prefill than blocks was applied")
+	}
+	if n := tr.ExpireRemote(now.Add(14 * time.Second)); n != 1 || tr.Usage("p").Requests != 0 {
+		t.Fatalf("ExpireRemote after the lease = %d, p %+v; want 1, idle", n, tr.Usage("p"))
+	}
+}
+
 // TestRemoteExpiryAndDrop checks the two bounds on a dead peer's load: its
 // tickets expire after the TTL, and all go at once when it is dropped.
 func TestRemoteExpiryAndDrop(t *testing.T) {
@@ -91,7 +125,7 @@ func TestRemoteAgainstModel(t *testing.T) {
 		for id := range live {
 			ids = append(ids, id)
 		}
-		switch k := r.IntN(10); {
+		switch k := r.IntN(12); {
 		case k < 4 || len(ids) == 0:
 			pod := pods[r.IntN(len(pods))]
 			blocks := r.IntN(20)
@@ -122,6 +156,24 @@ func TestRemoteAgainstModel(t *testing.T) {
 				tr.ApplyRemote(origin, Change{Op: OpDone, ID: id}, now, ttl)
 			}
 			delete(live, id)
+		case k < 11 && origin != "":
+			// A resync: of a held ticket (renewed, perhaps prefilled) or
+			// of one whose start was lost.
+			if r.IntN(2) == 0 {
+				id := ids[r.IntN(len(ids))]
+				x := live[id]
+				done := x.first || r.IntN(2) == 0
+				tr.ApplyRemote(origin, Change{Op: OpLive, ID: id, Pod: x.pod, Blocks: x.blocks, PrefillBlocks: x.prefill, PrefillDone: done}, now, ttl)
+				x.first, x.expires = done, now.Add(ttl)
+			} else {
+				nextRemote++
+				pod := pods[r.IntN(len(pods))]
+				blocks := r.IntN(20)
+				prefill := r.IntN(blocks + 1)
+				done := r.IntN(2) == 0
+				tr.ApplyRemote(origin, Change{Op: OpLive, ID: nextRemote, Pod: pod, Blocks: blocks, PrefillBlocks: prefill, PrefillDone: done}, now, ttl)
+				live[nextRemote] = &mt{pod: pod, blocks: blocks, prefill: prefill, first: done, expires: now.Add(ttl)}
+			}
 		default:
 			tr.ExpireRemote(now)
 			for o, m := range model {

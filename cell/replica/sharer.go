@@ -25,14 +25,25 @@ type Config struct {
 	// TTL bounds how long a peer's request counts without news of it.
 	TTL time.Duration
 	// MaxPending bounds the changes waiting for the next flush; more are
-	// dropped (and counted), which the TTL then repairs.
+	// dropped (and counted), which the next resync then repairs.
 	MaxPending int
+	// ResyncInterval is how often every ticket still in flight is sent
+	// again (load.OpLive), which repairs a lost start, first token or
+	// change dropped from a full queue, and renews the peers' lease on it.
+	ResyncInterval time.Duration
+	// Lease bounds how long a ticket of a peer that resyncs counts without
+	// news of it: a lost done, or a peer gone silent without leaving the
+	// pool, costs at most this. It must exceed 2 × ResyncInterval so that
+	// one lost resync packet does not free a live ticket.
+	Lease time.Duration
 }
 
-// DefaultConfig flushes every 20ms, expires a peer's tickets after 5
-// minutes and keeps up to 65536 pending changes.
+// DefaultConfig flushes every 20ms, resyncs every second with a 5-second
+// lease, expires the tickets of a peer that never resyncs (an older
+// version) after 5 minutes and keeps up to 65536 pending changes.
 func DefaultConfig() Config {
-	return Config{FlushInterval: 20 * time.Millisecond, TTL: 5 * time.Minute, MaxPending: 65536}
+	return Config{FlushInterval: 20 * time.Millisecond, TTL: 5 * time.Minute, MaxPending: 65536,
+		ResyncInterval: time.Second, Lease: 5 * time.Second}
 }
 
 // Validate names the first bad field.
@@ -44,6 +55,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("replica: TTL %v must be positive", c.TTL)
 	case c.MaxPending < 1:
 		return fmt.Errorf("replica: MaxPending %d must be at least 1", c.MaxPending)
+	case c.ResyncInterval <= 0:
+		return fmt.Errorf("replica: ResyncInterval %v must be positive", c.ResyncInterval)
+	case c.Lease <= 2*c.ResyncInterval:
+		return fmt.Errorf("replica: Lease %v must exceed twice ResyncInterval %v", c.Lease, c.ResyncInterval)
 	}
 	return nil
 }
@@ -53,8 +68,12 @@ type Stats struct {
 	// Sent and Received count load changes; Dropped those that did not fit
 	// the pending queue; Malformed the peer bodies that did not decode.
 	Sent, Received, Dropped, Malformed uint64
-	// Expired counts peer tickets freed by the TTL, Orphaned those freed
-	// because their replica died, left or restarted.
+	// Resent counts the in-flight tickets sent again by resyncs (not in
+	// Sent); Repaired the peer tickets a resync started or marked prefilled
+	// because their start or first token was lost.
+	Resent, Repaired uint64
+	// Expired counts peer tickets freed by the lease or TTL, Orphaned those
+	// freed because their replica died, left or restarted.
 	Expired, Orphaned uint64
 	// Drains counts drains received.
 	Drains uint64
@@ -74,9 +93,17 @@ type Sharer struct {
 
 	mu      sync.Mutex
 	pending []load.Change
-	runs    map[string]uint64 // peer name -> its current run
+	live    map[uint64]load.Change // the local tickets in flight, as OpLive
+	peers   map[string]peerRun     // peer name -> its current run
 
-	sent, received, dropped, malformed, expired, orphaned, drains atomic.Uint64
+	sent, received, dropped, malformed, resent, repaired, expired, orphaned, drains atomic.Uint64
+}
+
+// peerRun is what a Sharer knows of a peer: its current run, and whether
+// it resyncs (it sent an OpLive), which decides its tickets' expiry.
+type peerRun struct {
+	run     uint64
+	resyncs bool
 }
 
 type senderBox struct{ s Sender }
@@ -93,34 +120,53 @@ func New(cfg Config, tr *load.Tracker, onDrain func(from string, d gossip.Drain)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Sharer{cfg: cfg, tr: tr, run: uint64(time.Now().UnixNano()), now: time.Now, onDrain: onDrain, runs: map[string]uint64{}}
+	s := &Sharer{cfg: cfg, tr: tr, run: uint64(time.Now().UnixNano()), now: time.Now, onDrain: onDrain,
+		live: map[uint64]load.Change{}, peers: map[string]peerRun{}}
 	tr.SetObserver(s.record)
 	return s, nil
 }
 
-// record queues a local change while a sender is attached.
+// record keeps the local ticket's state for the resyncs, and queues the
+// change while a sender is attached. The state is kept without a sender
+// too, so that the requests routed before the cell joined its pool are
+// resynced once it has.
 func (s *Sharer) record(c load.Change) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch c.Op {
+	case load.OpStart:
+		l := c
+		l.Op = load.OpLive
+		s.live[c.ID] = l
+	case load.OpFirstToken:
+		if l, ok := s.live[c.ID]; ok {
+			l.PrefillDone = true
+			s.live[c.ID] = l
+		}
+	case load.OpDone:
+		delete(s.live, c.ID)
+	}
 	if s.send.Load() == nil {
 		return
 	}
-	s.mu.Lock()
 	if len(s.pending) >= s.cfg.MaxPending {
-		s.mu.Unlock()
 		s.dropped.Add(1)
 		return
 	}
 	s.pending = append(s.pending, c)
-	s.mu.Unlock()
 }
 
-// Run sends the pending changes through send every FlushInterval and
-// expires the peers' tickets, until ctx ends; then it detaches send.
+// Run sends the pending changes through send every FlushInterval, every
+// ticket in flight every ResyncInterval, and expires the peers' tickets,
+// until ctx ends; then it detaches send.
 func (s *Sharer) Run(ctx context.Context, send Sender) {
 	s.send.Store(&senderBox{send})
-	defer s.send.Store(nil)
+	defer s.detach()
 	flush := time.NewTicker(s.cfg.FlushInterval)
 	defer flush.Stop()
-	expireEvery := min(s.cfg.TTL/4, time.Second)
+	resync := time.NewTicker(s.cfg.ResyncInterval)
+	defer resync.Stop()
+	expireEvery := min(s.cfg.Lease/4, s.cfg.TTL/4, time.Second)
 	expire := time.NewTicker(expireEvery)
 	defer expire.Stop()
 	for {
@@ -129,10 +175,20 @@ func (s *Sharer) Run(ctx context.Context, send Sender) {
 			return
 		case <-flush.C:
 			s.Flush(send)
+		case <-resync.C:
+			s.Resync(send)
 		case <-expire.C:
 			s.expired.Add(uint64(s.tr.ExpireRemote(s.now())))
 		}
 	}
+}
+
+// detach stops the queueing of changes and drops those queued.
+func (s *Sharer) detach() {
+	s.mu.Lock()
+	s.send.Store(nil)
+	s.pending = nil
+	s.mu.Unlock()
 }
 
 // Flush sends the pending changes now, best effort.
@@ -149,6 +205,23 @@ func (s *Sharer) Flush(send Sender) {
 		send.SendPeers(KindLoad, body, false)
 	}
 	s.sent.Add(uint64(len(cs)))
+}
+
+// Resync flushes the pending changes, then sends every local ticket in
+// flight as an OpLive, best effort. The flush comes first so that a peer
+// never gets a ticket's live state before its older changes.
+func (s *Sharer) Resync(send Sender) {
+	s.Flush(send)
+	s.mu.Lock()
+	cs := make([]load.Change, 0, len(s.live))
+	for _, c := range s.live {
+		cs = append(cs, c)
+	}
+	s.mu.Unlock()
+	for _, body := range EncodeChanges(s.run, cs, gossip.MaxPeerBody) {
+		send.SendPeers(KindLoad, body, false)
+	}
+	s.resent.Add(uint64(len(cs)))
 }
 
 // Drain sends a drain to every peer, reliably, and returns how many peers
@@ -173,22 +246,39 @@ func (s *Sharer) OnPeerMessage(m gossip.PeerMessage) {
 			s.malformed.Add(1)
 			return
 		}
-		s.mu.Lock()
-		old, known := s.runs[m.From]
-		if !known || run > old {
-			s.runs[m.From] = run
+		resyncs := false
+		for _, c := range cs {
+			resyncs = resyncs || c.Op == load.OpLive
 		}
+		s.mu.Lock()
+		old, known := s.peers[m.From]
+		switch {
+		case !known || run > old.run:
+			s.peers[m.From] = peerRun{run: run, resyncs: resyncs}
+		case run == old.run && resyncs && !old.resyncs:
+			s.peers[m.From] = peerRun{run: run, resyncs: true}
+		}
+		resyncs = resyncs || (run == old.run && old.resyncs)
 		s.mu.Unlock()
-		if run < old {
+		if run < old.run {
 			return // a batch of the peer's former life, late
 		}
-		if known && run > old {
-			s.orphaned.Add(uint64(s.tr.DropOrigin(origin(m.From, old))))
+		if known && run > old.run {
+			s.orphaned.Add(uint64(s.tr.DropOrigin(origin(m.From, old.run))))
+		}
+		// A peer that resyncs renews its tickets every ResyncInterval, so
+		// they live a Lease; one that never does (an older version) only
+		// at its changes, so they live the TTL.
+		ttl := s.cfg.TTL
+		if resyncs {
+			ttl = s.cfg.Lease
 		}
 		now := s.now()
 		o := origin(m.From, run)
 		for _, c := range cs {
-			s.tr.ApplyRemote(o, c, now, s.cfg.TTL)
+			if s.tr.ApplyRemote(o, c, now, ttl) && c.Op == load.OpLive {
+				s.repaired.Add(1)
+			}
 		}
 		s.received.Add(uint64(len(cs)))
 	case KindDrain:
@@ -213,16 +303,17 @@ func (s *Sharer) OnChange(e gossip.Event) {
 		return
 	}
 	s.mu.Lock()
-	run, ok := s.runs[e.Member.Name]
-	delete(s.runs, e.Member.Name)
+	p, ok := s.peers[e.Member.Name]
+	delete(s.peers, e.Member.Name)
 	s.mu.Unlock()
 	if ok {
-		s.orphaned.Add(uint64(s.tr.DropOrigin(origin(e.Member.Name, run))))
+		s.orphaned.Add(uint64(s.tr.DropOrigin(origin(e.Member.Name, p.run))))
 	}
 }
 
 // Stats returns the counters.
 func (s *Sharer) Stats() Stats {
 	return Stats{Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(), Malformed: s.malformed.Load(),
+		Resent: s.resent.Load(), Repaired: s.repaired.Load(),
 		Expired: s.expired.Load(), Orphaned: s.orphaned.Load(), Drains: s.drains.Load()}
 }

@@ -61,10 +61,17 @@ func appendChange(b []byte, c load.Change) []byte {
 	b = append(b, byte(c.Op))
 	b = binary.AppendUvarint(b, c.ID)
 	b = appendStr(b, c.Pod)
-	if c.Op == load.OpStart {
+	if c.Op == load.OpStart || c.Op == load.OpLive {
 		b = binary.AppendUvarint(b, uint64(c.Blocks))
 		b = binary.AppendUvarint(b, uint64(c.PrefillBlocks))
 		b = appendStr(b, c.Template)
+	}
+	if c.Op == load.OpLive {
+		var done byte
+		if c.PrefillDone {
+			done = 1
+		}
+		b = append(b, done)
 	}
 	return b
 }
@@ -150,17 +157,26 @@ func DecodeChanges(b []byte) (uint64, []load.Change, error) {
 			break
 		}
 		c := load.Change{Op: load.Op(r.u8("op"))}
-		if r.err == nil && (c.Op < load.OpStart || c.Op > load.OpDone) {
+		if r.err == nil && (c.Op < load.OpStart || c.Op > load.OpLive) {
 			r.fail("load: unknown op %d", c.Op)
 		}
 		c.ID = r.uv("id", 1<<63)
 		c.Pod = r.str("pod")
-		if c.Op == load.OpStart {
+		if c.Op == load.OpStart || c.Op == load.OpLive {
 			c.Blocks = int(r.uv("blocks", MaxBlocks))
 			c.PrefillBlocks = int(r.uv("prefill blocks", MaxBlocks))
 			c.Template = r.str("template")
 			if r.err == nil && c.PrefillBlocks > c.Blocks {
 				r.fail("load: %d prefill blocks of %d", c.PrefillBlocks, c.Blocks)
+			}
+		}
+		if c.Op == load.OpLive {
+			switch f := r.u8("prefill done"); {
+			case r.err != nil:
+			case f > 1:
+				r.fail("load: prefill done flag %d", f)
+			default:
+				c.PrefillDone = f == 1
 			}
 		}
 		cs = append(cs, c)
