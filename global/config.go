@@ -174,6 +174,8 @@ func (c Config) Validate() error {
 		return bad("max_probes", c.Search.MaxProbes, "want >= 1")
 	case c.Search.Slack < 0:
 		return bad("probe_slack", c.Search.Slack, "want >= 0")
+	case !(c.Search.FullAt > 0 && c.Search.FullAt <= 1):
+		return bad("full_at", c.Search.FullAt, "want in (0, 1]")
 	case c.Search.ColdBlocks < 1:
 		return bad("cold_blocks", c.Search.ColdBlocks, "want >= 1")
 	case c.Choose.PrefillWeight < 0 || c.Choose.RTTWeight < 0:

@@ -142,6 +142,28 @@
 // gossip field was added for it (the summary's element count already
 // travels with it).
 //
+// # Full cells
+//
+// The summary counts a block once however many of the cell's pods hold
+// it, so the estimate is the cell's distinct blocks over its capacity:
+// when every pod is full it reads below 1, by as much as the pods share
+// (a system prompt on every pod, conversations copied by moves). Those
+// differences carried no news of where a pick would evict, yet they set
+// the bounds apart by a few blocks, and the search's load only breaks
+// ties. At a quarter of the caches on the conversation trace (20 ms a
+// token) every cell read 0.97-0.99, every least loaded pod was idle, and
+// the two probes went to the cells that read lowest: the busy ones,
+// whose pods had come to share the most. One cell drew six times the
+// requests of another, and two probes lost 5.8% to the flat router
+// (seed 42, 6,000 requests: cells from 354 to 1,274 requests, loss
+// +3.5%). SearchConfig.FullAt (globald --full-at, default 0.9) makes a
+// cell that reads that full count as full, scaling the estimate below it:
+// full cells then tie on the pressure and their load decides, as the
+// flat router's full pods do. The same run then spreads 707-798 requests
+// a cell and loses +0.52% (0.95: +0.84%; rounding the estimate to tenths
+// instead, a step rather than a scale, +0.09%, but with a jump at every
+// tenth). The README's "Measured" has the whole workloads.
+//
 // The quality benchmark (loadtest hierarchy, its load sweep, its agents
 // and cold workloads, each level pooled over three seeds) measures what
 // is left (the README has the figures and commands). Over the whole

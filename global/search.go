@@ -47,12 +47,24 @@ type SearchConfig struct {
 	// evictions. The Router sets it to ChooseConfig.PressureWeight. 0
 	// leaves it out.
 	PressureWeight float64
+	// FullAt is the estimated fullness (see cellFullness) at which a cell
+	// counts as full: the pressure weighs min(1, fullness/FullAt). The
+	// summary counts a block once however many of the cell's pods hold
+	// it, so a cell whose pods are all full estimates below 1, by how much
+	// depends on what its pods share; without FullAt those differences,
+	// which say nothing of where a pick would evict, decided between full
+	// cells before their load did (see doc.go, "Full cells"). 0 means 1.
+	FullAt float64
 }
 
 // DefaultSearchConfig probes at most two cells, cold prompts included.
 func DefaultSearchConfig() SearchConfig {
-	return SearchConfig{MaxProbes: 2, Slack: 8, ColdBlocks: 4, PrefillWeight: 1, ProbeCold: true}
+	return SearchConfig{MaxProbes: 2, Slack: 8, ColdBlocks: 4, PrefillWeight: 1, ProbeCold: true, FullAt: DefaultFullAt}
 }
+
+// DefaultFullAt is SearchConfig.FullAt's default: a cell whose summary
+// fills nine tenths of its pods' blocks counts as full.
+const DefaultFullAt = 0.9
 
 // ProbesCold reports whether cold prompts are probed: ProbeCold and at
 // least two probes (one probe could not choose).
@@ -95,7 +107,7 @@ func searchBound(cfg *SearchConfig, v *CellView, est, total int) float64 {
 	}
 	b := cfg.PrefillWeight*float64(total-cached) + float64(v.Load.LeastPodBlocks)
 	if cfg.PressureWeight > 0 {
-		b += cfg.PressureWeight * float64(total-cached) * cellFullness(v)
+		b += cfg.PressureWeight * float64(total-cached) * cellFullness(v, cfg.FullAt)
 	}
 	return b
 }
@@ -103,19 +115,22 @@ func searchBound(cfg *SearchConfig, v *CellView, est, total int) float64 {
 // cellFullness estimates how full cell v's caches are, in [0, 1]: the
 // blocks its summary says it holds (the sampled hashes its builder kept
 // times the stride) over its pods' KV blocks (gossiped free plus active
-// blocks); 0 when either is unknown. It is the cell's mean, not its
-// emptiest pod's, so with it the search's bound is an estimate rather
-// than a lower bound: a full cell's deeper prefix no longer keeps an
-// emptier cell out of the probes for a new prefix, which is what the
-// cells' pressure would choose.
-func cellFullness(v *CellView) float64 {
+// blocks), over fullAt (SearchConfig.FullAt; 0 means 1), at most 1; 0
+// when either is unknown. It is the cell's mean, not its emptiest pod's,
+// so with it the search's bound is an estimate rather than a lower bound:
+// a full cell's deeper prefix no longer keeps an emptier cell out of the
+// probes for a new prefix, which is what the cells' pressure would choose.
+func cellFullness(v *CellView, fullAt float64) float64 {
 	capacity := v.Load.FreeBlocks + v.Load.ActiveBlocks
 	s, ok := v.Summary.(sizedSummary)
 	if !ok || capacity <= 0 {
 		return 0
 	}
+	if fullAt <= 0 {
+		fullAt = 1
+	}
 	held := float64(s.Elements()) * float64(max(1, s.Params().Stride))
-	return min(1, held/float64(capacity))
+	return min(1, held/float64(capacity)/fullAt)
 }
 
 // sizedSummary is a summary that says how many hashes it was built from

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cellrouter/cellrouter/cachekey/blockhash"
@@ -173,6 +174,111 @@ func TestSearchWeighsLoadAgainstPrefill(t *testing.T) {
 				t.Errorf("got cells %v cold %v, want %v warm", cells, cold, tt.want)
 			}
 		})
+	}
+}
+
+// TestSearchFullCellsGoByLoad: cells whose summaries all share a prompt
+// and whose estimated fullness differs by a few hundredths (what their
+// pods share differs, not their room) are all full at the default FullAt,
+// so the search probes the least loaded; with FullAt 1 those hundredths
+// decided, and the search probed the most loaded cells, the trap the
+// hierarchy fell into with quarter caches. A cell with room still comes
+// first whatever its load.
+func TestSearchFullCellsGoByLoad(t *testing.T) {
+	system := make([]blockhash.Hash, 32)
+	for i := range system {
+		system[i] = blockhash.Hash(uint64(i+1) * 0x9E3779B97F4A7C15)
+	}
+	chain := append(slices.Clone(system), make([]blockhash.Hash, 40)...)
+	for i := len(system); i < len(chain); i++ {
+		chain[i] = blockhash.Hash(uint64(i+7) * 0xC2B2AE3D27D4EB4F)
+	}
+	b, _ := gossip.NewBuilder(gossip.DefaultSummaryConfig())
+	b.AddChain(system)
+	for c := range 100 { // the cells' other conversations
+		other := slices.Clone(system)
+		for j := range 64 {
+			other = append(other, blockhash.Hash(uint64(c*64+j+1)*0xD6E8FEB86659FD93))
+		}
+		b.AddChain(other)
+	}
+	sum := b.Build()
+	held := float64(sum.Elements()) * float64(sum.Params().Stride)
+	// cell i is full to fullness[i] by its summary, with ActiveBlocks load.
+	mk := func(fullness []float64, loads []int) []CellView {
+		views := make([]CellView, len(fullness))
+		for i, f := range fullness {
+			capacity := int(held / f)
+			views[i] = CellView{ID: fmt.Sprintf("cell-%d", i), HTTPAddr: "h", GRPCAddr: "g", Alive: true, Summary: sum,
+				Load: CellLoad{ActiveBlocks: loads[i], FreeBlocks: capacity - loads[i], Pods: 32}}
+		}
+		return views
+	}
+	cells := func(cands []Candidate) []int {
+		var out []int
+		for _, c := range cands {
+			out = append(out, c.Cell)
+		}
+		return out
+	}
+	// The less full, the busier: the cells that drew traffic are the ones
+	// whose pods came to share more.
+	views := mk([]float64{0.96, 0.97, 0.98, 0.99}, []int{120, 90, 60, 30})
+	cfg := DefaultSearchConfig()
+	cfg.PressureWeight = 1
+	if got, cold := Search(cfg, views, chain, 0); cold || !slices.Equal(cells(got), []int{3, 2}) {
+		t.Errorf("full cells: got %v cold %v, want the two least loaded, [3 2]", cells(got), cold)
+	}
+	cfg.FullAt = 1
+	if got, _ := Search(cfg, views, chain, 0); !slices.Equal(cells(got), []int{0, 1}) {
+		t.Errorf("full cells at FullAt 1: got %v, want the two least full, [0 1]", cells(got))
+	}
+	cfg.FullAt = DefaultFullAt
+	views = mk([]float64{0.5, 0.97, 0.98, 0.99}, []int{5000, 90, 60, 30})
+	if got, _ := Search(cfg, views, chain, 0); !slices.Equal(cells(got), []int{0, 3}) {
+		t.Errorf("one cell with room: got %v, want it first, then the least loaded full cell, [0 3]", cells(got))
+	}
+}
+
+// TestCellFullness checks the estimate: the summary's sampled hashes times
+// the stride over the gossiped blocks, over FullAt, capped at 1, and 0
+// without a summary or a capacity.
+func TestCellFullness(t *testing.T) {
+	b, _ := gossip.NewBuilder(gossip.DefaultSummaryConfig())
+	chain := make([]blockhash.Hash, 64)
+	for i := range chain {
+		chain[i] = blockhash.Hash(uint64(i+1) * 0x9E3779B97F4A7C15)
+	}
+	b.AddChain(chain)
+	sum := b.Build()
+	held := float64(sum.Elements()) * float64(sum.Params().Stride)
+	v := CellView{Summary: sum, Load: CellLoad{ActiveBlocks: int(held), FreeBlocks: int(held)}}
+	for _, tt := range []struct{ fullAt, want float64 }{{0, 0.5}, {1, 0.5}, {0.9, 0.5 / 0.9}, {0.5, 1}, {0.25, 1}} {
+		if got := cellFullness(&v, tt.fullAt); got < tt.want-1e-9 || got > tt.want+1e-9 {
+			t.Errorf("cellFullness(FullAt %v) = %v, want %v", tt.fullAt, got, tt.want)
+		}
+	}
+	if got := cellFullness(&CellView{Summary: sum}, 0.9); got != 0 {
+		t.Errorf("no capacity: %v, want 0", got)
+	}
+	if got := cellFullness(&CellView{Load: CellLoad{FreeBlocks: 10}}, 0.9); got != 0 {
+		t.Errorf("no summary: %v, want 0", got)
+	}
+}
+
+// TestFullAtValidated: FullAt is a fraction in (0, 1].
+func TestFullAtValidated(t *testing.T) {
+	for _, v := range []float64{0, -0.5, 1.01} {
+		c := DefaultConfig()
+		c.Search.FullAt = v
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "full_at") {
+			t.Errorf("FullAt %v: Validate = %v, want a full_at error", v, err)
+		}
+	}
+	c := DefaultConfig()
+	c.Search.FullAt = 1
+	if err := c.Validate(); err != nil {
+		t.Errorf("FullAt 1: %v", err)
 	}
 }
 

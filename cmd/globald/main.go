@@ -115,6 +115,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	routedTTL := fs.Duration("routed-load-ttl", d.RoutedLoadTTL, "longest time the load globald adds to a cell by its own hand-offs counts before the cell's gossiped load alone does (keep above the cells' summary interval)")
 	prefillW := fs.Float64("prefill-weight", d.Choose.PrefillWeight, "cost of a block to prefill against a block of load")
 	pressureW := fs.Float64("pressure-weight", d.Choose.PressureWeight, "cost of a cached block a cell's pick is expected to evict to store the request (its probe answer's evict_blocks); set it to the cells' routing.kv_pressure_weight")
+	fullAt := fs.Float64("full-at", d.Search.FullAt, "the estimated cache fullness (a cell's summary blocks over its KV blocks) at which the search counts a cell as full, in (0, 1]: below it fuller cells cost more, above it all cost alike and load decides")
 	moveW := fs.Float64("move-weight", d.Choose.MoveWeight, "cost to the fleet of a block of prefix copied to a cell when another probed cell holds it, on top of its prefill (a follow-up leaves its prefix's cell only when the load gap outweighs both)")
 	coldProbe := fs.Bool("probe-cold", d.Search.ProbeCold, "probe a cold prompt's hashed cells (--max-probes of them, from 2) and take the cheapest; false hands it to the less loaded of two, unprobed")
 	rttW := fs.Float64("rtt-weight", d.Choose.RTTWeight, "cost of a millisecond of probe round trip, in blocks")
@@ -213,6 +214,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	cfg.Bands = global.BandsConfig{WaitWeight: *waitW, ShedAfter: *shedAfter, MaxAge: *bandAge}
 	cfg.Choose.MoveWeight, cfg.Search.ProbeCold = *moveW, *coldProbe
 	cfg.Choose.PressureWeight = *pressureW
+	cfg.Search.FullAt = *fullAt
 	cfg.RelayResponseHeaders = splitList(*relayHeaders)
 	cfg.MaxAttempts, cfg.RequestTimeout, cfg.ProbeLone, cfg.MaxIdleConnsPerCell = *attempts, *reqTimeout, *probeLone, *idlePerCell
 	cfg.Watch.FirstByteTimeout, cfg.Watch.FirstByteFactor, cfg.Watch.FirstByteTimeoutMax = *firstByte, *firstByteFactor, *firstByteMax

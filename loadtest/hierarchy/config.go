@@ -77,6 +77,9 @@ type Config struct {
 	// cached block a pick would evict, plugins.KVCost) and the global
 	// choice's (global.ChooseConfig.PressureWeight).
 	PressureWeight float64 `json:"pressure_weight"`
+	// FullAt is the global search's estimated fullness at which a cell
+	// counts as full (global.SearchConfig.FullAt).
+	FullAt float64 `json:"full_at"`
 	// DecodeMsPerToken sets the load model: a request occupies its pod for
 	// output_length * DecodeMsPerToken of trace time.
 	DecodeMsPerToken float64 `json:"decode_ms_per_token"`
@@ -132,6 +135,7 @@ func DefaultConfig() Config {
 		Temperature:       0,
 		BusyThreshold:     0.95,
 		PressureWeight:    plugins.DefaultPressureWeight,
+		FullAt:            global.DefaultFullAt,
 		DecodeMsPerToken:  20,
 		PrefillMsPerBlock: 0.5,
 		Prompt:            PromptTokens,
@@ -181,6 +185,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("hierarchy: LoadInterval must be >= 0 s, got %v", c.LoadInterval)
 	case c.MaxProbes < 1:
 		return fmt.Errorf("hierarchy: MaxProbes must be >= 1, got %d", c.MaxProbes)
+	case !(c.FullAt > 0 && c.FullAt <= 1):
+		return fmt.Errorf("hierarchy: FullAt must be in (0, 1], got %v", c.FullAt)
 	case c.ProbeSlack < 0:
 		return fmt.Errorf("hierarchy: ProbeSlack must be >= 0, got %d", c.ProbeSlack)
 	case c.ColdBlocks < 1:
@@ -219,7 +225,7 @@ func (c Config) Validate() error {
 // choice's prefill weight.
 func (c Config) tier() tierConfig {
 	return tierConfig{MaxProbes: c.MaxProbes, Slack: c.ProbeSlack, ColdBlocks: c.ColdBlocks, ProbeCold: c.ProbeCold,
-		Prefill: c.OverlapWeight, Move: c.MoveWeight, Pressure: c.PressureWeight}
+		Prefill: c.OverlapWeight, Move: c.MoveWeight, Pressure: c.PressureWeight, FullAt: c.FullAt}
 }
 
 // summaryConfig is the gossip default with the run's stride and rate.

@@ -165,7 +165,7 @@ func (c ScaleConfig) tenants() int {
 // answers report no evictions.
 func (c ScaleConfig) tier() tierConfig {
 	return tierConfig{MaxProbes: c.MaxProbes, Slack: c.ProbeSlack, ColdBlocks: global.DefaultSearchConfig().ColdBlocks,
-		ProbeCold: c.ProbeCold, Prefill: oraclePrefillWeight, Move: c.MoveWeight}
+		ProbeCold: c.ProbeCold, Prefill: oraclePrefillWeight, Move: c.MoveWeight, FullAt: global.DefaultFullAt}
 }
 
 func (c ScaleConfig) summaryConfig() gossip.SummaryConfig {

@@ -16,6 +16,9 @@ type tierConfig struct {
 	// cell holds (global.ChooseConfig); Pressure its cost of a cached block
 	// the pick would evict (the cells' pressure weight).
 	Prefill, Move, Pressure float64
+	// FullAt is the search's fullness at which a cell counts as full
+	// (global.SearchConfig.FullAt).
+	FullAt float64
 }
 
 // configs returns the search and the choice. The search's bound weighs a
@@ -26,6 +29,6 @@ func (t tierConfig) configs() (global.SearchConfig, global.ChooseConfig) {
 	choose := global.ChooseConfig{PrefillWeight: t.Prefill, MoveWeight: t.Move, RTTWeight: global.DefaultChooseConfig().RTTWeight,
 		PressureWeight: t.Pressure}
 	search := global.SearchConfig{MaxProbes: t.MaxProbes, Slack: t.Slack, ColdBlocks: t.ColdBlocks,
-		PrefillWeight: choose.BlockWeight(), ProbeCold: t.ProbeCold, PressureWeight: t.Pressure}
+		PrefillWeight: choose.BlockWeight(), ProbeCold: t.ProbeCold, PressureWeight: t.Pressure, FullAt: t.FullAt}
 	return search, choose
 }

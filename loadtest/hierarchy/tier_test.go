@@ -38,6 +38,15 @@ func TestTierIsTheRouters(t *testing.T) {
 			t.Errorf("%s: search %+v choose %+v, want %+v and %+v", c.name, search, choose, ws, wc)
 		}
 	}
+	qc := DefaultConfig()
+	qc.FullAt = 0.75
+	if search, _ := qc.tier().configs(); search.FullAt != 0.75 {
+		t.Errorf("quality with FullAt 0.75: search %+v", search)
+	}
+	qc.FullAt = 1.5
+	if err := qc.Validate(); err == nil {
+		t.Errorf("FullAt 1.5 validated")
+	}
 	sc := DefaultScaleConfig()
 	sc.MaxProbes, sc.ProbeCold, sc.MoveWeight = 4, false, 3
 	search, choose := sc.tier().configs()
