@@ -12,6 +12,7 @@ import (
 	"time"
 
 	cellv1 "github.com/cellrouter/cellrouter/api/cell/v1"
+	"github.com/cellrouter/cellrouter/cell/load"
 	"github.com/cellrouter/cellrouter/internal/servers/servertest"
 )
 
@@ -37,6 +38,30 @@ func startReplicas(t *testing.T, pods []*fakePod) (*Cell, *Cell) {
 	return r1, r2
 }
 
+// holdRequest sends a streaming request through c to its held pod p1 and
+// reads its first token; it returns c's own load of p1 once c counts the
+// first token too, and a func that ends the request.
+func holdRequest(t *testing.T, c *Cell) (load.Usage, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	body, _ := json.Marshal(map[string]any{"model": "m", "prompt": promptTokens(3), "stream": true})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+c.HTTPAddr()+"/v1/completions", strings.NewReader(string(body)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	end := func() { cancel(); resp.Body.Close() }
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.Contains(line, "p1-0") {
+		end()
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	// The proxy relays the first token before it tells the tracker, so c
+	// may still count the prefill for a moment after the client read it.
+	waitFor(t, "the request's own prefill done", func() bool { return c.router.tracker.Usage("p1").PrefillBlocks == 0 })
+	return c.router.tracker.Usage("p1"), end
+}
+
 // TestReplicasShareLoad routes a held streaming request through one
 // replica and checks that the other counts it in its load within a bounded
 // poll, and drops it when the request ends.
@@ -47,22 +72,8 @@ func TestReplicasShareLoad(t *testing.T) {
 	if got, want := r1.cfg.nodeName(), "cell/cell-r/r1"; got != want {
 		t.Fatalf("node name = %q, want %q", got, want)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	body, _ := json.Marshal(map[string]any{"model": "m", "prompt": promptTokens(3), "stream": true})
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+r1.HTTPAddr()+"/v1/completions", strings.NewReader(string(body)))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.Contains(line, "p1-0") {
-		t.Fatalf("first line %q, %v", line, err)
-	}
-	// The proxy relays the first token before it tells the tracker, so r1
-	// may still count the prefill for a moment after the client read it.
-	waitFor(t, "r1's own prefill done", func() bool { return r1.router.tracker.Usage("p1").PrefillBlocks == 0 })
-	local := r1.router.tracker.Usage("p1")
+	local, end := holdRequest(t, r1)
+	defer end()
 	if local.Requests != 1 || local.Blocks == 0 {
 		t.Fatalf("r1's own load = %+v, want one request with blocks", local)
 	}
@@ -70,8 +81,7 @@ func TestReplicasShareLoad(t *testing.T) {
 		u := r2.router.tracker.Usage("p1")
 		return u.Requests == 1 && u.Blocks == local.Blocks && u.PrefillBlocks == 0
 	})
-	cancel()
-	resp.Body.Close()
+	end()
 	waitFor(t, "the ended request gone from r2's load", func() bool { return r2.router.tracker.Usage("p1").Requests == 0 })
 	if st := r2.sharer.Stats(); st.Received < 3 || st.Malformed != 0 {
 		t.Fatalf("r2's sharer stats %+v, want start, first token and done received", st)
@@ -97,20 +107,8 @@ func TestLateReplicaLearnsLoad(t *testing.T) {
 	}
 	r1 := mk("r1", nil)
 	waitFor(t, "r1's gossip address", func() bool { return r1.GossipAddr() != "" })
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	body, _ := json.Marshal(map[string]any{"model": "m", "prompt": promptTokens(3), "stream": true})
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+r1.HTTPAddr()+"/v1/completions", strings.NewReader(string(body)))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || !strings.Contains(line, "p1-0") {
-		t.Fatalf("first line %q, %v", line, err)
-	}
-	waitFor(t, "r1's own prefill done", func() bool { return r1.router.tracker.Usage("p1").PrefillBlocks == 0 })
-	local := r1.router.tracker.Usage("p1")
+	local, end := holdRequest(t, r1)
+	defer end()
 
 	r2 := mk("r2", []string{r1.GossipAddr()})
 	waitFor(t, "r1's request in the late replica's load", func() bool {
@@ -120,8 +118,7 @@ func TestLateReplicaLearnsLoad(t *testing.T) {
 	if st := r2.sharer.Stats(); st.Repaired != 1 {
 		t.Fatalf("r2's sharer stats %+v, want the request started by a resync", st)
 	}
-	cancel()
-	resp.Body.Close()
+	end()
 	waitFor(t, "the ended request gone from r2's load", func() bool { return r2.router.tracker.Usage("p1").Requests == 0 })
 	if _, metrics := get(t, "http://"+r2.HTTPAddr()+"/metrics"); !strings.Contains(metrics, `cellrouter_replica_requests_repaired_total{cell="cell-r"} 1`) {
 		t.Fatalf("r2's metrics lack the repaired request")

@@ -133,11 +133,16 @@ func TestSharerResyncRepairsLoss(t *testing.T) {
 	b.now = func() time.Time { return now }
 	l := &lossy{loopback: loopback{from: "cell/c/a", peers: []*Sharer{b}}}
 	attach(a, &l.loopback)
+	// lost makes a change whose flush the network loses.
+	lost := func(change func()) {
+		l.lose = true
+		change()
+		a.Flush(l)
+		l.lose = false
+	}
 
-	l.lose = true
-	tk := trA.Start("p", 8, 6, "chat")
-	a.Flush(l)
-	l.lose = false
+	var tk *load.Ticket
+	lost(func() { tk = trA.Start("p", 8, 6, "chat") })
 	if trB.Usage("p").Requests != 0 {
 		t.Fatalf("a lost start arrived")
 	}
@@ -146,10 +151,7 @@ func TestSharerResyncRepairsLoss(t *testing.T) {
 		t.Fatalf("after the resync b sees %+v, want a's request with its prefill", u)
 	}
 
-	l.lose = true
-	trA.FirstToken(tk)
-	a.Flush(l)
-	l.lose = false
+	lost(func() { trA.FirstToken(tk) })
 	if trB.Usage("p").PrefillBlocks != 6 {
 		t.Fatalf("a lost first token arrived")
 	}
@@ -167,10 +169,7 @@ func TestSharerResyncRepairsLoss(t *testing.T) {
 	if n := trB.ExpireRemote(now.Add(b.cfg.Lease - time.Second)); n != 0 {
 		t.Fatalf("a renewed ticket expired before its lease")
 	}
-	l.lose = true
-	trA.Done(tk)
-	a.Flush(l)
-	l.lose = false
+	lost(func() { trA.Done(tk) })
 	a.Resync(l) // sends nothing: a holds no ticket
 	if trB.Usage("p").Requests != 1 {
 		t.Fatalf("a lost done arrived")
