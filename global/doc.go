@@ -198,11 +198,17 @@
 // the conversation trace averages -0.01 +- 0.06 points over twenty seeds
 // (loadtest/hierarchy/doc.go, "Seeds"); the agents' TTFT estimate
 // improves with the probes as the choice trades a little prefix for load.
-// One probe now loses: it cannot see an emptier cell, and its cell's
-// caches fill first. With a quarter of the caches two probes lose 5.8%
-// to the flat router, whose choice among all 256 pods' caches two probed
-// cells cannot match, though both rose far (flat 0.122 to 0.301, the
-// hierarchy 0.163 to 0.283; README, "Measured").
+// One probe lost (+1.64% over ten seeds), and with a quarter of the
+// caches two probes lost 5.8% to the flat router. Both were the search's
+// reading of full cells, not the number of probes (see "Full cells"):
+// with FullAt, seeds 42-44, the conversation trace at 20 ms gives +0.22%,
+// -0.10%, -0.09%, -0.06% at 1, 2, 4, 8 probes, and with a quarter of the
+// caches +0.53%, +0.55%, +1.03%, +0.38% (the last two as at FullAt 1,
+// +1.15% and +0.10%, where all or most cells are probed anyway). Over
+// ten seeds (42-51) with a quarter of the caches two probes lose +0.52%
+// +- 0.27 and four +0.87% +- 0.20; seed by seed four probes lose 0.35 +-
+// 0.30 points more (seven seeds of ten): within two standard errors, but
+// not shown to be noise (README, "Measured").
 //
 // At fleet scale the search must not test every cell's summary: a
 // gossip.Bank holds all summaries transposed (one row of cell bits per
