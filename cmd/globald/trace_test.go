@@ -183,14 +183,19 @@ func TestDemoExportsOneTraceAcrossTheFleet(t *testing.T) {
 	}
 	answered := 0
 	for _, p := range probes {
-		call := one("cellrouter.cell.v1.CellService/Route", p.SpanID, "globald")
 		if p.Error {
 			// A probe past its deadline (50 ms, reachable on a loaded
-			// machine) may never reach the cell: the probe span says so,
-			// and the cell has no span for it.
-			t.Logf("probe of %s failed: the cell's span is not required", p.Attrs["cellrouter.cell"])
+			// machine) may never reach the cell, and one to a cell whose
+			// only endpoint such misses ejected is not sent at all: the
+			// probe span says so, and neither the call's span nor the
+			// cell's is required.
+			if n := len(find("cellrouter.cell.v1.CellService/Route", p.SpanID, "globald")); n > 1 {
+				t.Errorf("failed probe of %s has %d call spans, want at most 1", p.Attrs["cellrouter.cell"], n)
+			}
+			t.Logf("probe of %s failed: the call's and the cell's spans are not required", p.Attrs["cellrouter.cell"])
 			continue
 		}
+		call := one("cellrouter.cell.v1.CellService/Route", p.SpanID, "globald")
 		answered++
 		served := one("cellrouter.cell.v1.CellService/Route", call.SpanID, "celld")
 		if served.Instance() != p.Attrs["cellrouter.cell"] {
