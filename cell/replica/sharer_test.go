@@ -36,6 +36,15 @@ func newSharer(t *testing.T, tr *load.Tracker, onDrain func(string, gossip.Drain
 	return s
 }
 
+// sharerAt returns a tracker and its sharer whose clock stands at now.
+func sharerAt(t *testing.T, now time.Time) (*load.Tracker, *Sharer) {
+	t.Helper()
+	tr := load.NewTracker()
+	s := newSharer(t, tr, nil)
+	s.now = func() time.Time { return now }
+	return tr, s
+}
+
 // attach marks s as having a sender without running its loop (Flush is
 // then called by the test).
 func attach(s *Sharer, l *loopback) { s.send.Store(&senderBox{l}) }
@@ -94,10 +103,8 @@ func TestSharerBookkeeping(t *testing.T) {
 
 // TestSharerTTL checks that a peer's ticket whose done never came expires.
 func TestSharerTTL(t *testing.T) {
-	tr := load.NewTracker()
-	s := newSharer(t, tr, nil)
 	now := time.Unix(100, 0)
-	s.now = func() time.Time { return now }
+	tr, s := sharerAt(t, now)
 	body := EncodeChanges(1, []load.Change{{Op: load.OpStart, ID: 1, Pod: "p", Blocks: 3}}, 1100)[0]
 	s.OnPeerMessage(gossip.PeerMessage{From: "peer", Kind: KindLoad, Body: body})
 	if tr.ExpireRemote(now.Add(s.cfg.TTL-time.Second)) != 0 || tr.Usage("p").Requests != 1 {
@@ -186,10 +193,8 @@ func TestSharerResyncRepairsLoss(t *testing.T) {
 // resyncs (an older version) keeps the TTL, and that one which does has
 // its tickets, even those started before its first resync, on the lease.
 func TestSharerLeaseOnlyForResyncingPeers(t *testing.T) {
-	tr := load.NewTracker()
-	s := newSharer(t, tr, nil)
 	now := time.Unix(100, 0)
-	s.now = func() time.Time { return now }
+	tr, s := sharerAt(t, now)
 	start := func(from string, id uint64) {
 		body := EncodeChanges(1, []load.Change{{Op: load.OpStart, ID: id, Pod: "p", Blocks: 3}}, 1100)[0]
 		s.OnPeerMessage(gossip.PeerMessage{From: from, Kind: KindLoad, Body: body})
