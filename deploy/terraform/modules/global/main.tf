@@ -29,6 +29,8 @@ locals {
     request_timeout = "--request-timeout"
     move_weight     = "--move-weight"
     probe_cold      = "--probe-cold"
+    pressure_weight = "--pressure-weight"
+    full_at         = "--full-at"
   }
   args = concat(
     [

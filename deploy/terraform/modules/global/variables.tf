@@ -75,7 +75,9 @@ variable "routing" {
     (cost of a block to prefill against a block of load), rtt_weight (cost of a millisecond of probe round trip, in
     blocks), max_attempts (cells tried before the first byte), request_timeout (bound of a whole hand-off), move_weight (cost of
     a block a cell lacks against the deepest answer, beside its prefill: what moving a conversation costs), probe_cold
-    (probe a cold prompt's rendezvous-hashed cells; false: the less loaded of two, unprobed).
+    (probe a cold prompt's rendezvous-hashed cells; false: the less loaded of two, unprobed), pressure_weight (cost of a
+    cached block a cell's pick would evict; keep it the cells' routing.kv_pressure_weight), full_at (the estimated cache
+    fullness, in (0, 1], from which the search counts a cell as full and lets load decide).
   EOT
   type = object({
     block_size      = optional(number)
@@ -89,6 +91,8 @@ variable "routing" {
     request_timeout = optional(string)
     move_weight     = optional(number)
     probe_cold      = optional(bool)
+    pressure_weight = optional(number)
+    full_at         = optional(number)
   })
   default  = {}
   nullable = false
@@ -108,6 +112,14 @@ variable "routing" {
   validation {
     condition     = alltrue([for w in [var.routing.prefill_weight, var.routing.rtt_weight] : w == null || try(w >= 0, false)])
     error_message = "routing.prefill_weight and rtt_weight must not be negative."
+  }
+  validation {
+    condition     = var.routing.pressure_weight == null || try(var.routing.pressure_weight >= 0, false)
+    error_message = "routing.pressure_weight must not be negative."
+  }
+  validation {
+    condition     = var.routing.full_at == null || try(var.routing.full_at > 0 && var.routing.full_at <= 1, false)
+    error_message = "routing.full_at must be in (0, 1]: the fullness from which a cell counts as full."
   }
   validation {
     condition = alltrue([for d in [var.routing.probe_timeout, var.routing.request_timeout] :
