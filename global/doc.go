@@ -205,10 +205,10 @@
 // -0.10%, -0.09%, -0.06% at 1, 2, 4, 8 probes, and with a quarter of the
 // caches +0.53%, +0.55%, +1.03%, +0.38% (the last two as at FullAt 1,
 // +1.15% and +0.10%, where all or most cells are probed anyway). Over
-// ten seeds (42-51) with a quarter of the caches two probes lose +0.52%
-// +- 0.27 and four +0.87% +- 0.20; seed by seed four probes lose 0.35 +-
-// 0.30 points more (seven seeds of ten): within two standard errors, but
-// not shown to be noise (README, "Measured").
+// twenty seeds (42-61) with a quarter of the caches two probes lose
+// +0.45% +- 0.19 and four +0.79% +- 0.16; seed by seed four probes lose
+// 0.34 +- 0.18 points more (13 seeds of 20): small, but likely real, so
+// there more probes still do not always gain (README, "Measured").
 //
 // At fleet scale the search must not test every cell's summary: a
 // gossip.Bank holds all summaries transposed (one row of cell bits per
