@@ -252,17 +252,14 @@ func (s *Sharer) OnPeerMessage(m gossip.PeerMessage) {
 		}
 		s.mu.Lock()
 		old, known := s.peers[m.From]
-		switch {
-		case !known || run > old.run:
-			s.peers[m.From] = peerRun{run: run, resyncs: resyncs}
-		case run == old.run && resyncs && !old.resyncs:
-			s.peers[m.From] = peerRun{run: run, resyncs: true}
-		}
-		resyncs = resyncs || (run == old.run && old.resyncs)
-		s.mu.Unlock()
 		if run < old.run {
+			s.mu.Unlock()
 			return // a batch of the peer's former life, late
 		}
+		// A run that resynced once keeps resyncing; a new run must show it.
+		resyncs = resyncs || (run == old.run && old.resyncs)
+		s.peers[m.From] = peerRun{run: run, resyncs: resyncs}
+		s.mu.Unlock()
 		if known && run > old.run {
 			s.orphaned.Add(uint64(s.tr.DropOrigin(origin(m.From, old.run))))
 		}

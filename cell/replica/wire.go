@@ -61,7 +61,7 @@ func appendChange(b []byte, c load.Change) []byte {
 	b = append(b, byte(c.Op))
 	b = binary.AppendUvarint(b, c.ID)
 	b = appendStr(b, c.Pod)
-	if c.Op == load.OpStart || c.Op == load.OpLive {
+	if sized(c.Op) {
 		b = binary.AppendUvarint(b, uint64(c.Blocks))
 		b = binary.AppendUvarint(b, uint64(c.PrefillBlocks))
 		b = appendStr(b, c.Template)
@@ -75,6 +75,10 @@ func appendChange(b []byte, c load.Change) []byte {
 	}
 	return b
 }
+
+// sized reports whether a change of op carries the ticket's sizes and
+// template (a start, or a resync's live state).
+func sized(op load.Op) bool { return op == load.OpStart || op == load.OpLive }
 
 func appendStr(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
@@ -162,7 +166,7 @@ func DecodeChanges(b []byte) (uint64, []load.Change, error) {
 		}
 		c.ID = r.uv("id", 1<<63)
 		c.Pod = r.str("pod")
-		if c.Op == load.OpStart || c.Op == load.OpLive {
+		if sized(c.Op) {
 			c.Blocks = int(r.uv("blocks", MaxBlocks))
 			c.PrefillBlocks = int(r.uv("prefill blocks", MaxBlocks))
 			c.Template = r.str("template")
