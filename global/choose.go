@@ -16,7 +16,9 @@ type ProbeAnswer struct {
 	Cost    float64
 	// Busy says the pick is busy (its active blocks above the cell's busy
 	// threshold): the cell's soft busy filter let it through only because
-	// every pod of the cell was busy.
+	// every pod of the cell was busy. Its load is in Load either way; Busy
+	// breaks ties, or orders the answers first with
+	// ChooseConfig.AvoidBusy.
 	Busy bool
 	// CellBlocks is the cell's active blocks as the global tier knows them
 	// (gossiped, plus its own hand-offs since): among picks of equal cost,
@@ -62,6 +64,15 @@ type ChooseConfig struct {
 	// come back to it. It should be the cells' kv-cost pressure_weight, so
 	// that the global tier weighs a full pod as the cells do.
 	PressureWeight float64
+	// AvoidBusy puts a busy pick (ProbeAnswer.Busy) after every pick that
+	// is not, whatever their costs, as the flat router's soft busy filter
+	// passes over busy pods while any other is left. Off, the cost decides
+	// (a busy pick's load is in it) and busy picks only come after others
+	// of equal cost: across cells the override grows with the probes (one
+	// more probe, one more chance of a cell with room), and it moved
+	// follow-ups off their prefix for any load gap, however small; see
+	// doc.go, "Busy cells".
+	AvoidBusy bool
 }
 
 // DefaultChooseConfig follows the cells' default cost, with a move
@@ -94,9 +105,9 @@ func (c ChooseConfig) BlockWeight() float64 { return c.PrefillWeight + c.MoveWei
 // BlockWeight*(total-matched) + load + RTTWeight*distance_ms + WaitCost +
 // PressureWeight*Evicts, a cost of the cell alone: probing more cells never makes Choose prefer a
 // cell it would rank lower among fewer answers.
-// A cell whose pick is busy comes after every cell whose pick is not, as
-// the flat router's soft busy filter passes over busy pods while any other
-// is left; among equal costs the less loaded cell comes first (CellBlocks:
+// Among equal costs a pick that is not busy comes first (with AvoidBusy,
+// a busy pick comes after every pick that is not, whatever the costs),
+// then the less loaded cell (CellBlocks:
 // the flat router breaks such ties at random over every pod, which spreads
 // them; the search order would send them all to the cell of the deepest
 // estimate); cells whose probe failed come last, in their search order. It
@@ -112,7 +123,7 @@ func Choose(cfg ChooseConfig, answers []ProbeAnswer, total int) []int {
 	}
 	// Stable insertion sort: answers are few.
 	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j].before(&s[j-1]); j-- {
+		for j := i; j > 0 && s[j].before(&s[j-1], cfg.AvoidBusy); j-- {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
 	}
@@ -138,17 +149,19 @@ type scored struct {
 	blocks   int
 }
 
-// before says a goes before b.
-func (a *scored) before(b *scored) bool {
+// before says a goes before b; avoidBusy is ChooseConfig.AvoidBusy.
+func (a *scored) before(b *scored, avoidBusy bool) bool {
 	switch {
 	case a.ok != b.ok:
 		return a.ok
 	case !a.ok:
 		return false
-	case a.busy != b.busy:
+	case avoidBusy && a.busy != b.busy:
 		return !a.busy
 	case a.cost != b.cost:
 		return a.cost < b.cost
+	case a.busy != b.busy:
+		return !a.busy
 	}
 	return a.blocks < b.blocks
 }

@@ -48,14 +48,14 @@ func TestChooseColdPicksTheLightest(t *testing.T) {
 }
 
 // refKey is the reference cost model of a choice, one cell at a time:
-// failed probes last, then busy picks, then PrefillWeight*(total-matched)
+// failed probes last, then (with AvoidBusy) busy picks, then PrefillWeight*(total-matched)
 // + MoveWeight*(deepest-matched) + load + RTT. deepest is the deepest
 // match among the answers of the request: the copy a move makes.
 func refKey(cfg ChooseConfig, a ProbeAnswer, total, deepest int) (rank int, cost float64) {
 	switch {
 	case a.Err != nil:
 		return 2, 0
-	case a.Busy:
+	case a.Busy && cfg.AvoidBusy:
 		rank = 1
 	}
 	return rank, cfg.PrefillWeight*float64(total-a.Matched) + cfg.MoveWeight*float64(deepest-a.Matched) + a.Load +
@@ -71,7 +71,7 @@ func refKey(cfg ChooseConfig, a ProbeAnswer, total, deepest int) (rank int, cost
 func TestChooseMoreProbesNeverChooseWorse(t *testing.T) {
 	r := rand.New(rand.NewPCG(24, 1))
 	for round := range 2000 {
-		cfg := ChooseConfig{PrefillWeight: []float64{0.5, 1, 2}[r.IntN(3)], MoveWeight: []float64{0, 1, 2}[r.IntN(3)]}
+		cfg := ChooseConfig{PrefillWeight: []float64{0.5, 1, 2}[r.IntN(3)], MoveWeight: []float64{0, 1, 2}[r.IntN(3)], AvoidBusy: r.IntN(2) == 0}
 		total := 1 + r.IntN(200)
 		all := make([]ProbeAnswer, 8)
 		deepest := 0

@@ -135,22 +135,34 @@ func TestOpeningProbeIsNoDistance(t *testing.T) {
 	}
 }
 
-// TestChoosePrefersAPickThatIsNotBusy: a cell whose pick is busy (its
-// every pod was, and its soft filter was ignored) comes after every cell
-// whose pick is not, however cheap, as the flat router's soft busy filter
-// passes over busy pods while others are left; among busy picks, and among
-// the others, cost decides.
-func TestChoosePrefersAPickThatIsNotBusy(t *testing.T) {
-	cfg := DefaultChooseConfig()
+// TestChooseWeighsBusyPicksByCost: a cell whose pick is busy (its every
+// pod was, and its soft filter was ignored) is ordered by its cost like any
+// other, its load in it, and only comes after a pick of equal cost that is
+// not busy; with AvoidBusy it comes after every pick that is not, however
+// cheap, as the flat router's soft busy filter passes over busy pods while
+// others are left, and among busy picks, and among the others, cost
+// decides.
+func TestChooseWeighsBusyPicksByCost(t *testing.T) {
 	answers := []ProbeAnswer{
-		{Cell: 0, Matched: 60, Load: 100, Busy: true},
-		{Cell: 1, Matched: 0, Load: 900},
-		{Cell: 2, Matched: 10, Load: 100, Busy: true},
+		{Cell: 0, Matched: 60, Load: 100, Busy: true}, // cost 2*4 + 100 = 108
+		{Cell: 1, Matched: 0, Load: 900},              // 2*64 + 900 = 1028
+		{Cell: 2, Matched: 10, Load: 100, Busy: true}, // 2*54 + 100 = 208
 		{Cell: 3, Err: errNoPick},
-		{Cell: 4, Matched: 30, Load: 900},
+		{Cell: 4, Matched: 30, Load: 900}, // 2*34 + 900 = 968
+		{Cell: 5, Matched: 10, Load: 100}, // 208, as cell 2, and not busy
 	}
-	if got, want := Choose(cfg, answers, 64), []int{4, 1, 0, 2, 3}; !slices.Equal(got, want) {
-		t.Fatalf("order %v, want %v", got, want)
+	for _, tc := range []struct {
+		avoid bool
+		want  []int
+	}{
+		{false, []int{0, 5, 2, 4, 1, 3}},
+		{true, []int{5, 4, 1, 0, 2, 3}},
+	} {
+		cfg := DefaultChooseConfig()
+		cfg.AvoidBusy = tc.avoid
+		if got := Choose(cfg, answers, 64); !slices.Equal(got, tc.want) {
+			t.Fatalf("AvoidBusy %v: order %v, want %v", tc.avoid, got, tc.want)
+		}
 	}
 }
 
@@ -179,8 +191,9 @@ func (p busyProber) Probe(_ context.Context, c *CellView, _ *cellv1.RouteRequest
 
 // TestDecideCarriesBusyAndCellLoadToChoose: the router takes a probe's
 // failed_open as a busy pick and each cell's known load as its tie-break,
-// so Choose orders by them: a busy cheap pick after one that is not, and
-// equal costs to the less loaded cell.
+// so Choose orders by them: among equal costs a pick that is not busy,
+// then the less loaded cell; with AvoidBusy a busy cheap pick after one
+// that is not.
 func TestDecideCarriesBusyAndCellLoadToChoose(t *testing.T) {
 	toks := make([]uint32, 64*16)
 	for i := range toks {
@@ -208,15 +221,19 @@ func TestDecideCarriesBusyAndCellLoadToChoose(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
+		avoid  bool
 		answer busyProber
 		want   string
 	}{
-		{"a busy cheap pick goes after one that is not", busyProber{"a": pick(0, false), "b": pick(16, true)}, "a"},
-		{"a cheaper pick goes first", busyProber{"a": pick(0, false), "b": pick(16, false)}, "b"},
-		{"equal costs go to the less loaded cell", busyProber{"a": pick(16, false), "b": pick(16, false)}, "b"},
+		{"a busy cheap pick goes first by its cost", false, busyProber{"a": pick(0, false), "b": pick(16, true)}, "b"},
+		{"avoiding busy picks, a busy cheap pick goes after one that is not", true, busyProber{"a": pick(0, false), "b": pick(16, true)}, "a"},
+		{"a cheaper pick goes first", false, busyProber{"a": pick(0, false), "b": pick(16, false)}, "b"},
+		{"equal costs go to the less loaded cell", false, busyProber{"a": pick(16, false), "b": pick(16, false)}, "b"},
+		{"equal costs go to a pick that is not busy first", false, busyProber{"a": pick(16, false), "b": pick(16, true)}, "a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
+			cfg.Choose.AvoidBusy = tc.avoid
 			// No charge for distance: the probes' round trips differ by
 			// microseconds, which would otherwise decide equal costs.
 			cfg.Choose.RTTWeight = 0

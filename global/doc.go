@@ -59,10 +59,10 @@
 // those are looked at, which is what spreads a prefix every cell shares (a
 // system prompt) once the cells that hold more of it get busy. The probes
 // return each cell's exact best pod and cost, and Choose takes the cheaper
-// (plus the round trip, which matters across regions), but never a busy
-// pick while another cell offers one that is not: a cell whose every pod
-// was busy says so (RouteResponse.failed_open), as the flat router's soft
-// busy filter would pass over its pods; equal costs go to the less
+// (plus the round trip, which matters across regions). A cell whose every
+// pod was busy says so (RouteResponse.failed_open); its pick's load is in
+// its cost like any other's, and it only comes after a pick of equal cost
+// that is not busy (see Busy cells). Equal costs then go to the less
 // loaded cell, as the flat router's random tie-breaks spread them over
 // every pod. The chosen cell's picker then decides with the same cost over
 // its own pods.
@@ -221,6 +221,31 @@
 // cell with Search, to the same candidates (TestRouterSearchesThroughTheIndex).
 // loadtest hierarchy --scale measures the search at 1,024 cells, and
 // BenchmarkDecideCells the whole decision both ways.
+//
+// # Busy cells
+//
+// A cell whose every pod is busy (active blocks above the busy threshold)
+// still answers a probe, its pick marked busy (failed_open). Choose used to
+// put such a pick after every pick that was not, whatever the costs, as
+// the flat router's soft busy filter passes over busy pods. Across cells
+// that rule grows with the probes: each probe more is one more chance of a
+// cell with room, and the rule then moved a follow-up off its prefix for
+// any load gap, however small, where the cost would have kept it. On the
+// conversation trace at 5,000 ms a token (whole trace, seeds 42-45), the
+// only level of the three workloads where whole cells get busy, the
+// reuse loss against the flat router went -5.17%, -3.29%, -1.43%, -2.93%
+// at 1, 2, 4 and 8 probes, every seed rising from 1 to 4; on seed 42 at 4
+// probes 233 of the 549 follow-ups that left the cell holding their prefix
+// left it for this rule alone, carrying 458 blocks of prefix each on
+// average. Now the busy pick's load is in its cost like any other's, and
+// busy only breaks ties (ChooseConfig.AvoidBusy, globald --avoid-busy,
+// restores the rule): -5.17%, -6.87%, -6.27%, -8.55%, and on seed 42 the
+// TTFT estimate (4,279 against 4,356 ms at 4 probes) and the requests that
+// met a busy pod (2,765 against 2,911) improve too. Busy cells still pay:
+// their pick's load, and the wait the cell announces for the request's
+// band, the time its flow control would hold the request (see Priority
+// bands), are both in the cost. The cold and agents workloads never fill
+// a whole cell, and their figures are unchanged.
 //
 // # Cold prompts
 //

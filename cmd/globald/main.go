@@ -118,6 +118,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	fullAt := fs.Float64("full-at", d.Search.FullAt, "the estimated cache fullness (a cell's summary blocks over its KV blocks) at which the search counts a cell as full, in (0, 1]: below it fuller cells cost more, above it all cost alike and load decides")
 	moveW := fs.Float64("move-weight", d.Choose.MoveWeight, "cost to the fleet of a block of prefix copied to a cell when another probed cell holds it, on top of its prefill (a follow-up leaves its prefix's cell only when the load gap outweighs both)")
 	coldProbe := fs.Bool("probe-cold", d.Search.ProbeCold, "probe a cold prompt's hashed cells (--max-probes of them, from 2) and take the cheapest; false hands it to the less loaded of two, unprobed")
+	avoidBusy := fs.Bool("avoid-busy", d.Choose.AvoidBusy, "put a cell whose pick is busy (every pod of the cell above its busy threshold) after every cell whose pick is not, whatever the costs; false weighs the busy pick's load in its cost like any other and lets busy break ties only")
 	rttW := fs.Float64("rtt-weight", d.Choose.RTTWeight, "cost of a millisecond of probe round trip, in blocks")
 	waitW := fs.Float64("wait-weight", d.Bands.WaitWeight, "cost of a millisecond a cell announces a request of its priority band would wait there, in blocks (0: ignore the cells' waits)")
 	shedAfter := fs.Duration("shed-after", d.Bands.ShedAfter, "refuse a sheddable request with 429 before the hand-off when every cell announces a longer wait for the sheddable band (negative: never)")
@@ -213,7 +214,7 @@ func run(ctx context.Context, args []string, out, logw io.Writer) error {
 	cfg.ProbeTimeout, cfg.Choose.PrefillWeight, cfg.Choose.RTTWeight = *probeTimeout, *prefillW, *rttW
 	cfg.Bands = global.BandsConfig{WaitWeight: *waitW, ShedAfter: *shedAfter, MaxAge: *bandAge}
 	cfg.Choose.MoveWeight, cfg.Search.ProbeCold = *moveW, *coldProbe
-	cfg.Choose.PressureWeight = *pressureW
+	cfg.Choose.PressureWeight, cfg.Choose.AvoidBusy = *pressureW, *avoidBusy
 	cfg.Search.FullAt = *fullAt
 	cfg.RelayResponseHeaders = splitList(*relayHeaders)
 	cfg.MaxAttempts, cfg.RequestTimeout, cfg.ProbeLone, cfg.MaxIdleConnsPerCell = *attempts, *reqTimeout, *probeLone, *idlePerCell

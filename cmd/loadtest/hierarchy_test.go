@@ -41,11 +41,12 @@ func TestHierarchyScaleFlags(t *testing.T) {
 }
 
 // TestHierarchyPressureFlag: --pressure-weight reaches the quality run (its
-// cells' kv-cost and the global choice) and its JSON.
+// cells' kv-cost and the global choice) and its JSON, as --avoid-busy does
+// (the global choice).
 func TestHierarchyPressureFlag(t *testing.T) {
 	var out, errOut bytes.Buffer
 	args := []string{"hierarchy", "--trace", "../../testdata/mooncake_small.jsonl", "--cells", "2", "--pods-per-cell", "2",
-		"--blocks-per-pod", "256", "--seeds", "1", "--decode-ms-per-token", "20", "--pressure-weight", "0.5", "--json", "--quiet"}
+		"--blocks-per-pod", "256", "--seeds", "1", "--decode-ms-per-token", "20", "--pressure-weight", "0.5", "--avoid-busy", "--json", "--quiet"}
 	if err := dispatch(context.Background(), args, &out, &errOut); err != nil {
 		t.Fatalf("dispatch: %v\nstderr:\n%s", err, errOut.String())
 	}
@@ -55,6 +56,9 @@ func TestHierarchyPressureFlag(t *testing.T) {
 	}
 	if rep["pressure_weight"] != 0.5 {
 		t.Fatalf("pressure_weight: got %v, want 0.5", rep["pressure_weight"])
+	}
+	if rep["avoid_busy"] != true {
+		t.Fatalf("avoid_busy: got %v, want true", rep["avoid_busy"])
 	}
 	if _, ok := rep["reuse_loss"].(float64); !ok {
 		t.Fatalf("reuse_loss: got %v, want a number", rep["reuse_loss"])

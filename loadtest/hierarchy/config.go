@@ -80,6 +80,9 @@ type Config struct {
 	// FullAt is the global search's estimated fullness at which a cell
 	// counts as full (global.SearchConfig.FullAt).
 	FullAt float64 `json:"full_at"`
+	// AvoidBusy puts a cell whose pick is busy after every cell whose pick
+	// is not, whatever the costs (global.ChooseConfig.AvoidBusy).
+	AvoidBusy bool `json:"avoid_busy"`
 	// DecodeMsPerToken sets the load model: a request occupies its pod for
 	// output_length * DecodeMsPerToken of trace time.
 	DecodeMsPerToken float64 `json:"decode_ms_per_token"`
@@ -225,7 +228,7 @@ func (c Config) Validate() error {
 // choice's prefill weight.
 func (c Config) tier() tierConfig {
 	return tierConfig{MaxProbes: c.MaxProbes, Slack: c.ProbeSlack, ColdBlocks: c.ColdBlocks, ProbeCold: c.ProbeCold,
-		Prefill: c.OverlapWeight, Move: c.MoveWeight, Pressure: c.PressureWeight, FullAt: c.FullAt}
+		Prefill: c.OverlapWeight, Move: c.MoveWeight, Pressure: c.PressureWeight, FullAt: c.FullAt, AvoidBusy: c.AvoidBusy}
 }
 
 // summaryConfig is the gossip default with the run's stride and rate.

@@ -57,6 +57,7 @@ type Report struct {
 	// weight (Config.PressureWeight).
 	PressureWeight    float64 `json:"pressure_weight"`
 	FullAt            float64 `json:"full_at"`
+	AvoidBusy         bool    `json:"avoid_busy"`
 	DecodeMsPerToken  float64 `json:"decode_ms_per_token"`
 	PrefillMsPerBlock float64 `json:"prefill_ms_per_block"`
 	// Workload is the run's workload (conversation, agents or cold).
@@ -215,7 +216,7 @@ func (s *sim) report(recs []trace.Record) *Report {
 		Cells:        c.Cells, PodsPerCell: c.PodsPerCell, Pods: c.Pods(), Seed: c.Seed, BlockSize: c.BlockSize,
 		BlocksPerPod: c.BlocksPerPod, SummaryIntervalS: c.SummaryInterval, LoadIntervalS: c.LoadInterval, MaxProbes: c.MaxProbes,
 		ProbeSlack: c.ProbeSlack, ColdBlocks: c.ColdBlocks, ProbeCold: c.ProbeCold, MoveWeight: c.MoveWeight, Stride: c.Stride, FalsePositiveRate: c.FalsePositiveRate,
-		OverlapWeight: c.OverlapWeight, Temperature: c.Temperature, BusyThreshold: c.BusyThreshold, PressureWeight: c.PressureWeight, FullAt: c.FullAt,
+		OverlapWeight: c.OverlapWeight, Temperature: c.Temperature, BusyThreshold: c.BusyThreshold, PressureWeight: c.PressureWeight, FullAt: c.FullAt, AvoidBusy: c.AvoidBusy,
 		DecodeMsPerToken: c.DecodeMsPerToken, Prompt: c.Prompt, PrefillMsPerBlock: c.PrefillMsPerBlock, Workload: c.Workload,
 		QueuedFlat: s.flat.out.queued, QueuedHier: h.out.queued,
 		MatchedBlocksFlat: s.matchedFlat, MatchedBlocksHier: s.matchedHier,

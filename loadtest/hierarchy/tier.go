@@ -19,6 +19,9 @@ type tierConfig struct {
 	// FullAt is the search's fullness at which a cell counts as full
 	// (global.SearchConfig.FullAt).
 	FullAt float64
+	// AvoidBusy puts busy picks after every other whatever their costs
+	// (global.ChooseConfig.AvoidBusy).
+	AvoidBusy bool
 }
 
 // configs returns the search and the choice. The search's bound weighs a
@@ -27,7 +30,7 @@ type tierConfig struct {
 // search never leaves out a cell the choice would prefer.
 func (t tierConfig) configs() (global.SearchConfig, global.ChooseConfig) {
 	choose := global.ChooseConfig{PrefillWeight: t.Prefill, MoveWeight: t.Move, RTTWeight: global.DefaultChooseConfig().RTTWeight,
-		PressureWeight: t.Pressure}
+		PressureWeight: t.Pressure, AvoidBusy: t.AvoidBusy}
 	search := global.SearchConfig{MaxProbes: t.MaxProbes, Slack: t.Slack, ColdBlocks: t.ColdBlocks,
 		PrefillWeight: choose.BlockWeight(), ProbeCold: t.ProbeCold, PressureWeight: t.Pressure, FullAt: t.FullAt}
 	return search, choose

@@ -43,6 +43,10 @@ func TestTierIsTheRouters(t *testing.T) {
 	if search, _ := qc.tier().configs(); search.FullAt != 0.75 {
 		t.Errorf("quality with FullAt 0.75: search %+v", search)
 	}
+	qc.AvoidBusy = true
+	if _, choose := qc.tier().configs(); !choose.AvoidBusy {
+		t.Errorf("quality with AvoidBusy: choose %+v", choose)
+	}
 	qc.FullAt = 1.5
 	if err := qc.Validate(); err == nil {
 		t.Errorf("FullAt 1.5 validated")

@@ -31,6 +31,7 @@ locals {
     probe_cold      = "--probe-cold"
     pressure_weight = "--pressure-weight"
     full_at         = "--full-at"
+    avoid_busy      = "--avoid-busy"
   }
   args = concat(
     [

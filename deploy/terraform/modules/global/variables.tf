@@ -77,7 +77,8 @@ variable "routing" {
     a block a cell lacks against the deepest answer, beside its prefill: what moving a conversation costs), probe_cold
     (probe a cold prompt's rendezvous-hashed cells; false: the less loaded of two, unprobed), pressure_weight (cost of a
     cached block a cell's pick would evict; keep it the cells' routing.kv_pressure_weight), full_at (the estimated cache
-    fullness, in (0, 1], from which the search counts a cell as full and lets load decide).
+    fullness, in (0, 1], from which the search counts a cell as full and lets load decide), avoid_busy (a cell whose pick is
+    busy goes after every cell whose pick is not, whatever the costs; false: the cost decides and busy breaks ties).
   EOT
   type = object({
     block_size      = optional(number)
@@ -93,6 +94,7 @@ variable "routing" {
     probe_cold      = optional(bool)
     pressure_weight = optional(number)
     full_at         = optional(number)
+    avoid_busy      = optional(bool)
   })
   default  = {}
   nullable = false

@@ -168,15 +168,16 @@ run "endpoint_picker" {
 
   variables {
     epp     = { port = 9100 }
-    routing = { move_weight = 2, probe_cold = false, pressure_weight = 0.5, full_at = 0.8 }
+    routing = { move_weight = 2, probe_cold = false, pressure_weight = 0.5, full_at = 0.8, avoid_busy = true }
   }
   assert {
     condition = (contains(kubernetes_deployment_v1.globald.spec[0].template[0].spec[0].container[0].args, "--epp-addr=:9100")
       && contains(kubernetes_deployment_v1.globald.spec[0].template[0].spec[0].container[0].args, "--move-weight=2")
       && contains(kubernetes_deployment_v1.globald.spec[0].template[0].spec[0].container[0].args, "--probe-cold=false")
       && contains(kubernetes_deployment_v1.globald.spec[0].template[0].spec[0].container[0].args, "--pressure-weight=0.5")
+      && contains(kubernetes_deployment_v1.globald.spec[0].template[0].spec[0].container[0].args, "--avoid-busy=true")
     && contains(kubernetes_deployment_v1.globald.spec[0].template[0].spec[0].container[0].args, "--full-at=0.8"))
-    error_message = "the picker's listener and the cold, move, pressure and full-at flags"
+    error_message = "the picker's listener and the cold, move, pressure, full-at and avoid-busy flags"
   }
   assert {
     condition = ([for p in kubernetes_deployment_v1.globald.spec[0].template[0].spec[0].container[0].port : "${p.name}/${p.container_port}/${p.protocol}"]
