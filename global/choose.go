@@ -16,9 +16,10 @@ type ProbeAnswer struct {
 	Cost    float64
 	// Busy says the pick is busy (its active blocks above the cell's busy
 	// threshold): the cell's soft busy filter let it through only because
-	// every pod of the cell was busy. Its load is in Load either way; Busy
-	// breaks ties, or orders the answers first with
-	// ChooseConfig.AvoidBusy.
+	// every pod of the cell was busy. Its load is in Load either way;
+	// Choose uses Busy to break ties between equal costs or, with
+	// ChooseConfig.AvoidBusy, to put the pick after every pick that is not
+	// busy.
 	Busy bool
 	// CellBlocks is the cell's active blocks as the global tier knows them
 	// (gossiped, plus its own hand-offs since): among picks of equal cost,
